@@ -1,0 +1,97 @@
+//! The contract between Loupe's kernel programs and their userspace.
+//!
+//! Everything here is `#[repr(C)]` and `no_std`: the same definitions are compiled into the eBPF
+//! object and into the loader, so a field can never mean one thing in the kernel and another in
+//! userspace. The connection sketch's hash lives here for the same reason: the testbed recomputes,
+//! in userspace, the exact bit the kernel sets for a known 5-tuple.
+#![no_std]
+
+pub mod sketch;
+
+/// Name of the single-entry array holding the [`RunConfig`].
+pub const MAP_RUN_CONFIG: &str = "RUN_CONFIG";
+/// Name of the per-CPU array of [`SlotCounters`], one entry per sample slot.
+pub const MAP_SLOTS: &str = "SLOTS";
+/// Name of the LPM trie of local-region prefixes (IPv4 stored IPv4-mapped in IPv6).
+pub const MAP_LOCAL_PREFIXES: &str = "LOCAL_PREFIXES";
+/// Name of the LRU map that remembers, per ingress TCP flow, the highest sequence seen.
+pub const MAP_INGRESS_FLOWS: &str = "INGRESS_FLOWS";
+
+/// Program names (kernel program names are limited to 15 characters).
+pub const PROG_INGRESS: &str = "loupe_ingress";
+pub const PROG_EGRESS: &str = "loupe_egress";
+
+/// Slots compiled into the object; the loader resizes [`MAP_SLOTS`] to the capacity it needs.
+pub const DEFAULT_SLOTS: u32 = 2_000;
+
+/// `RunConfig::flags`: local prefixes are configured, so a miss in the trie means cross-region.
+/// Without it the cross-region counters stay zero rather than claim all traffic is remote.
+pub const FLAG_REGION_CONFIGURED: u32 = 1;
+
+/// What the tc program reads on every packet. `samples == 0` means "no run": the program returns
+/// after this one lookup.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunConfig {
+    /// `CLOCK_MONOTONIC` (the clock of `bpf_ktime_get_ns`) at which slot 0 begins.
+    pub start_mono_ns: u64,
+    /// Width of one slot.
+    pub interval_ns: u64,
+    /// Number of slots; slots at or beyond it are not counted.
+    pub samples: u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    /// Bytes of link-layer header before the network header (14 on Ethernet and loopback,
+    /// 0 on raw-IP devices such as tun or WireGuard).
+    pub l2_len: u32,
+    pub _pad: u32,
+}
+
+/// Counters of one slot on one CPU. Field order is the wire order of the per-CPU array.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlotCounters {
+    pub in_bytes: u64,
+    pub out_bytes: u64,
+    pub in_packets: u64,
+    pub out_packets: u64,
+    pub in_ce_bytes: u64,
+    pub in_retx_bytes: u64,
+    pub out_retx_bytes: u64,
+    pub in_cross_region_bytes: u64,
+    pub out_cross_region_bytes: u64,
+    /// 128-bit connection sketches (see [`sketch`]): bit `i` lives in word `i / 64`.
+    pub in_conns: [u64; 2],
+    pub out_conns: [u64; 2],
+}
+
+/// Key of [`MAP_INGRESS_FLOWS`]: a TCP flow as seen on ingress (addresses IPv4-mapped for IPv4).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    pub saddr: [u32; 4],
+    pub daddr: [u32; 4],
+    pub sport: u16,
+    pub dport: u16,
+}
+
+/// Value of [`MAP_INGRESS_FLOWS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowState {
+    /// One past the highest sequence number seen on this flow.
+    pub high_seq: u32,
+    pub _pad: u32,
+    /// `RunConfig::start_mono_ns` of the run that last updated the entry: state from an earlier
+    /// run is stale (the flow may have wrapped its sequence space since) and is reset.
+    pub run_start_ns: u64,
+}
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: plain-old-data, `#[repr(C)]`, no padding holes the kernel would not also see.
+    unsafe impl aya::Pod for super::RunConfig {}
+    unsafe impl aya::Pod for super::SlotCounters {}
+    unsafe impl aya::Pod for super::FlowKey {}
+    unsafe impl aya::Pod for super::FlowState {}
+}

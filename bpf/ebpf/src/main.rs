@@ -1,0 +1,199 @@
+//! The Millisampler tc filter: one program per direction, attached with clsact.
+//!
+//! Outside a run the filter does one array lookup and returns. During a run it finds the packet's
+//! slot, `(now - start) / interval`, and adds into that slot's per-CPU counters: no locks, no
+//! atomics, because every CPU owns its own copy of [`SLOTS`]. Userspace sums (and ORs, for the
+//! connection sketches) the CPUs' copies after the run. `docs/counters.md` defines every counter.
+//!
+//! The filter never changes a packet's fate: it returns `TC_ACT_UNSPEC`, which lets the next
+//! filter on the hook (if any) decide, and the packet continues as if Loupe were not there.
+#![no_std]
+#![no_main]
+
+mod parse;
+
+use aya_ebpf::{
+    bindings::TC_ACT_UNSPEC,
+    helpers::{bpf_ktime_get_ns, bpf_sk_fullsock, bpf_tcp_sock},
+    macros::{classifier, map},
+    maps::{Array, LruHashMap, PerCpuArray, lpm_trie::Key, LpmTrie},
+    programs::TcContext,
+};
+use loupe_bpf_common::{
+    DEFAULT_SLOTS, FLAG_REGION_CONFIGURED, FlowKey, FlowState, RunConfig, SlotCounters, sketch,
+};
+use parse::{Packet, parse};
+
+#[map(name = "RUN_CONFIG")]
+static RUN_CONFIG: Array<RunConfig> = Array::with_max_entries(1, 0);
+
+/// One entry per slot; the loader resizes it to the capacity it was asked for.
+#[map(name = "SLOTS")]
+static SLOTS: PerCpuArray<SlotCounters> = PerCpuArray::with_max_entries(DEFAULT_SLOTS, 0);
+
+/// Local-region prefixes; IPv4 is stored IPv4-mapped (`::ffff:a.b.c.d`, prefix + 96).
+#[map(name = "LOCAL_PREFIXES")]
+static LOCAL_PREFIXES: LpmTrie<[u8; 16], u8> = LpmTrie::with_max_entries(4096, 1 /* BPF_F_NO_PREALLOC */);
+
+/// Highest sequence seen per ingress TCP flow (there is no socket at tc ingress to ask).
+#[map(name = "INGRESS_FLOWS")]
+static INGRESS_FLOWS: LruHashMap<FlowKey, FlowState> = LruHashMap::with_max_entries(65_536, 0);
+
+#[classifier]
+pub fn loupe_ingress(ctx: TcContext) -> i32 {
+    observe::<true>(&ctx);
+    TC_ACT_UNSPEC
+}
+
+#[classifier]
+pub fn loupe_egress(ctx: TcContext) -> i32 {
+    observe::<false>(&ctx);
+    TC_ACT_UNSPEC
+}
+
+#[inline(always)]
+fn observe<const INGRESS: bool>(ctx: &TcContext) {
+    let Some(cfg) = RUN_CONFIG.get(0) else { return };
+    if cfg.samples == 0 || cfg.interval_ns == 0 {
+        return; // idle: the common case, one lookup
+    }
+    let now = unsafe { bpf_ktime_get_ns() };
+    if now < cfg.start_mono_ns {
+        return; // a run scheduled for later
+    }
+    let slot = (now - cfg.start_mono_ns) / cfg.interval_ns;
+    if slot >= cfg.samples as u64 {
+        return;
+    }
+    let Some(counters) = SLOTS.get_ptr_mut(slot as u32) else { return };
+    // SAFETY: the pointer is this CPU's copy of the slot; nothing else writes it while we run
+    // (tc programs run with preemption disabled on this CPU).
+    let c = unsafe { &mut *counters };
+
+    let skb = ctx.skb.skb;
+    let len = ctx.len() as u64;
+    let segs = unsafe { (*skb).gso_segs }.max(1) as u64;
+    let pkt = parse(ctx, cfg.l2_len);
+
+    if INGRESS {
+        c.in_bytes += len;
+        c.in_packets += segs;
+    } else {
+        c.out_bytes += len;
+        c.out_packets += segs;
+    }
+    let Some(pkt) = pkt else { return }; // not IP, or headers we cannot read: bytes only
+
+    let bit = sketch::flow_bit(&pkt.saddr, &pkt.daddr, pkt.sport, pkt.dport, pkt.proto);
+    if INGRESS {
+        sketch::set_bit(&mut c.in_conns, bit);
+        if pkt.ce {
+            c.in_ce_bytes += len;
+        }
+    } else {
+        sketch::set_bit(&mut c.out_conns, bit);
+    }
+
+    if cfg.flags & FLAG_REGION_CONFIGURED != 0 {
+        let remote = if INGRESS { pkt.saddr } else { pkt.daddr };
+        // SAFETY: [u32; 4] and [u8; 16] have the same size; the words hold the wire bytes.
+        let key = Key::new(128, unsafe { core::mem::transmute::<[u32; 4], [u8; 16]>(remote) });
+        if LOCAL_PREFIXES.get(&key).is_none() {
+            if INGRESS {
+                c.in_cross_region_bytes += len;
+            } else {
+                c.out_cross_region_bytes += len;
+            }
+        }
+    }
+
+    if pkt.tcp_payload > 0 || pkt.tcp_flags & (parse::TCP_SYN | parse::TCP_FIN) != 0 {
+        if INGRESS {
+            c.in_retx_bytes += ingress_retx(&pkt, cfg.start_mono_ns) as u64;
+        } else {
+            c.out_retx_bytes += egress_retx(ctx, &pkt) as u64;
+        }
+    }
+}
+
+/// `a` comes before `b` in sequence space (RFC 1982 serial arithmetic, as the kernel's `before`).
+#[inline(always)]
+fn seq_before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// Payload bytes of this segment that lie below `high`, i.e. that were sent before.
+#[inline(always)]
+fn resent_bytes(seq: u32, payload: u32, high: u32) -> u32 {
+    if payload == 0 || !seq_before(seq, high) {
+        return 0;
+    }
+    let end = seq.wrapping_add(payload);
+    if seq_before(end, high) { payload } else { high.wrapping_sub(seq) }
+}
+
+/// On egress the sending socket is at hand: a segment that starts below `snd_nxt` resends
+/// sequence space (new data always starts at `snd_nxt`, which TCP advances only after the
+/// segment has passed through the qdisc layer and this filter).
+#[inline(always)]
+fn egress_retx(ctx: &TcContext, pkt: &Packet) -> u32 {
+    if !pkt.is_tcp {
+        return 0;
+    }
+    let skb = ctx.skb.skb;
+    // SAFETY: reading `skb->sk` is allowed for tc programs; the verifier tracks the NULL checks.
+    unsafe {
+        let sk = (*skb).__bindgen_anon_2.sk;
+        if sk.is_null() {
+            return 0; // forwarded traffic has no local socket
+        }
+        let full = bpf_sk_fullsock(sk);
+        if full.is_null() {
+            return 0; // request or timewait socket
+        }
+        let tp = bpf_tcp_sock(full);
+        if tp.is_null() {
+            return 0;
+        }
+        resent_bytes(pkt.tcp_seq, pkt.tcp_payload, (*tp).snd_nxt)
+    }
+}
+
+/// On ingress there is no socket: remember the highest sequence per flow and call anything
+/// below it a retransmission. Reordered segments count too (a false positive); a lost tail
+/// whose retransmission is the highest segment seen does not (a false negative).
+#[inline(always)]
+fn ingress_retx(pkt: &Packet, run_start: u64) -> u32 {
+    if !pkt.is_tcp {
+        return 0;
+    }
+    let key = FlowKey { saddr: pkt.saddr, daddr: pkt.daddr, sport: pkt.sport, dport: pkt.dport };
+    let syn_fin = (pkt.tcp_flags & (parse::TCP_SYN | parse::TCP_FIN) != 0) as u32;
+    let end = pkt.tcp_seq.wrapping_add(pkt.tcp_payload).wrapping_add(syn_fin);
+    match INGRESS_FLOWS.get_ptr_mut(&key) {
+        // SAFETY: a valid pointer into the map's value; racing updates from another CPU can at
+        // worst lose one update of `high_seq`, which is documented as a limit.
+        Some(state) if unsafe { (*state).run_start_ns } == run_start => unsafe {
+            let high = (*state).high_seq;
+            if seq_before(high, end) {
+                (*state).high_seq = end;
+            }
+            resent_bytes(pkt.tcp_seq, pkt.tcp_payload, high)
+        },
+        _ => {
+            let state = FlowState { high_seq: end, _pad: 0, run_start_ns: run_start };
+            let _ = INGRESS_FLOWS.insert(&key, &state, 0);
+            0
+        }
+    }
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";

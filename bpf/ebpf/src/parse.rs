@@ -1,0 +1,150 @@
+//! Header parsing for the filter: just enough of IPv4/IPv6/TCP/UDP to fill the counters.
+//!
+//! Every read goes through `bpf_skb_load_bytes` (via `TcContext::load`), which works on
+//! non-linear skbs and fails cleanly on short packets: a truncated or odd header makes `parse`
+//! return `None` (the packet then counts toward bytes and packets only), never a verifier error.
+
+use aya_ebpf::programs::TcContext;
+
+pub const TCP_FIN: u8 = 0x01;
+pub const TCP_SYN: u8 = 0x02;
+
+const ETH_P_IP: u16 = 0x0800;
+const ETH_P_IPV6: u16 = 0x86dd;
+const ETH_P_8021Q: u16 = 0x8100;
+const ETH_P_8021AD: u16 = 0x88a8;
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+
+/// What the counters need from one packet. Addresses are IPv4-mapped for IPv4 and kept as the
+/// words of the wire bytes (see `loupe_bpf_common::sketch::flow_bit`).
+pub struct Packet {
+    pub saddr: [u32; 4],
+    pub daddr: [u32; 4],
+    pub sport: u16,
+    pub dport: u16,
+    pub proto: u8,
+    pub ce: bool,
+    pub is_tcp: bool,
+    pub tcp_flags: u8,
+    pub tcp_seq: u32,
+    /// TCP payload bytes (sequence space without SYN/FIN); 0 for non-TCP.
+    pub tcp_payload: u32,
+}
+
+#[repr(C)]
+struct Ipv4Hdr {
+    version_ihl: u8,
+    tos: u8,
+    tot_len: [u8; 2],
+    id: [u8; 2],
+    frag_off: [u8; 2],
+    ttl: u8,
+    protocol: u8,
+    check: [u8; 2],
+    saddr: u32,
+    daddr: u32,
+}
+
+#[repr(C)]
+struct Ipv6Hdr {
+    vtc_flow: [u8; 4],
+    payload_len: [u8; 2],
+    nexthdr: u8,
+    hop_limit: u8,
+    saddr: [u32; 4],
+    daddr: [u32; 4],
+}
+
+#[repr(C)]
+struct TcpTail {
+    seq: [u8; 4],
+    ack: [u8; 4],
+    doff_res: u8,
+    flags: u8,
+}
+
+/// IPv4-mapped prefix word `::ffff:` as it sits in memory.
+const V4_MAPPED: u32 = u32::from_ne_bytes([0, 0, 0xff, 0xff]);
+
+#[inline(always)]
+pub fn parse(ctx: &TcContext, l2_len: u32) -> Option<Packet> {
+    let skb_len = ctx.len();
+    // The L3 protocol comes from the skb (set by the driver on ingress, by the stack on egress),
+    // so raw-IP devices (l2_len 0) need no guessing.
+    let mut proto = u16::from_be(ctx.skb.protocol() as u16);
+    let mut l3 = l2_len;
+    if proto == ETH_P_8021Q || proto == ETH_P_8021AD {
+        // An untagged-by-hardware VLAN header: the inner EtherType follows the tag.
+        let inner: [u8; 2] = ctx.load(l2_len as usize + 2).ok()?;
+        proto = u16::from_be_bytes(inner);
+        l3 += 4;
+    }
+    let ip_room = skb_len.checked_sub(l3)?;
+
+    let mut pkt = Packet {
+        saddr: [0; 4],
+        daddr: [0; 4],
+        sport: 0,
+        dport: 0,
+        proto: 0,
+        ce: false,
+        is_tcp: false,
+        tcp_flags: 0,
+        tcp_seq: 0,
+        tcp_payload: 0,
+    };
+    let l4;
+    let ip_len; // bytes of IP packet (header + payload), padding excluded
+    if proto == ETH_P_IP {
+        let ip: Ipv4Hdr = ctx.load(l3 as usize).ok()?;
+        if ip.version_ihl >> 4 != 4 {
+            return None;
+        }
+        let ihl = ((ip.version_ihl & 0x0f) as u32) * 4;
+        pkt.saddr = [0, 0, V4_MAPPED, ip.saddr];
+        pkt.daddr = [0, 0, V4_MAPPED, ip.daddr];
+        pkt.proto = ip.protocol;
+        pkt.ce = ip.tos & 0x03 == 0x03;
+        // A GSO packet may carry 0 here (BIG TCP); trailing Ethernet padding makes skb->len
+        // longer than the IP packet on ingress.
+        let tot = u16::from_be_bytes(ip.tot_len) as u32;
+        ip_len = if tot == 0 || tot > ip_room { ip_room } else { tot };
+        let frag = u16::from_be_bytes(ip.frag_off) & 0x1fff;
+        if ihl < 20 || frag != 0 {
+            return Some(pkt); // no transport header here: count as IP without ports
+        }
+        l4 = ihl;
+    } else if proto == ETH_P_IPV6 {
+        let ip: Ipv6Hdr = ctx.load(l3 as usize).ok()?;
+        if ip.vtc_flow[0] >> 4 != 6 {
+            return None;
+        }
+        pkt.saddr = ip.saddr;
+        pkt.daddr = ip.daddr;
+        pkt.proto = ip.nexthdr;
+        pkt.ce = (ip.vtc_flow[1] >> 4) & 0x03 == 0x03;
+        let plen = u16::from_be_bytes(ip.payload_len) as u32 + 40;
+        ip_len = if plen == 40 || plen > ip_room { ip_room } else { plen };
+        // Extension headers are not walked: such packets count as IP without ports.
+        l4 = 40;
+    } else {
+        return None;
+    }
+
+    if pkt.proto != IPPROTO_TCP && pkt.proto != IPPROTO_UDP {
+        return Some(pkt);
+    }
+    let Ok(ports) = ctx.load::<[u8; 4]>((l3 + l4) as usize) else { return Some(pkt) };
+    pkt.sport = u16::from_be_bytes([ports[0], ports[1]]);
+    pkt.dport = u16::from_be_bytes([ports[2], ports[3]]);
+    if pkt.proto == IPPROTO_TCP {
+        let Ok(t) = ctx.load::<TcpTail>((l3 + l4 + 4) as usize) else { return Some(pkt) };
+        let doff = ((t.doff_res >> 4) as u32) * 4;
+        pkt.is_tcp = doff >= 20;
+        pkt.tcp_flags = t.flags;
+        pkt.tcp_seq = u32::from_be_bytes(t.seq);
+        pkt.tcp_payload = ip_len.saturating_sub(l4 + doff);
+    }
+    Some(pkt)
+}

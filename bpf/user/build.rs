@@ -1,0 +1,19 @@
+//! Builds the kernel programs (`bpf/ebpf`) for the BPF target with the pinned nightly and
+//! bpf-linker (`scripts/setup` installs both), and leaves the object in `OUT_DIR`.
+use std::{fs, path::Path};
+
+fn main() -> anyhow::Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let ebpf = root.join("ebpf");
+    let pin = ebpf.join("NIGHTLY");
+    let toolchain = fs::read_to_string(&pin)?;
+    // The shared types are compiled into the object too.
+    println!("cargo:rerun-if-changed={}", root.join("common").display());
+    println!("cargo:rerun-if-changed={}", pin.display());
+    let package = aya_build::Package {
+        name: "loupe-ebpf",
+        root_dir: ebpf.to_str().expect("utf-8 path"),
+        ..Default::default()
+    };
+    aya_build::build_ebpf([package], aya_build::Toolchain::Custom(toolchain.trim()))
+}

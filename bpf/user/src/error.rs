@@ -1,0 +1,49 @@
+use std::{io, time::Duration};
+
+/// Why a sampler could not be set up or a run could not be done. Messages are one line and name
+/// the thing at fault, because they end up as the CLI's error output.
+#[derive(Debug, thiserror::Error)]
+pub enum SamplerError {
+    #[error("unknown interface '{0}'")]
+    UnknownInterface(String),
+    #[error("not enough privilege to {action}: run as root (needs CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN)")]
+    Privilege { action: &'static str },
+    #[error("a run is already active on interface '{iface}' ({holder})")]
+    Busy { iface: String, holder: String },
+    #[error("interval {0:?} out of bounds ({min:?} to {max:?})", min = crate::MIN_INTERVAL, max = crate::MAX_INTERVAL)]
+    IntervalOutOfBounds(Duration),
+    #[error("sample count {samples} out of bounds (1 to {max})")]
+    SamplesOutOfBounds { samples: u32, max: u32 },
+    #[error("start time {0} is in the past or more than a day ahead")]
+    StartOutOfBounds(String),
+    #[error("bad local prefix '{0}': expected CIDR such as 10.0.0.0/8 or 2001:db8::/32")]
+    BadPrefix(String),
+    #[error("loading the kernel programs failed: {0}")]
+    Load(String),
+    #[error("attaching to '{iface}' failed: {reason}")]
+    Attach { iface: String, reason: String },
+    #[error("reading the kernel counters failed: {0}")]
+    Read(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl SamplerError {
+    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
+        Self::Io { context: context.into(), source }
+    }
+
+    /// Classifies a failure of a privileged operation, so "not root" reads as such.
+    pub(crate) fn from_privileged(action: &'static str, err: impl std::fmt::Display, make: impl FnOnce(String) -> Self) -> Self {
+        let text = err.to_string();
+        if text.contains("Operation not permitted") || text.contains("EPERM") || text.contains("Permission denied") {
+            Self::Privilege { action }
+        } else {
+            make(text)
+        }
+    }
+}

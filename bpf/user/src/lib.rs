@@ -1,0 +1,23 @@
+//! Userspace half of Loupe's kernel library: load the programs built from `bpf/ebpf`, attach
+//! them, run them, read what they counted. No storage and no HTTP here: a run ends as a
+//! [`RunCounters`] value that the caller stores wherever it likes.
+//!
+//! * [`TrafficSampler`] — the Millisampler tc filter on one interface (ingress and egress).
+//! * [`clock`] — converting between the kernel's monotonic clock and wall-clock time.
+
+pub mod clock;
+mod error;
+mod iface;
+mod traffic;
+
+pub use error::SamplerError;
+pub use iface::Interface;
+pub use loupe_bpf_common::{SlotCounters, sketch};
+pub use traffic::{
+    CpuCounters, MAX_CAPACITY, MAX_INTERVAL, MIN_INTERVAL, PendingRun, RunCounters, RunRequest,
+    SamplerOptions, StartAt, TrafficSampler, parse_prefix,
+};
+
+/// The compiled kernel object (all of Loupe's programs), embedded at build time.
+pub(crate) static EBPF_OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-ebpf"));

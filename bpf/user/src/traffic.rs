@@ -1,0 +1,317 @@
+//! The Millisampler tc filter on one interface: attach, run, read, clear.
+//!
+//! Each [`TrafficSampler`] loads its own copy of the programs and maps, so interfaces are
+//! sampled independently (a run on `eth0` and one on `eth1` may overlap) while one interface is
+//! only ever sampled by one run at a time (an [`InterfaceLock`] is held while attached).
+
+use std::{net::IpAddr, str::FromStr, thread, time::Duration};
+
+use aya::{
+    Ebpf, EbpfLoader,
+    maps::{Array, LpmTrie, MapData, PerCpuArray, PerCpuValues, lpm_trie::Key},
+    programs::{
+        SchedClassifier, TcAttachType,
+        tc::{self, NlOptions, TcAttachOptions},
+    },
+    util::{nr_cpus, online_cpus},
+};
+use ipnet::IpNet;
+use loupe_bpf_common::{
+    FLAG_REGION_CONFIGURED, MAP_LOCAL_PREFIXES, MAP_RUN_CONFIG, MAP_SLOTS, PROG_EGRESS,
+    PROG_INGRESS, RunConfig, SlotCounters,
+};
+
+use crate::{
+    EBPF_OBJECT, Interface, SamplerError,
+    clock::{ClockPair, monotonic_ns},
+    iface::InterfaceLock,
+};
+
+/// Narrowest slot accepted: below ~10 µs the per-packet clock read dominates the slot.
+pub const MIN_INTERVAL: Duration = Duration::from_micros(10);
+/// Widest slot accepted.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
+/// Most slots one sampler can hold (the per-CPU array is sized at attach time).
+pub const MAX_CAPACITY: u32 = 100_000;
+/// Priority of Loupe's tc filters: early, so filters that drop packets run after we counted.
+const TC_PRIORITY: u16 = 1;
+/// Extra time after a run's last slot before the counters are read, so a packet that took its
+/// slot number just before the end has finished adding.
+const END_GRACE: Duration = Duration::from_millis(2);
+
+/// How to set up a sampler.
+#[derive(Clone, Debug)]
+pub struct SamplerOptions {
+    /// Most samples a run on this sampler may have.
+    pub capacity: u32,
+    /// Prefixes of the local region; remote addresses outside them count as cross-region.
+    pub local_prefixes: Vec<IpNet>,
+}
+
+impl Default for SamplerOptions {
+    fn default() -> Self {
+        Self { capacity: 2_000, local_prefixes: Vec::new() }
+    }
+}
+
+/// When a run starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartAt {
+    /// As soon as the configuration is written.
+    Now,
+    /// At this wall-clock instant (Unix ns): hosts with synchronised clocks that are given the
+    /// same instant sample the same time window.
+    UnixNs(u64),
+}
+
+/// One run: `samples` slots of `interval` each.
+#[derive(Clone, Copy, Debug)]
+pub struct RunRequest {
+    pub interval: Duration,
+    pub samples: u32,
+    pub start: StartAt,
+}
+
+/// A run whose configuration is in the kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct PendingRun {
+    pub start_mono_ns: u64,
+    pub start_unix_ns: u64,
+    pub interval_ns: u64,
+    pub samples: u32,
+}
+
+impl PendingRun {
+    pub fn end_mono_ns(&self) -> u64 {
+        self.start_mono_ns + self.interval_ns * self.samples as u64
+    }
+}
+
+/// What one CPU counted, one entry per slot.
+#[derive(Clone, Debug)]
+pub struct CpuCounters {
+    pub cpu: u32,
+    pub slots: Vec<SlotCounters>,
+}
+
+/// The counters of a finished run.
+#[derive(Clone, Debug)]
+pub struct RunCounters {
+    pub iface: String,
+    pub start_unix_ns: u64,
+    pub interval_ns: u64,
+    pub samples: u32,
+    pub local_prefixes: Vec<IpNet>,
+    /// Online CPUs in ascending order.
+    pub per_cpu: Vec<CpuCounters>,
+}
+
+/// The tc filter attached to one interface.
+pub struct TrafficSampler {
+    ebpf: Ebpf,
+    iface: Interface,
+    capacity: u32,
+    local_prefixes: Vec<IpNet>,
+    cpus: Vec<u32>,
+    possible_cpus: usize,
+    _lock: InterfaceLock,
+}
+
+impl std::fmt::Debug for TrafficSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrafficSampler").field("iface", &self.iface.name).field("capacity", &self.capacity).finish()
+    }
+}
+
+impl TrafficSampler {
+    /// Loads the filter and attaches it to ingress and egress of `iface` (in the calling
+    /// thread's network namespace). The filter stays idle until [`TrafficSampler::begin`].
+    pub fn attach(iface: &str, options: &SamplerOptions) -> Result<Self, SamplerError> {
+        let capacity = options.capacity;
+        if capacity == 0 || capacity > MAX_CAPACITY {
+            return Err(SamplerError::SamplesOutOfBounds { samples: capacity, max: MAX_CAPACITY });
+        }
+        let iface = Interface::lookup(iface)?;
+        let lock = InterfaceLock::acquire(&iface)?;
+        let mut ebpf = EbpfLoader::new()
+            .map_max_entries(MAP_SLOTS, capacity)
+            .load(EBPF_OBJECT)
+            .map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+
+        let attach_err = |e: &dyn std::fmt::Display| {
+            SamplerError::from_privileged("attach tc filters", e, |reason| SamplerError::Attach {
+                iface: iface.name.clone(),
+                reason,
+            })
+        };
+        // An existing clsact qdisc is fine; any other failure shows up at attach below.
+        let _ = tc::qdisc_add_clsact(&iface.name);
+        for (name, direction) in [(PROG_INGRESS, TcAttachType::Ingress), (PROG_EGRESS, TcAttachType::Egress)] {
+            // A Loupe killed with SIGKILL leaves its netlink filters behind; we hold the
+            // interface lock, so any filter of ours still there is such an orphan.
+            let _ = tc::qdisc_detach_program(&iface.name, direction, name);
+            let prog: &mut SchedClassifier = ebpf
+                .program_mut(name)
+                .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?
+                .try_into()
+                .map_err(|e| SamplerError::Load(format!("{name}: {e}")))?;
+            prog.load().map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+            // clsact + cls_bpf through netlink (not TCX) so `tc filter show` lists Loupe and
+            // kernels before 6.6 work the same way.
+            let options = TcAttachOptions::Netlink(NlOptions { priority: TC_PRIORITY, ..Default::default() });
+            prog.attach_with_options(&iface.name, direction, options).map_err(|e| attach_err(&e))?;
+        }
+
+        let cpus = online_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
+        let possible_cpus = nr_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
+        let mut sampler =
+            Self { ebpf, iface, capacity, local_prefixes: Vec::new(), cpus, possible_cpus, _lock: lock };
+        sampler.set_local_prefixes(&options.local_prefixes)?;
+        sampler.write_config(RunConfig::default())?;
+        Ok(sampler)
+    }
+
+    pub fn iface(&self) -> &str {
+        &self.iface.name
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// Replaces the local-region prefixes used by the next run.
+    pub fn set_local_prefixes(&mut self, prefixes: &[IpNet]) -> Result<(), SamplerError> {
+        let mut trie: LpmTrie<&mut MapData, [u8; 16], u8> = self.map_mut(MAP_LOCAL_PREFIXES)?;
+        let old: Vec<Key<[u8; 16]>> = trie.keys().filter_map(Result::ok).collect();
+        for key in old {
+            let _ = trie.remove(&key);
+        }
+        for net in prefixes {
+            let (bytes, len) = match net {
+                IpNet::V4(v4) => (v4.network().to_ipv6_mapped().octets(), 96 + v4.prefix_len() as u32),
+                IpNet::V6(v6) => (v6.network().octets(), v6.prefix_len() as u32),
+            };
+            trie.insert(&Key::new(len, bytes), 1, 0)
+                .map_err(|e| SamplerError::Read(format!("writing local prefix {net}: {e}")))?;
+        }
+        self.local_prefixes = prefixes.to_vec();
+        Ok(())
+    }
+
+    /// Checks a request and writes its configuration: from its start instant on, the filter counts.
+    pub fn begin(&mut self, req: &RunRequest) -> Result<PendingRun, SamplerError> {
+        if req.interval < MIN_INTERVAL || req.interval > MAX_INTERVAL {
+            return Err(SamplerError::IntervalOutOfBounds(req.interval));
+        }
+        if req.samples == 0 || req.samples > self.capacity {
+            return Err(SamplerError::SamplesOutOfBounds { samples: req.samples, max: self.capacity });
+        }
+        let clocks = ClockPair::now();
+        let (start_mono_ns, start_unix_ns) = match req.start {
+            StartAt::Now => (clocks.mono_ns, clocks.unix_ns),
+            StartAt::UnixNs(at) => {
+                let ahead = at as i128 - clocks.unix_ns as i128;
+                if !(0..=86_400_000_000_000).contains(&ahead) {
+                    return Err(SamplerError::StartOutOfBounds(format!("{at} ns")));
+                }
+                (clocks.unix_to_mono(at), at)
+            }
+        };
+        let interval_ns = req.interval.as_nanos() as u64;
+        self.clear_slots(req.samples)?;
+        let flags = if self.local_prefixes.is_empty() { 0 } else { FLAG_REGION_CONFIGURED };
+        self.write_config(RunConfig {
+            start_mono_ns,
+            interval_ns,
+            samples: req.samples,
+            flags,
+            l2_len: self.iface.l2_len,
+            _pad: 0,
+        })?;
+        Ok(PendingRun { start_mono_ns, start_unix_ns, interval_ns, samples: req.samples })
+    }
+
+    /// Waits for the run's end, stops the filter and returns what every CPU counted.
+    pub fn finish(&mut self, run: PendingRun) -> Result<RunCounters, SamplerError> {
+        let end = run.end_mono_ns() + END_GRACE.as_nanos() as u64;
+        let now = monotonic_ns();
+        if end > now {
+            thread::sleep(Duration::from_nanos(end - now));
+        }
+        self.write_config(RunConfig::default())?;
+        self.read_slots(run)
+    }
+
+    /// Runs one run from start to end on the calling thread.
+    pub fn run(&mut self, req: &RunRequest) -> Result<RunCounters, SamplerError> {
+        let pending = self.begin(req)?;
+        self.finish(pending)
+    }
+
+    /// Stops a run early (e.g. on shutdown) without reading it.
+    pub fn abort(&mut self) -> Result<(), SamplerError> {
+        self.write_config(RunConfig::default())
+    }
+
+    fn read_slots(&mut self, run: PendingRun) -> Result<RunCounters, SamplerError> {
+        let cpus = self.cpus.clone();
+        let slots: PerCpuArray<&mut MapData, SlotCounters> = self.map_mut(MAP_SLOTS)?;
+        let mut per_cpu: Vec<CpuCounters> =
+            cpus.iter().map(|&cpu| CpuCounters { cpu, slots: Vec::with_capacity(run.samples as usize) }).collect();
+        for slot in 0..run.samples {
+            let values = slots.get(&slot, 0).map_err(|e| SamplerError::Read(format!("slot {slot}: {e}")))?;
+            for cpu in per_cpu.iter_mut() {
+                cpu.slots.push(values[cpu.cpu as usize]);
+            }
+        }
+        Ok(RunCounters {
+            iface: self.iface.name.clone(),
+            start_unix_ns: run.start_unix_ns,
+            interval_ns: run.interval_ns,
+            samples: run.samples,
+            local_prefixes: self.local_prefixes.clone(),
+            per_cpu,
+        })
+    }
+
+    /// Zeroes the first `samples` slots on every CPU (before a run, so a run never sees leftovers
+    /// of an aborted one).
+    fn clear_slots(&mut self, samples: u32) -> Result<(), SamplerError> {
+        let possible = self.possible_cpus;
+        let mut slots: PerCpuArray<&mut MapData, SlotCounters> = self.map_mut(MAP_SLOTS)?;
+        for slot in 0..samples {
+            let zeros = PerCpuValues::try_from(vec![SlotCounters::default(); possible])
+                .map_err(|e| SamplerError::Read(format!("building zero slot: {e}")))?;
+            slots.set(slot, zeros, 0).map_err(|e| SamplerError::Read(format!("clearing slot {slot}: {e}")))?;
+        }
+        Ok(())
+    }
+
+    fn write_config(&mut self, config: RunConfig) -> Result<(), SamplerError> {
+        let mut array: Array<&mut MapData, RunConfig> = self.map_mut(MAP_RUN_CONFIG)?;
+        array.set(0, config, 0).map_err(|e| SamplerError::Read(format!("writing run config: {e}")))
+    }
+
+    fn map_mut<'a, T>(&'a mut self, name: &str) -> Result<T, SamplerError>
+    where
+        T: TryFrom<&'a mut aya::maps::Map>,
+        <T as TryFrom<&'a mut aya::maps::Map>>::Error: std::fmt::Display,
+    {
+        let map = self.ebpf.map_mut(name).ok_or_else(|| SamplerError::Load(format!("map {name} missing")))?;
+        T::try_from(map).map_err(|e| SamplerError::Load(format!("map {name}: {e}")))
+    }
+}
+
+impl Drop for TrafficSampler {
+    fn drop(&mut self) {
+        // Links detach when `ebpf` drops; make sure nothing counts in between.
+        let _ = self.abort();
+    }
+}
+
+/// Parses a local-region prefix given on the command line.
+pub fn parse_prefix(text: &str) -> Result<IpNet, SamplerError> {
+    IpNet::from_str(text)
+        .or_else(|_| IpAddr::from_str(text).map(IpNet::from))
+        .map_err(|_| SamplerError::BadPrefix(text.into()))
+}

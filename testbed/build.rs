@@ -1,0 +1,17 @@
+//! Builds the fault injectors (`testbed/ebpf`) with the same pinned nightly as Loupe's programs.
+use std::{fs, path::Path};
+
+fn main() -> anyhow::Result<()> {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pin = here.join("../bpf/ebpf/NIGHTLY");
+    let toolchain = fs::read_to_string(&pin)?;
+    println!("cargo:rerun-if-changed={}", here.join("common").display());
+    println!("cargo:rerun-if-changed={}", pin.display());
+    let ebpf = here.join("ebpf");
+    let package = aya_build::Package {
+        name: "loupe-testbed-ebpf",
+        root_dir: ebpf.to_str().expect("utf-8 path"),
+        ..Default::default()
+    };
+    aya_build::build_ebpf([package], aya_build::Toolchain::Custom(toolchain.trim()))
+}

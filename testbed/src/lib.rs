@@ -1,0 +1,17 @@
+//! Loupe's testbed: everything needed to prove, on a real kernel, that the numbers Loupe reports
+//! are the numbers that crossed the wire.
+//!
+//! * [`netns`] — network namespaces, and running code inside one.
+//! * [`topology`] — two namespaces joined by a veth pair, addressed and quiet.
+//! * [`traffic`] — generators whose bytes, packets, ECN bits and flows are known.
+//! * [`faults`] — eBPF fault injectors: CE marking and segment drops.
+//! * [`privilege`] — the root check that turns kernel tests into clear skips elsewhere.
+
+pub mod faults;
+pub mod netns;
+pub mod privilege;
+pub mod topology;
+pub mod traffic;
+
+pub(crate) static TESTBED_OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-testbed-ebpf"));
