@@ -68,7 +68,14 @@ pub(crate) struct InterfaceLock {
 impl InterfaceLock {
     pub(crate) fn acquire(iface: &Interface) -> Result<Self, SamplerError> {
         let dir = PathBuf::from("/run/loupe");
-        fs::create_dir_all(&dir).map_err(|e| SamplerError::io(format!("creating {}", dir.display()), e))?;
+        let denied = |e: std::io::Error, what: String| {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                SamplerError::Privilege { action: "sample an interface" }
+            } else {
+                SamplerError::io(what, e)
+            }
+        };
+        fs::create_dir_all(&dir).map_err(|e| denied(e, format!("creating {}", dir.display())))?;
         // Interface names repeat across network namespaces; the namespace's inode tells them apart.
         let netns = fs::metadata("/proc/thread-self/ns/net").map(|m| m.ino()).unwrap_or(0);
         let path = dir.join(format!("tc-{netns}-{}.lock", iface.name));
@@ -78,7 +85,7 @@ impl InterfaceLock {
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(|e| SamplerError::io(format!("opening {}", path.display()), e))?;
+            .map_err(|e| denied(e, format!("opening {}", path.display())))?;
         // SAFETY: valid fd owned by `file`.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let mut holder = String::new();

@@ -72,6 +72,19 @@ pub struct RunRequest {
     pub start: StartAt,
 }
 
+impl RunRequest {
+    /// Checks the request against the bounds and a sampler's capacity, before anything is loaded.
+    pub fn validate(&self, capacity: u32) -> Result<(), SamplerError> {
+        if self.interval < MIN_INTERVAL || self.interval > MAX_INTERVAL {
+            return Err(SamplerError::IntervalOutOfBounds(self.interval));
+        }
+        if self.samples == 0 || self.samples > capacity {
+            return Err(SamplerError::SamplesOutOfBounds { samples: self.samples, max: capacity });
+        }
+        Ok(())
+    }
+}
+
 /// A run whose configuration is in the kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct PendingRun {
@@ -200,12 +213,7 @@ impl TrafficSampler {
 
     /// Checks a request and writes its configuration: from its start instant on, the filter counts.
     pub fn begin(&mut self, req: &RunRequest) -> Result<PendingRun, SamplerError> {
-        if req.interval < MIN_INTERVAL || req.interval > MAX_INTERVAL {
-            return Err(SamplerError::IntervalOutOfBounds(req.interval));
-        }
-        if req.samples == 0 || req.samples > self.capacity {
-            return Err(SamplerError::SamplesOutOfBounds { samples: req.samples, max: self.capacity });
-        }
+        req.validate(self.capacity)?;
         let clocks = ClockPair::now();
         let (start_mono_ns, start_unix_ns) = match req.start {
             StartAt::Now => (clocks.mono_ns, clocks.unix_ns),

@@ -1,0 +1,200 @@
+//! The command line: the contract users script against (see README "Command line").
+
+use std::{path::PathBuf, time::Duration};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::timearg::TimeArg;
+
+#[derive(Debug, Parser)]
+#[command(name = "loupe", version, about = "Fine-grained per-host telemetry: Millisampler runs, kept on disk, queried on demand.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the agent: sample interfaces in scheduled runs and keep the runs on disk.
+    Agent(AgentArgs),
+    /// One on-demand run: attach, run, store, print.
+    Run(RunArgs),
+    /// List, show and export stored runs.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Import runs from other tools' files.
+    #[command(subcommand)]
+    Import(ImportCommand),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Where runs are kept (a sled database directory).
+    #[arg(long, env = "LOUPE_DATA_DIR", default_value = "/var/lib/loupe")]
+    pub data_dir: PathBuf,
+    /// Keep runs for this long (e.g. 7d, 36h).
+    #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+    pub retention: Duration,
+    /// Keep at most this many bytes of runs (oldest deleted first), e.g. 10GiB, 500MB.
+    #[arg(long, default_value = "10GiB", value_parser = parse_bytes)]
+    pub max_bytes: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Interface to sample (repeat for several).
+    #[arg(long = "iface")]
+    pub ifaces: Vec<String>,
+    /// A prefix of the local region (repeat); traffic to or from elsewhere is cross-region.
+    #[arg(long = "local-prefix")]
+    pub local_prefixes: Vec<String>,
+    /// Slot widths to run, each on its own schedule.
+    #[arg(long, value_delimiter = ',', default_value = "100us,1ms,10ms", value_parser = humantime::parse_duration)]
+    pub intervals: Vec<Duration>,
+    /// Samples per run.
+    #[arg(long, default_value_t = 2000)]
+    pub samples: u32,
+    /// Average time between two runs of the same interval.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub period: Duration,
+    /// Random jitter of each period, as a fraction of it (0 to 1), so a fleet does not run in lockstep.
+    #[arg(long, default_value_t = 0.2)]
+    pub jitter: f64,
+    /// Create a network namespace with a traffic generator and sample its veth
+    /// (`loupe-demo0`): the real agent on a real interface, for hosts with nothing to see.
+    #[arg(long)]
+    pub demo: bool,
+    /// Stop after this long (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Interface to sample.
+    #[arg(long)]
+    pub iface: String,
+    /// Slot width, e.g. 100us, 1ms, 10ms.
+    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    /// Number of slots.
+    #[arg(long, default_value_t = 2000)]
+    pub samples: u32,
+    /// A prefix of the local region (repeat).
+    #[arg(long = "local-prefix")]
+    pub local_prefixes: Vec<String>,
+    /// Start at this wall-clock instant instead of now (RFC 3339 or Unix ns): hosts given the
+    /// same instant sample the same window.
+    #[arg(long)]
+    pub at: Option<TimeArg>,
+    /// Print the run as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Runs that started in a time range.
+    List(ListArgs),
+    /// One run, every sample.
+    Show(ShowArgs),
+    /// One run in another tool's format.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Earliest start (RFC 3339, Unix ns, "now", or "-1h" for an hour ago).
+    #[arg(long)]
+    pub from: Option<TimeArg>,
+    /// Latest start, exclusive.
+    #[arg(long)]
+    pub to: Option<TimeArg>,
+    /// Only runs of this slot width.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub interval: Option<Duration>,
+    /// Only runs of this interface.
+    #[arg(long)]
+    pub iface: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    pub id: String,
+    #[arg(long)]
+    pub json: bool,
+    /// Include every CPU's own series.
+    #[arg(long)]
+    pub per_cpu: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// The per-host JSON of Meta's public SyncMillisampler dataset.
+    Millisampler,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    pub id: String,
+    #[arg(long, value_enum)]
+    pub format: Format,
+    /// Write here instead of standard output.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// Per-host JSON files (optionally .gz) of the SyncMillisampler dataset.
+    Millisampler(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Start time for files that carry none (the dataset does not): default now.
+    #[arg(long)]
+    pub start: Option<TimeArg>,
+    /// Slot width for files without `sampling_freq`.
+    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parses sizes such as `10GiB`, `500MB`, `4096`.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("'{text}' is not a size such as 500MB or 10GiB"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "kib" | "k" => 1 << 10,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        "tib" | "t" => 1 << 40,
+        other => return Err(format!("unknown size unit '{other}' in '{text}'")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("size '{text}' is too large"))
+}

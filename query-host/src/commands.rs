@@ -1,0 +1,245 @@
+//! The one-shot commands: `run`, `runs list|show|export`, `import`.
+
+use std::{fs, io::Write, str::FromStr};
+
+use anyhow::{Context, Result, anyhow, bail};
+use loupe_bpf::{RunRequest, SamplerOptions, StartAt, TrafficSampler, parse_prefix};
+use loupe_store::{NewRun, Retention, RunId, RunMeta, Store, StoreError, TimeRange};
+use serde::Serialize;
+
+use crate::{
+    cli::{ExportArgs, Format, ImportArgs, ListArgs, RunArgs, ShowArgs, StoreArgs},
+    control::{AgentClient, Request, Response},
+    millisampler,
+    timearg::{format_interval, format_unix_ns, now_unix_ns},
+    view::{self, RunView},
+};
+
+pub fn open_store(args: &StoreArgs) -> Result<Store> {
+    let retention = Retention { max_age: args.retention, max_bytes: args.max_bytes };
+    Ok(Store::open(&args.data_dir, retention)?)
+}
+
+/// Where a command's data lives: the store on disk, or — when a running agent holds it — the
+/// agent, asked through its control socket.
+enum Backend {
+    Local(Store),
+    Agent(AgentClient),
+}
+
+impl Backend {
+    fn open(args: &StoreArgs) -> Result<Self> {
+        match open_store(args) {
+            Ok(store) => Ok(Self::Local(store)),
+            Err(e) => match (e.downcast_ref::<StoreError>(), AgentClient::find(&args.data_dir)) {
+                (Some(StoreError::Locked { .. }), Some(agent)) => Ok(Self::Agent(agent)),
+                _ => Err(e),
+            },
+        }
+    }
+
+    fn list(&self, range: TimeRange, interval_ns: Option<u64>, iface: Option<String>) -> Result<Vec<RunMeta>> {
+        match self {
+            Self::Local(store) => Ok(store.runs(range, interval_ns, iface.as_deref())?),
+            Self::Agent(agent) => {
+                let request = Request::List { from_unix_ns: range.from_unix_ns, to_unix_ns: range.to_unix_ns, interval_ns, iface };
+                match agent.call(&request)? {
+                    Response::List(runs) => Ok(runs),
+                    other => bail!("unexpected answer from the agent: {other:?}"),
+                }
+            }
+        }
+    }
+
+    fn show(&self, id: &str, per_cpu: bool) -> Result<RunView> {
+        let id = RunId::from_str(id).map_err(|_| anyhow!("bad run id '{id}': expected a number from `loupe runs list`"))?;
+        match self {
+            Self::Local(store) => {
+                let run = store.run(id)?.with_context(|| format!("no run with id {id}"))?;
+                Ok(RunView::new(&run, per_cpu))
+            }
+            Self::Agent(agent) => match agent.call(&Request::Show { id: id.0, per_cpu })? {
+                Response::Run(view) => Ok(view),
+                other => bail!("unexpected answer from the agent: {other:?}"),
+            },
+        }
+    }
+
+    fn import(&self, runs: Vec<NewRun>) -> Result<Vec<Result<u64, String>>> {
+        match self {
+            Self::Local(store) => Ok(runs
+                .into_iter()
+                .map(|r| store.put_run(r, now_unix_ns()).map(|m| m.id.0).map_err(|e| e.to_string()))
+                .collect()),
+            Self::Agent(agent) => match agent.call(&Request::Import { runs })? {
+                Response::Import(ids) => Ok(ids),
+                other => bail!("unexpected answer from the agent: {other:?}"),
+            },
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    let request = RunRequest {
+        interval: args.interval,
+        samples: args.samples,
+        start: args.at.map_or(StartAt::Now, |t| StartAt::UnixNs(t.unix_ns())),
+    };
+    // Cheap checks first: nothing is loaded or attached for a request that cannot run.
+    request.validate(loupe_bpf::MAX_CAPACITY)?;
+    let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
+    let view = match Backend::open(&args.store)? {
+        Backend::Local(store) => {
+            let options = SamplerOptions { capacity: args.samples, local_prefixes };
+            let mut sampler = TrafficSampler::attach(&args.iface, &options)?;
+            let counters = sampler.run(&request)?;
+            drop(sampler);
+            let meta = store.put_run(view::new_run(&counters, &view::hostname()), now_unix_ns())?;
+            let run = store.run(meta.id)?.context("the run just stored is missing")?;
+            RunView::new(&run, false)
+        }
+        Backend::Agent(agent) => {
+            if !local_prefixes.is_empty() {
+                bail!("a running agent samples with its own --local-prefix list; drop --local-prefix here");
+            }
+            let call = Request::Run {
+                iface: args.iface.clone(),
+                interval_ns: args.interval.as_nanos() as u64,
+                samples: args.samples,
+                start_unix_ns: args.at.map(|t| t.unix_ns()),
+            };
+            match agent.call(&call)? {
+                Response::Run(view) => view,
+                other => bail!("unexpected answer from the agent: {other:?}"),
+            }
+        }
+    };
+    if args.json {
+        print_json(&view)
+    } else {
+        print!("{}", view.summary());
+        Ok(())
+    }
+}
+
+pub fn list(args: ListArgs) -> Result<()> {
+    let from = args.from.map_or(0, |t| t.unix_ns());
+    let to = args.to.map_or(u64::MAX, |t| t.unix_ns());
+    let range = TimeRange::new(from, to)
+        .map_err(|_| anyhow::anyhow!("bad time range: --from {} is after --to {}", format_unix_ns(from), format_unix_ns(to)))?;
+    let interval = args.interval.map(|d| d.as_nanos() as u64);
+    let runs = Backend::open(&args.store)?.list(range, interval, args.iface)?;
+    if args.json {
+        return print_json(&runs.iter().map(ListEntry::from).collect::<Vec<_>>());
+    }
+    println!("{:>20}  {:<27}  {:<12} {:>9} {:>8} {:>5} {:>10}", "id", "start (UTC)", "iface", "interval", "samples", "cpus", "bytes");
+    for m in &runs {
+        println!(
+            "{:>20}  {:<27}  {:<12} {:>9} {:>8} {:>5} {:>10}",
+            m.id,
+            format_unix_ns(m.start_unix_ns),
+            m.iface,
+            format_interval(m.interval_ns),
+            m.samples,
+            m.cpus.len(),
+            m.stored_bytes
+        );
+    }
+    Ok(())
+}
+
+/// One line of `loupe runs list --json`.
+#[derive(Serialize)]
+struct ListEntry<'a> {
+    id: u64,
+    iface: &'a str,
+    host: &'a str,
+    start_unix_ns: u64,
+    interval_ns: u64,
+    samples: u32,
+    cpus: &'a [u32],
+    stored_bytes: u64,
+}
+
+impl<'a> From<&'a loupe_store::RunMeta> for ListEntry<'a> {
+    fn from(m: &'a loupe_store::RunMeta) -> Self {
+        Self {
+            id: m.id.0,
+            iface: &m.iface,
+            host: &m.host,
+            start_unix_ns: m.start_unix_ns,
+            interval_ns: m.interval_ns,
+            samples: m.samples,
+            cpus: &m.cpus,
+            stored_bytes: m.stored_bytes,
+        }
+    }
+}
+
+pub fn show(args: ShowArgs) -> Result<()> {
+    let view = Backend::open(&args.store)?.show(&args.id, args.per_cpu)?;
+    if args.json {
+        print_json(&view)
+    } else {
+        print!("{}", view.summary());
+        Ok(())
+    }
+}
+
+pub fn export(args: ExportArgs) -> Result<()> {
+    let view = Backend::open(&args.store)?.show(&args.id, false)?;
+    let Format::Millisampler = args.format;
+    let text = serde_json::to_string(&millisampler::export(&view))?;
+    match args.output {
+        Some(path) => fs::write(&path, text).with_context(|| format!("writing {}", path.display())),
+        None => print_line(&text),
+    }
+}
+
+pub fn import_millisampler(args: ImportArgs) -> Result<()> {
+    let backend = Backend::open(&args.store)?;
+    let start = args.start.map_or_else(now_unix_ns, |t| t.unix_ns());
+    let interval = args.interval.as_nanos() as u64;
+    // Each file is one atomic put: a bad file is reported and skipped, the good ones land.
+    let mut failures = Vec::new();
+    let mut runs = Vec::new();
+    for path in &args.files {
+        match millisampler::import(path, start, interval) {
+            Ok(run) => runs.push((path, run)),
+            Err(e) => failures.push(format!("{e:#}")),
+        }
+    }
+    let (paths, runs): (Vec<_>, Vec<_>) = runs.into_iter().unzip();
+    let mut ids = Vec::new();
+    for (path, outcome) in paths.into_iter().zip(backend.import(runs)?) {
+        match outcome {
+            Ok(id) => ids.push(id),
+            Err(e) => failures.push(format!("{}: {e}", path.display())),
+        }
+    }
+    if args.json {
+        print_json(&ids)?;
+    } else {
+        for id in &ids {
+            println!("{id}");
+        }
+    }
+    match failures.len() {
+        0 => Ok(()),
+        1 => bail!("{}", failures[0]),
+        n => bail!("{n} files not imported: {}", failures.join("; ")),
+    }
+}
+
+fn print_json(value: &impl Serialize) -> Result<()> {
+    print_line(&serde_json::to_string(value)?)
+}
+
+/// Writes a line to stdout; a closed pipe (`| head`) is not an error.
+fn print_line(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}") {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}

@@ -1,0 +1,37 @@
+//! `loupe`: the agent and the query commands of Loupe, a per-host fine-grained telemetry system.
+//!
+//! Where things are: packets are counted in `bpf/ebpf` (the tc filter), runs are stored by
+//! `store/`, the agent's scheduling is in [`agent`], and every command's code is in [`commands`].
+
+mod agent;
+mod cli;
+mod commands;
+mod control;
+mod millisampler;
+mod timearg;
+mod view;
+
+use clap::Parser;
+use cli::{Cli, Command, ImportCommand, RunsCommand};
+use tracing_subscriber::EnvFilter;
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Agent(args) => agent::main(args),
+        Command::Run(args) => commands::run(args),
+        Command::Runs(RunsCommand::List(args)) => commands::list(args),
+        Command::Runs(RunsCommand::Show(args)) => commands::show(args),
+        Command::Runs(RunsCommand::Export(args)) => commands::export(args),
+        Command::Import(ImportCommand::Millisampler(args)) => commands::import_millisampler(args),
+    };
+    if let Err(e) = result {
+        // One line, naming the problem: scripts read it.
+        eprintln!("loupe: error: {e:#}");
+        std::process::exit(1);
+    }
+}

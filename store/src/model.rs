@@ -1,0 +1,275 @@
+//! The public data model: what a Millisampler run is, as callers see it.
+//!
+//! These types are what the agent hands to the store and what readers get back. They are
+//! deliberately plain (vectors of integers, strings) so they serialize naturally to JSON or
+//! MessagePack in the HTTP API; the compact on-disk form lives in [`crate::codec`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::StoreError;
+
+/// Identifier of a stored run, unique within one store (never reused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RunId(pub u64);
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl FromStr for RunId {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.trim().parse().map(RunId)
+    }
+}
+
+/// One of the nine per-slot, per-CPU counters of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Counter {
+    InBytes,
+    OutBytes,
+    InPackets,
+    OutPackets,
+    InCeBytes,
+    InRetxBytes,
+    OutRetxBytes,
+    InCrossRegionBytes,
+    OutCrossRegionBytes,
+}
+
+impl Counter {
+    /// Every counter, in column order: `CpuColumns::counters[c.index()]` holds counter `c`.
+    pub const ALL: [Counter; 9] = [
+        Counter::InBytes,
+        Counter::OutBytes,
+        Counter::InPackets,
+        Counter::OutPackets,
+        Counter::InCeBytes,
+        Counter::InRetxBytes,
+        Counter::OutRetxBytes,
+        Counter::InCrossRegionBytes,
+        Counter::OutCrossRegionBytes,
+    ];
+
+    /// The snake_case name used in APIs and error messages (`"in_ce_bytes"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::InBytes => "in_bytes",
+            Counter::OutBytes => "out_bytes",
+            Counter::InPackets => "in_packets",
+            Counter::OutPackets => "out_packets",
+            Counter::InCeBytes => "in_ce_bytes",
+            Counter::InRetxBytes => "in_retx_bytes",
+            Counter::OutRetxBytes => "out_retx_bytes",
+            Counter::InCrossRegionBytes => "in_cross_region_bytes",
+            Counter::OutCrossRegionBytes => "out_cross_region_bytes",
+        }
+    }
+
+    /// Position of this counter in [`Counter::ALL`] and in `CpuColumns::counters`.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Inverse of [`Counter::name`].
+    pub fn from_name(name: &str) -> Option<Counter> {
+        Counter::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+impl fmt::Display for Counter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// All columns of one CPU for one run. Every vector has exactly `samples` entries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuColumns {
+    pub cpu: u32,
+    /// Indexed by [`Counter::index`].
+    pub counters: [Vec<u64>; 9],
+    /// Ingress connection sketch (128-bit bitmap) per slot.
+    pub in_conns: Vec<u128>,
+    /// Egress connection sketch (128-bit bitmap) per slot.
+    pub out_conns: Vec<u128>,
+}
+
+impl CpuColumns {
+    /// A CPU whose every slot is zero: the starting point for filling columns.
+    pub fn zeroed(cpu: u32, samples: u32) -> CpuColumns {
+        let n = samples as usize;
+        CpuColumns {
+            cpu,
+            counters: std::array::from_fn(|_| vec![0; n]),
+            in_conns: vec![0; n],
+            out_conns: vec![0; n],
+        }
+    }
+
+    /// The column of one counter.
+    pub fn counter(&self, c: Counter) -> &[u64] {
+        &self.counters[c.index()]
+    }
+
+    /// The column of one counter, mutable.
+    pub fn counter_mut(&mut self, c: Counter) -> &mut Vec<u64> {
+        &mut self.counters[c.index()]
+    }
+}
+
+/// Where a run came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RunSource {
+    /// Collected by the local agent through the eBPF sampler.
+    Agent,
+    /// Imported from an external dataset (`format` names it, e.g. `"millisampler-csv"`).
+    Imported { format: String },
+}
+
+/// Exact per-slot connection counts, for imported runs whose dataset carries counts
+/// rather than sketches. Each vector has `samples` entries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnCounts {
+    pub in_conns: Vec<u64>,
+    pub out_conns: Vec<u64>,
+}
+
+/// Everything about a run except its columns. Cheap to list: stored under its own key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunMeta {
+    pub id: RunId,
+    pub iface: String,
+    pub host: String,
+    pub rack: Option<String>,
+    pub start_unix_ns: u64,
+    pub interval_ns: u64,
+    pub samples: u32,
+    /// CPUs that have columns, ascending.
+    pub cpus: Vec<u32>,
+    pub local_prefixes: Vec<String>,
+    pub source: RunSource,
+    /// Key + value bytes this run occupies in the store (all its records).
+    pub stored_bytes: u64,
+}
+
+impl RunMeta {
+    /// End of the observed window: `start + samples * interval` (saturating).
+    pub fn end_unix_ns(&self) -> u64 {
+        self.start_unix_ns
+            .saturating_add((self.samples as u64).saturating_mul(self.interval_ns))
+    }
+}
+
+/// A run as handed to [`crate::Store::put_run`]; the store assigns the id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewRun {
+    pub iface: String,
+    pub host: String,
+    pub rack: Option<String>,
+    pub start_unix_ns: u64,
+    pub interval_ns: u64,
+    pub samples: u32,
+    pub local_prefixes: Vec<String>,
+    pub source: RunSource,
+    /// One entry per CPU, CPU numbers unique. Stored (and returned) sorted by CPU.
+    pub per_cpu: Vec<CpuColumns>,
+    pub conn_counts: Option<ConnCounts>,
+}
+
+/// A complete stored run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub meta: RunMeta,
+    /// Sorted by CPU, matching `meta.cpus`.
+    pub per_cpu: Vec<CpuColumns>,
+    pub conn_counts: Option<ConnCounts>,
+}
+
+/// How much the store keeps. Enforced after every put and by
+/// [`crate::Store::enforce_retention`]; oldest runs go first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    /// Runs that started longer ago than this are deleted.
+    pub max_age: Duration,
+    /// Cap on the sum of `stored_bytes` of all runs.
+    pub max_bytes: u64,
+}
+
+impl Default for Retention {
+    /// Seven days, 10 GiB.
+    fn default() -> Self {
+        Retention {
+            max_age: Duration::from_secs(7 * 24 * 3600),
+            max_bytes: 10 << 30,
+        }
+    }
+}
+
+/// A half-open interval `[from, to)` of Unix nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeRange {
+    pub from_unix_ns: u64,
+    pub to_unix_ns: u64,
+}
+
+impl TimeRange {
+    /// Every start time the store can hold (except `u64::MAX` itself).
+    pub const ALL: TimeRange = TimeRange {
+        from_unix_ns: 0,
+        to_unix_ns: u64::MAX,
+    };
+
+    /// `[from, to)`; an empty range (`from == to`) is allowed, `from > to` is not.
+    pub fn new(from_unix_ns: u64, to_unix_ns: u64) -> Result<TimeRange, StoreError> {
+        if from_unix_ns > to_unix_ns {
+            return Err(StoreError::BadRange {
+                from_unix_ns,
+                to_unix_ns,
+            });
+        }
+        Ok(TimeRange {
+            from_unix_ns,
+            to_unix_ns,
+        })
+    }
+
+    pub fn contains(&self, t_unix_ns: u64) -> bool {
+        self.from_unix_ns <= t_unix_ns && t_unix_ns < self.to_unix_ns
+    }
+}
+
+/// What [`crate::Store::enforce_retention`] removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetentionReport {
+    pub deleted_runs: u64,
+    pub freed_bytes: u64,
+}
+
+/// Totals of the store, from the running counters (no scan).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreStats {
+    pub runs: u64,
+    /// Sum of `stored_bytes` over all runs.
+    pub stored_bytes: u64,
+    /// What sled occupies on disk (its files, including free space not yet reclaimed).
+    pub disk_bytes: u64,
+}
+
+/// Runs that started on one UTC day.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DaySummary {
+    /// UTC midnight starting the day.
+    pub day_start_unix_ns: u64,
+    /// Number of runs per sampling interval.
+    pub runs_by_interval: BTreeMap<u64, u64>,
+    pub stored_bytes: u64,
+}

@@ -1,0 +1,146 @@
+//! Run generators shared by the integration tests and the benchmark.
+#![allow(dead_code)]
+
+use loupe_store::{ConnCounts, Counter, CpuColumns, NewRun, RunSource};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+pub const T0: u64 = 1_700_000_000_000_000_000; // 2023-11-14T22:13:20Z
+pub const SEC: u64 = 1_000_000_000;
+pub const DAY: u64 = 86_400 * SEC;
+
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// A run whose columns are all zero.
+pub fn idle_run(start_unix_ns: u64, interval_ns: u64, samples: u32, cpus: u32) -> NewRun {
+    NewRun {
+        iface: "eth0".into(),
+        host: "host-a1.example".into(),
+        rack: Some("rack-17".into()),
+        start_unix_ns,
+        interval_ns,
+        samples,
+        local_prefixes: vec!["10.0.0.0/8".into(), "2001:db8::/32".into()],
+        source: RunSource::Agent,
+        per_cpu: (0..cpus).map(|c| CpuColumns::zeroed(c, samples)).collect(),
+        conn_counts: None,
+    }
+}
+
+/// Realistic traffic: on/off bursts covering about `busy` of the slots, packet sizes from
+/// ACKs to MTU, occasional CE marks and retransmits, connection sketches with a few bits.
+pub fn bursty_run(
+    rng: &mut StdRng,
+    start_unix_ns: u64,
+    interval_ns: u64,
+    samples: u32,
+    cpus: u32,
+    busy: f64,
+) -> NewRun {
+    let mut run = idle_run(start_unix_ns, interval_ns, samples, cpus);
+    let mean_burst = 20.0;
+    let p_end = 1.0 / mean_burst;
+    let p_start = (busy / (1.0 - busy)) * p_end;
+    for cols in &mut run.per_cpu {
+        // A handful of connections, each hashed to one of 128 sketch bits.
+        let conns: Vec<u32> = (0..rng.random_range(2..10))
+            .map(|_| rng.random_range(0..128))
+            .collect();
+        let mut on = false;
+        let mut active: u128 = 0;
+        for s in 0..samples as usize {
+            on = if on {
+                !rng.random_bool(p_end)
+            } else {
+                rng.random_bool(p_start)
+            };
+            if !on {
+                continue;
+            }
+            let in_pk: u64 = rng.random_range(1..60);
+            let out_pk: u64 = rng.random_range(1..30);
+            let in_b = in_pk * rng.random_range(600..1500);
+            let out_b = out_pk * rng.random_range(66..400);
+            cols.counter_mut(Counter::InPackets)[s] = in_pk;
+            cols.counter_mut(Counter::OutPackets)[s] = out_pk;
+            cols.counter_mut(Counter::InBytes)[s] = in_b;
+            cols.counter_mut(Counter::OutBytes)[s] = out_b;
+            if rng.random_bool(0.05) {
+                cols.counter_mut(Counter::InCeBytes)[s] = in_b / rng.random_range(1..4);
+            }
+            if rng.random_bool(0.01) {
+                cols.counter_mut(Counter::InRetxBytes)[s] = 1448;
+            }
+            if rng.random_bool(0.01) {
+                cols.counter_mut(Counter::OutRetxBytes)[s] = 1448;
+            }
+            if rng.random_bool(0.3) {
+                cols.counter_mut(Counter::InCrossRegionBytes)[s] = in_b / 3;
+                cols.counter_mut(Counter::OutCrossRegionBytes)[s] = out_b / 3;
+            }
+            // Connections come and go now and then; otherwise the same set stays active.
+            if active == 0 || rng.random_bool(0.1) {
+                active = conns
+                    .iter()
+                    .filter(|_| rng.random_bool(0.6))
+                    .fold(0u128, |a, b| a | (1u128 << b));
+                if active == 0 {
+                    active = 1u128 << conns[0];
+                }
+            }
+            cols.in_conns[s] = active;
+            cols.out_conns[s] = active;
+        }
+    }
+    run
+}
+
+/// Every slot random: full-width counters and dense sketches with the high bits set.
+pub fn random_run(rng: &mut StdRng, start_unix_ns: u64, samples: u32, cpus: &[u32]) -> NewRun {
+    let mut run = idle_run(start_unix_ns, 1_000_000, samples, 0);
+    run.per_cpu = cpus
+        .iter()
+        .map(|&cpu| {
+            let mut c = CpuColumns::zeroed(cpu, samples);
+            for col in c.counters.iter_mut() {
+                for v in col.iter_mut() {
+                    *v = match rng.random_range(0..4) {
+                        0 => 0,
+                        1 => rng.random_range(1..128),
+                        2 => u64::MAX - rng.random_range(0..3),
+                        _ => rng.random(),
+                    };
+                }
+            }
+            for col in [&mut c.in_conns, &mut c.out_conns] {
+                for v in col.iter_mut() {
+                    *v = match rng.random_range(0..5) {
+                        0 => 0,
+                        1 => 1u128 << 127,
+                        2 => (1u128 << 127) | (1 << 64) | 1,
+                        3 => u128::MAX,
+                        _ => rng.random(),
+                    };
+                }
+            }
+            c
+        })
+        .collect();
+    run
+}
+
+pub fn with_counts(mut run: NewRun, rng: &mut StdRng) -> NewRun {
+    let n = run.samples as usize;
+    run.source = RunSource::Imported {
+        format: "millisampler-csv".into(),
+    };
+    run.conn_counts = Some(ConnCounts {
+        in_conns: (0..n).map(|_| rng.random_range(0..600)).collect(),
+        out_conns: (0..n)
+            .map(|i| if i % 3 == 0 { 0 } else { u64::MAX })
+            .collect(),
+    });
+    run
+}
