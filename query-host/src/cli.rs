@@ -111,10 +111,10 @@ pub struct ListArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Earliest start (RFC 3339, Unix ns, "now", or "-1h" for an hour ago).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub from: Option<TimeArg>,
     /// Latest start, exclusive.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub to: Option<TimeArg>,
     /// Only runs of this slot width.
     #[arg(long, value_parser = humantime::parse_duration)]
@@ -169,7 +169,7 @@ pub struct ImportArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Start time for files that carry none (the dataset does not): default now.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub start: Option<TimeArg>,
     /// Slot width for files without `sampling_freq`.
     #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]

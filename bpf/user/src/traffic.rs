@@ -192,6 +192,12 @@ impl TrafficSampler {
         self.capacity
     }
 
+    /// The loaded program of one direction, e.g. for `BPF_PROG_TEST_RUN` in benchmarks.
+    pub fn program(&self, direction: TcAttachType) -> &SchedClassifier {
+        let name = if direction == TcAttachType::Ingress { PROG_INGRESS } else { PROG_EGRESS };
+        self.ebpf.program(name).and_then(|p| p.try_into().ok()).expect("loaded at attach")
+    }
+
     /// Replaces the local-region prefixes used by the next run.
     pub fn set_local_prefixes(&mut self, prefixes: &[IpNet]) -> Result<(), SamplerError> {
         let mut trie: LpmTrie<&mut MapData, [u8; 16], u8> = self.map_mut(MAP_LOCAL_PREFIXES)?;

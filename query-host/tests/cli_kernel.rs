@@ -1,0 +1,192 @@
+//! The `loupe` command line on a real kernel: `loupe run` inside a testbed namespace while
+//! known traffic flows, then `runs list/show/export` and `import` against what it stored.
+
+use std::{
+    net::{SocketAddr, UdpSocket},
+    path::Path,
+    process::{Command, Output, Stdio},
+    thread,
+    time::Duration,
+};
+
+use loupe_testbed::{require_root, topology::*, traffic};
+use serde_json::Value;
+
+const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");
+
+fn loupe_in(ns: &str, data: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", ns, LOUPE]).args(args).arg("--data-dir").arg(data).env("RUST_LOG", "off");
+    cmd
+}
+
+fn json(out: &Output) -> Value {
+    assert!(out.status.success(), "loupe failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+fn sum(v: &Value) -> u64 {
+    v.as_array().expect("array").iter().map(|x| x.as_u64().unwrap()).sum()
+}
+
+#[test]
+fn run_list_show_export_import_round_trip() {
+    require_root!();
+    let pair = VethPair::new("cli").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let _sink = pair.b.run(|| UdpSocket::bind((B_V4, 7000))).unwrap().unwrap();
+    let sender = pair.a.run(|| UdpSocket::bind((A_V4, 0))).unwrap().unwrap();
+
+    let child = loupe_in(&pair.b.name, &data, &["run", "--iface", B_IF, "--interval", "1ms", "--samples", "1500", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_millis(400)); // attach and start
+    let expected = traffic::udp_send(&sender, SocketAddr::new(B_V4.into(), 7000), 200, 1000, Duration::from_micros(500)).unwrap();
+    let run = json(&child.wait_with_output().unwrap());
+
+    assert_eq!(run["iface"], B_IF);
+    assert_eq!(run["interval_ns"], 1_000_000);
+    assert_eq!(run["samples"], 1500);
+    for (name, series) in run["metrics"].as_object().unwrap() {
+        assert_eq!(series.as_array().unwrap().len(), 1500, "{name} has one entry per sample");
+    }
+    assert_eq!(sum(&run["metrics"]["in_bytes"]), expected);
+    assert_eq!(sum(&run["metrics"]["in_packets"]), 200);
+    assert_eq!(run["metrics"]["in_conns"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).max(), Some(1));
+    let id = run["id"].as_u64().unwrap().to_string();
+
+    // Listed, and shown per CPU with CPU series that add up to the totals.
+    let list = json(&loupe_in(&pair.b.name, &data, &["runs", "list", "--from", "-1h", "--json"]).output().unwrap());
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["id"].to_string(), id);
+    let shown = json(&loupe_in(&pair.b.name, &data, &["runs", "show", &id, "--json", "--per-cpu"]).output().unwrap());
+    assert_eq!(shown["metrics"], run["metrics"]);
+    let per_cpu_bytes: u64 = shown["per_cpu"].as_array().unwrap().iter().map(|c| sum(&c["metrics"]["in_bytes"])).sum();
+    assert_eq!(per_cpu_bytes, expected);
+
+    // Export to the Millisampler dataset format, import into another store, export again.
+    let exported = dir.path().join("run.json");
+    let out = loupe_in(&pair.b.name, &data, &["runs", "export", &id, "--format", "millisampler", "-o", exported.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let record: Value = serde_json::from_slice(&std::fs::read(&exported).unwrap()).unwrap();
+    assert_eq!(record["ingressBytes"], run["metrics"]["in_bytes"]);
+    assert_eq!(record["connections"], run["metrics"]["in_conns"]);
+    assert_eq!(record["sampling_freq"], 1000);
+    let other = dir.path().join("other");
+    let out = Command::new(LOUPE).args(["import", "millisampler", exported.to_str().unwrap(), "--data-dir"]).arg(&other).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let new_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let again = dir.path().join("again.json");
+    let out = Command::new(LOUPE)
+        .args(["runs", "export", &new_id, "--format", "millisampler", "-o", again.to_str().unwrap(), "--data-dir"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let record_again: Value = serde_json::from_slice(&std::fs::read(&again).unwrap()).unwrap();
+    for (key, value) in record.as_object().unwrap() {
+        assert!(record_again[key] == *value, "export → import → export changed {key}");
+    }
+    assert_eq!(record_again.as_object().unwrap().len(), record.as_object().unwrap().len(), "keys differ");
+}
+
+#[test]
+fn a_second_run_on_a_busy_interface_is_refused() {
+    require_root!();
+    let pair = VethPair::new("busy").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let first = loupe_in(&pair.a.name, &dir.path().join("one"), &["run", "--iface", A_IF, "--interval", "1ms", "--samples", "1500"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_millis(400));
+    let second = loupe_in(&pair.a.name, &dir.path().join("two"), &["run", "--iface", A_IF]).output().unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("a run is already active on interface '{A_IF}'")), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let first = first.wait_with_output().unwrap();
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+}
+
+#[test]
+fn unknown_interface_and_missing_privilege_are_named() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(LOUPE).args(["run", "--iface", "nosuch0", "--data-dir"]).arg(dir.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(err.contains("unknown interface 'nosuch0'"), "{err}");
+
+    // As an unprivileged user (nobody), with a data dir it may write.
+    let data = dir.path().join("nobody");
+    std::fs::create_dir(&data).unwrap();
+    Command::new("chown").args(["65534:65534"]).arg(&data).status().unwrap();
+    Command::new("chmod").args(["755"]).arg(dir.path()).status().unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", LOUPE, "run", "--iface", "lo", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not enough privilege"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn agent_runs_on_schedule_and_answers_cli_calls() {
+    require_root!();
+    let pair = VethPair::new("agent").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let agent = loupe_in(
+        &pair.b.name,
+        &data,
+        &["agent", "--iface", B_IF, "--intervals", "100us,1ms", "--samples", "500", "--period", "1s", "--jitter", "0.1", "--duration", "5s"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    thread::sleep(Duration::from_millis(1500));
+    // While the agent holds the store and the interface, CLI calls go through the agent.
+    let _sink = pair.b.run(|| UdpSocket::bind((B_V4, 7001))).unwrap().unwrap();
+    let sender = pair.a.run(|| UdpSocket::bind((A_V4, 0))).unwrap().unwrap();
+    let start = format!("+{}ms", 300);
+    let on_demand = loupe_in(&pair.b.name, &data, &["run", "--iface", B_IF, "--interval", "1ms", "--samples", "400", "--at", &start, "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_millis(450));
+    let expected = traffic::udp_send(&sender, SocketAddr::new(B_V4.into(), 7001), 20, 500, Duration::from_millis(2)).unwrap();
+    let run = json(&on_demand.wait_with_output().unwrap());
+    assert_eq!(sum(&run["metrics"]["in_bytes"]), expected, "on-demand run through the agent");
+    let list = json(&loupe_in(&pair.b.name, &data, &["runs", "list", "--json"]).output().unwrap());
+    let agent = agent.wait_with_output().unwrap();
+    assert!(agent.status.success(), "{}", String::from_utf8_lossy(&agent.stderr));
+    let runs = list.as_array().unwrap();
+    // Periodic runs of both intervals, one per period or so, and the on-demand one.
+    let of = |ns: u64| runs.iter().filter(|r| r["interval_ns"] == ns).count();
+    assert!(of(100_000) >= 1, "no 100us runs: {list}");
+    assert!(of(1_000_000) >= 2, "no periodic 1ms runs besides the on-demand one: {list}");
+    // Runs on one interface never overlap.
+    let mut spans: Vec<(u64, u64)> = runs
+        .iter()
+        .map(|r| {
+            let s = r["start_unix_ns"].as_u64().unwrap();
+            (s, s + r["interval_ns"].as_u64().unwrap() * r["samples"].as_u64().unwrap())
+        })
+        .collect();
+    spans.sort();
+    for w in spans.windows(2) {
+        assert!(w[0].1 <= w[1].0, "overlapping runs: {w:?}");
+    }
+}
