@@ -190,3 +190,54 @@ fn agent_runs_on_schedule_and_answers_cli_calls() {
         assert!(w[0].1 <= w[1].0, "overlapping runs: {w:?}");
     }
 }
+
+#[test]
+fn a_full_data_dir_fails_cleanly_and_keeps_what_it_had() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let mount_point = dir.path().join("small");
+    std::fs::create_dir(&mount_point).unwrap();
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=2m", "loupe-cli-full"]).arg(&mount_point).status().unwrap();
+    assert!(mounted.success(), "mounting a tmpfs");
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&mount_point);
+    let data = mount_point.join("data");
+    // A busy 2000-sample run (pseudo-random values) of the dataset format.
+    let mut x: u64 = 7;
+    let mut series = || -> Vec<u64> {
+        (0..2000).map(|_| { x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); x >> 40 }).collect()
+    };
+    let record = serde_json::json!({
+        "server_hostname": "h", "sampling_freq": 1000, "ingressBytes": series(), "egressBytes": series(),
+        "inRxmitBytes": series(), "outRxmitBytes": series(), "inCongestionExperiencedBytes": series(), "connections": series(),
+    });
+    let file = dir.path().join("run.json");
+    std::fs::write(&file, record.to_string()).unwrap();
+    let mut stored = Vec::new();
+    let err = loop {
+        let out = Command::new(LOUPE).args(["import", "millisampler"]).arg(&file).arg("--data-dir").arg(&data).env("RUST_LOG", "off").output().unwrap();
+        if !out.status.success() {
+            break String::from_utf8_lossy(&out.stderr).into_owned();
+        }
+        stored.push(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        assert!(stored.len() < 500, "a 2 MB tmpfs never filled up");
+    };
+    assert!(!stored.is_empty(), "nothing fit before the disk was full: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("loupe: error: ") && err.contains("no space left"), "{err}");
+    // With room again, every run stored before the failure reads back whole.
+    let grown = Command::new("mount").args(["-o", "remount,size=64m"]).arg(&mount_point).status().unwrap();
+    assert!(grown.success());
+    let list = json(&Command::new(LOUPE).args(["runs", "list", "--json", "--data-dir"]).arg(&data).output().unwrap());
+    let listed: Vec<String> = list.as_array().unwrap().iter().map(|r| r["id"].to_string()).collect();
+    for id in &stored {
+        assert!(listed.contains(id), "run {id} lost after the disk filled");
+        let run = json(&Command::new(LOUPE).args(["runs", "show", id, "--json", "--data-dir"]).arg(&data).output().unwrap());
+        assert_eq!(run["metrics"]["in_bytes"], record["ingressBytes"]);
+    }
+}
