@@ -10,10 +10,7 @@ fn main() -> anyhow::Result<()> {
     // The shared types are compiled into the object too.
     println!("cargo:rerun-if-changed={}", root.join("common").display());
     println!("cargo:rerun-if-changed={}", pin.display());
-    let package = aya_build::Package {
-        name: "loupe-ebpf",
-        root_dir: ebpf.to_str().expect("utf-8 path"),
-        ..Default::default()
-    };
+    let package =
+        aya_build::Package { name: "loupe-ebpf", root_dir: ebpf.to_str().expect("utf-8 path"), ..Default::default() };
     aya_build::build_ebpf([package], aya_build::Toolchain::Custom(toolchain.trim()))
 }

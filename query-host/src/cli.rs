@@ -7,7 +7,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::timearg::TimeArg;
 
 #[derive(Debug, Parser)]
-#[command(name = "loupe", version, about = "Fine-grained per-host telemetry: Millisampler runs, kept on disk, queried on demand.")]
+#[command(
+    name = "loupe",
+    version,
+    about = "Fine-grained per-host telemetry: Millisampler runs, kept on disk, queried on demand."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -42,7 +42,12 @@ impl Backend {
         match self {
             Self::Local(store) => Ok(store.runs(range, interval_ns, iface.as_deref())?),
             Self::Agent(agent) => {
-                let request = Request::List { from_unix_ns: range.from_unix_ns, to_unix_ns: range.to_unix_ns, interval_ns, iface };
+                let request = Request::List {
+                    from_unix_ns: range.from_unix_ns,
+                    to_unix_ns: range.to_unix_ns,
+                    interval_ns,
+                    iface,
+                };
                 match agent.call(&request)? {
                     Response::List(runs) => Ok(runs),
                     other => bail!("unexpected answer from the agent: {other:?}"),
@@ -52,14 +57,15 @@ impl Backend {
     }
 
     fn show(&self, id: &str, per_cpu: bool) -> Result<RunView> {
-        let id = RunId::from_str(id).map_err(|_| anyhow!("bad run id '{id}': expected a number from `loupe runs list`"))?;
+        let id =
+            RunId::from_str(id).map_err(|_| anyhow!("bad run id '{id}': expected a number from `loupe runs list`"))?;
         match self {
             Self::Local(store) => {
                 let run = store.run(id)?.with_context(|| format!("no run with id {id}"))?;
                 Ok(RunView::new(&run, per_cpu))
             }
             Self::Agent(agent) => match agent.call(&Request::Show { id: id.0, per_cpu })? {
-                Response::Run(view) => Ok(view),
+                Response::Run(view) => Ok(*view),
                 other => bail!("unexpected answer from the agent: {other:?}"),
             },
         }
@@ -109,7 +115,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                 start_unix_ns: args.at.map(|t| t.unix_ns()),
             };
             match agent.call(&call)? {
-                Response::Run(view) => view,
+                Response::Run(view) => *view,
                 other => bail!("unexpected answer from the agent: {other:?}"),
             }
         }
@@ -125,14 +131,18 @@ pub fn run(args: RunArgs) -> Result<()> {
 pub fn list(args: ListArgs) -> Result<()> {
     let from = args.from.map_or(0, |t| t.unix_ns());
     let to = args.to.map_or(u64::MAX, |t| t.unix_ns());
-    let range = TimeRange::new(from, to)
-        .map_err(|_| anyhow::anyhow!("bad time range: --from {} is after --to {}", format_unix_ns(from), format_unix_ns(to)))?;
+    let range = TimeRange::new(from, to).map_err(|_| {
+        anyhow::anyhow!("bad time range: --from {} is after --to {}", format_unix_ns(from), format_unix_ns(to))
+    })?;
     let interval = args.interval.map(|d| d.as_nanos() as u64);
     let runs = Backend::open(&args.store)?.list(range, interval, args.iface)?;
     if args.json {
         return print_json(&runs.iter().map(ListEntry::from).collect::<Vec<_>>());
     }
-    println!("{:>20}  {:<27}  {:<12} {:>9} {:>8} {:>5} {:>10}", "id", "start (UTC)", "iface", "interval", "samples", "cpus", "bytes");
+    println!(
+        "{:>20}  {:<27}  {:<12} {:>9} {:>8} {:>5} {:>10}",
+        "id", "start (UTC)", "iface", "interval", "samples", "cpus", "bytes"
+    );
     for m in &runs {
         println!(
             "{:>20}  {:<27}  {:<12} {:>9} {:>8} {:>5} {:>10}",

@@ -43,7 +43,7 @@ pub enum Request {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Response {
-    Run(RunView),
+    Run(Box<RunView>),
     List(Vec<RunMeta>),
     Import(Vec<Result<u64, String>>),
     Error(String),
@@ -75,13 +75,13 @@ impl Handler {
                 };
                 let meta = worker.request(request).recv().map_err(|_| anyhow!("the agent is shutting down"))?;
                 let meta = meta.map_err(|e| anyhow!(e))?;
-                Response::Run(self.view(meta.id.0, false)?)
+                Response::Run(Box::new(self.view(meta.id.0, false)?))
             }
             Request::List { from_unix_ns, to_unix_ns, interval_ns, iface } => {
                 let range = TimeRange::new(from_unix_ns, to_unix_ns)?;
                 Response::List(self.store.runs(range, interval_ns, iface.as_deref())?)
             }
-            Request::Show { id, per_cpu } => Response::Run(self.view(id, per_cpu)?),
+            Request::Show { id, per_cpu } => Response::Run(Box::new(self.view(id, per_cpu)?)),
             Request::Import { runs } => Response::Import(
                 runs.into_iter()
                     .map(|r| self.store.put_run(r, now_unix_ns()).map(|m| m.id.0).map_err(|e| e.to_string()))
@@ -155,7 +155,8 @@ impl AgentClient {
     }
 
     pub fn call(&self, request: &Request) -> Result<Response> {
-        let mut stream = UnixStream::connect(&self.path).with_context(|| format!("connecting to agent at {}", self.path.display()))?;
+        let mut stream = UnixStream::connect(&self.path)
+            .with_context(|| format!("connecting to agent at {}", self.path.display()))?;
         serde_json::to_writer(&mut stream, request)?;
         stream.write_all(b"\n")?;
         let mut line = String::new();

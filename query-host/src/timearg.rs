@@ -1,13 +1,19 @@
 //! Instants on the command line: RFC 3339 (`2026-11-23T05:00:00Z`), Unix nanoseconds, `now`,
 //! or an offset from now (`-1h`, `-90s`, `+10s`).
 
-use std::{str::FromStr, time::{Duration, SystemTime, UNIX_EPOCH}};
+use std::{
+    str::FromStr,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeArg {
     UnixNs(u64),
     /// Signed offset from the moment the command runs.
-    FromNow { ahead: bool, by: Duration },
+    FromNow {
+        ahead: bool,
+        by: Duration,
+    },
 }
 
 impl TimeArg {
@@ -44,7 +50,9 @@ impl FromStr for TimeArg {
         }
         let at = humantime::parse_rfc3339_weak(t)
             .map_err(|_| format!("bad time '{text}': use RFC 3339 (2026-11-23T05:00:00Z), Unix ns, now, or -1h"))?;
-        Ok(Self::UnixNs(at.duration_since(UNIX_EPOCH).map_err(|_| format!("'{text}' is before 1970"))?.as_nanos() as u64))
+        Ok(Self::UnixNs(
+            at.duration_since(UNIX_EPOCH).map_err(|_| format!("'{text}' is before 1970"))?.as_nanos() as u64
+        ))
     }
 }
 

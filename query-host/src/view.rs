@@ -157,7 +157,8 @@ impl RunView {
         );
         let _ = writeln!(out, "{:<24}{:>16}{:>16}{:>18}{:>12}", "metric", "total", "peak/slot", "peak rate", "peak at");
         for (name, series) in self.metrics.named() {
-            let (at, peak) = series.iter().copied().enumerate().max_by_key(|&(i, v)| (v, std::cmp::Reverse(i))).unwrap_or((0, 0));
+            let (at, peak) =
+                series.iter().copied().enumerate().max_by_key(|&(i, v)| (v, std::cmp::Reverse(i))).unwrap_or((0, 0));
             let is_conns = name.ends_with("conns");
             let total = if is_conns { "-".to_string() } else { series.iter().sum::<u64>().to_string() };
             let rate = if is_conns {
@@ -222,5 +223,7 @@ fn counter(s: &SlotCounters, c: Counter) -> u64 {
 
 /// This host's name, as runs record it.
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }

@@ -11,7 +11,11 @@ fn loupe(data_dir: &Path, args: &[&str]) -> (i32, String, String) {
         .env("RUST_LOG", "off")
         .output()
         .expect("running loupe");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 /// A store holding one imported run, so every test can check it survives.

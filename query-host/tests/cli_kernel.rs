@@ -38,13 +38,15 @@ fn run_list_show_export_import_round_trip() {
     let _sink = pair.b.run(|| UdpSocket::bind((B_V4, 7000))).unwrap().unwrap();
     let sender = pair.a.run(|| UdpSocket::bind((A_V4, 0))).unwrap().unwrap();
 
-    let child = loupe_in(&pair.b.name, &data, &["run", "--iface", B_IF, "--interval", "1ms", "--samples", "1500", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        loupe_in(&pair.b.name, &data, &["run", "--iface", B_IF, "--interval", "1ms", "--samples", "1500", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
     thread::sleep(Duration::from_millis(400)); // attach and start
-    let expected = traffic::udp_send(&sender, SocketAddr::new(B_V4.into(), 7000), 200, 1000, Duration::from_micros(500)).unwrap();
+    let expected =
+        traffic::udp_send(&sender, SocketAddr::new(B_V4.into(), 7000), 200, 1000, Duration::from_micros(500)).unwrap();
     let run = json(&child.wait_with_output().unwrap());
 
     assert_eq!(run["iface"], B_IF);
@@ -69,16 +71,24 @@ fn run_list_show_export_import_round_trip() {
 
     // Export to the Millisampler dataset format, import into another store, export again.
     let exported = dir.path().join("run.json");
-    let out = loupe_in(&pair.b.name, &data, &["runs", "export", &id, "--format", "millisampler", "-o", exported.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = loupe_in(
+        &pair.b.name,
+        &data,
+        &["runs", "export", &id, "--format", "millisampler", "-o", exported.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let record: Value = serde_json::from_slice(&std::fs::read(&exported).unwrap()).unwrap();
     assert_eq!(record["ingressBytes"], run["metrics"]["in_bytes"]);
     assert_eq!(record["connections"], run["metrics"]["in_conns"]);
     assert_eq!(record["sampling_freq"], 1000);
     let other = dir.path().join("other");
-    let out = Command::new(LOUPE).args(["import", "millisampler", exported.to_str().unwrap(), "--data-dir"]).arg(&other).output().unwrap();
+    let out = Command::new(LOUPE)
+        .args(["import", "millisampler", exported.to_str().unwrap(), "--data-dir"])
+        .arg(&other)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let new_id = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let again = dir.path().join("again.json");
@@ -100,11 +110,15 @@ fn a_second_run_on_a_busy_interface_is_refused() {
     require_root!();
     let pair = VethPair::new("busy").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let first = loupe_in(&pair.a.name, &dir.path().join("one"), &["run", "--iface", A_IF, "--interval", "1ms", "--samples", "1500"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let first = loupe_in(
+        &pair.a.name,
+        &dir.path().join("one"),
+        &["run", "--iface", A_IF, "--interval", "1ms", "--samples", "1500"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     thread::sleep(Duration::from_millis(400));
     let second = loupe_in(&pair.a.name, &dir.path().join("two"), &["run", "--iface", A_IF]).output().unwrap();
     let err = String::from_utf8_lossy(&second.stderr);
@@ -130,7 +144,17 @@ fn unknown_interface_and_missing_privilege_are_named() {
     Command::new("chown").args(["65534:65534"]).arg(&data).status().unwrap();
     Command::new("chmod").args(["755"]).arg(dir.path()).status().unwrap();
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", LOUPE, "run", "--iface", "lo", "--data-dir"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            LOUPE,
+            "run",
+            "--iface",
+            "lo",
+            "--data-dir",
+        ])
         .arg(&data)
         .output()
         .unwrap();
@@ -149,7 +173,21 @@ fn agent_runs_on_schedule_and_answers_cli_calls() {
     let agent = loupe_in(
         &pair.b.name,
         &data,
-        &["agent", "--iface", B_IF, "--intervals", "100us,1ms", "--samples", "500", "--period", "1s", "--jitter", "0.1", "--duration", "5s"],
+        &[
+            "agent",
+            "--iface",
+            B_IF,
+            "--intervals",
+            "100us,1ms",
+            "--samples",
+            "500",
+            "--period",
+            "1s",
+            "--jitter",
+            "0.1",
+            "--duration",
+            "5s",
+        ],
     )
     .stdout(Stdio::null())
     .stderr(Stdio::piped())
@@ -160,13 +198,18 @@ fn agent_runs_on_schedule_and_answers_cli_calls() {
     let _sink = pair.b.run(|| UdpSocket::bind((B_V4, 7001))).unwrap().unwrap();
     let sender = pair.a.run(|| UdpSocket::bind((A_V4, 0))).unwrap().unwrap();
     let start = format!("+{}ms", 300);
-    let on_demand = loupe_in(&pair.b.name, &data, &["run", "--iface", B_IF, "--interval", "1ms", "--samples", "400", "--at", &start, "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let on_demand = loupe_in(
+        &pair.b.name,
+        &data,
+        &["run", "--iface", B_IF, "--interval", "1ms", "--samples", "400", "--at", &start, "--json"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     thread::sleep(Duration::from_millis(450));
-    let expected = traffic::udp_send(&sender, SocketAddr::new(B_V4.into(), 7001), 20, 500, Duration::from_millis(2)).unwrap();
+    let expected =
+        traffic::udp_send(&sender, SocketAddr::new(B_V4.into(), 7001), 20, 500, Duration::from_millis(2)).unwrap();
     let run = json(&on_demand.wait_with_output().unwrap());
     assert_eq!(sum(&run["metrics"]["in_bytes"]), expected, "on-demand run through the agent");
     let list = json(&loupe_in(&pair.b.name, &data, &["runs", "list", "--json"]).output().unwrap());
@@ -197,7 +240,11 @@ fn a_full_data_dir_fails_cleanly_and_keeps_what_it_had() {
     let dir = tempfile::tempdir().unwrap();
     let mount_point = dir.path().join("small");
     std::fs::create_dir(&mount_point).unwrap();
-    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=2m", "loupe-cli-full"]).arg(&mount_point).status().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "loupe-cli-full"])
+        .arg(&mount_point)
+        .status()
+        .unwrap();
     assert!(mounted.success(), "mounting a tmpfs");
     struct Unmount<'a>(&'a Path);
     impl Drop for Unmount<'_> {
@@ -210,7 +257,12 @@ fn a_full_data_dir_fails_cleanly_and_keeps_what_it_had() {
     // A busy 2000-sample run (pseudo-random values) of the dataset format.
     let mut x: u64 = 7;
     let mut series = || -> Vec<u64> {
-        (0..2000).map(|_| { x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); x >> 40 }).collect()
+        (0..2000)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x >> 40
+            })
+            .collect()
     };
     let record = serde_json::json!({
         "server_hostname": "h", "sampling_freq": 1000, "ingressBytes": series(), "egressBytes": series(),
@@ -220,7 +272,14 @@ fn a_full_data_dir_fails_cleanly_and_keeps_what_it_had() {
     std::fs::write(&file, record.to_string()).unwrap();
     let mut stored = Vec::new();
     let err = loop {
-        let out = Command::new(LOUPE).args(["import", "millisampler"]).arg(&file).arg("--data-dir").arg(&data).env("RUST_LOG", "off").output().unwrap();
+        let out = Command::new(LOUPE)
+            .args(["import", "millisampler"])
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(&data)
+            .env("RUST_LOG", "off")
+            .output()
+            .unwrap();
         if !out.status.success() {
             break String::from_utf8_lossy(&out.stderr).into_owned();
         }
@@ -237,7 +296,8 @@ fn a_full_data_dir_fails_cleanly_and_keeps_what_it_had() {
     let listed: Vec<String> = list.as_array().unwrap().iter().map(|r| r["id"].to_string()).collect();
     for id in &stored {
         assert!(listed.contains(id), "run {id} lost after the disk filled");
-        let run = json(&Command::new(LOUPE).args(["runs", "show", id, "--json", "--data-dir"]).arg(&data).output().unwrap());
+        let run =
+            json(&Command::new(LOUPE).args(["runs", "show", id, "--json", "--data-dir"]).arg(&data).output().unwrap());
         assert_eq!(run["metrics"]["in_bytes"], record["ingressBytes"]);
     }
 }

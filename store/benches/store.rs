@@ -23,23 +23,14 @@ fn bench_shape(label: &str, runs: Vec<NewRun>) {
     let store = Store::open(dir.path(), Retention::default()).expect("open store");
 
     let t = Instant::now();
-    let ids: Vec<_> = runs
-        .into_iter()
-        .map(|run| store.put_run(run, T0).expect("put_run").id)
-        .collect();
-    println!(
-        "store: write {label} runs: {} runs/s (each put flushed)",
-        rate(n, t.elapsed())
-    );
+    let ids: Vec<_> = runs.into_iter().map(|run| store.put_run(run, T0).expect("put_run").id).collect();
+    println!("store: write {label} runs: {} runs/s (each put flushed)", rate(n, t.elapsed()));
 
     let t = Instant::now();
     for id in &ids {
         black_box(store.run(*id).expect("run").expect("present"));
     }
-    println!(
-        "store: read {label} runs (full run): {} runs/s",
-        rate(n, t.elapsed())
-    );
+    println!("store: read {label} runs (full run): {} runs/s", rate(n, t.elapsed()));
 
     let t = Instant::now();
     let mut listings = 0;
@@ -50,11 +41,7 @@ fn bench_shape(label: &str, runs: Vec<NewRun>) {
         listings += 1;
     }
     let e = t.elapsed();
-    println!(
-        "store: list {n} {label} runs: {} listings/s ({} metas/s)",
-        rate(listings, e),
-        rate(listings * n, e)
-    );
+    println!("store: list {n} {label} runs: {} listings/s ({} metas/s)", rate(listings, e), rate(listings * n, e));
 
     store.flush().expect("flush");
     let stats = store.stats().expect("stats");
@@ -68,19 +55,12 @@ fn bench_shape(label: &str, runs: Vec<NewRun>) {
 
 fn main() {
     // `cargo bench` passes `--bench`; accept and ignore libtest-style arguments.
-    let n: usize = std::env::var("LOUPE_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(500);
+    let n: usize = std::env::var("LOUPE_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(500);
     let mut r = rng(42);
     for cpus in [2u32, 16] {
-        let runs = (0..n as u64)
-            .map(|i| bursty_run(&mut r, T0 + i * SEC, 100_000, 2000, cpus, 0.3))
-            .collect();
+        let runs = (0..n as u64).map(|i| bursty_run(&mut r, T0 + i * SEC, 100_000, 2000, cpus, 0.3)).collect();
         bench_shape(&format!("2000-sample {cpus}-cpu"), runs);
     }
-    let idle = (0..n as u64)
-        .map(|i| idle_run(T0 + i * SEC, 100_000, 2000, 2))
-        .collect();
+    let idle = (0..n as u64).map(|i| idle_run(T0 + i * SEC, 100_000, 2000, 2)).collect();
     bench_shape("2000-sample 2-cpu idle", idle);
 }

@@ -35,18 +35,12 @@ const DENSE: u64 = SPARSE_MAX_BITS + 1;
 const REPEAT: u64 = 0;
 
 /// Groups of non-zero runs in `col`: yields `(zeros_before, start, end)`.
-fn bursts<T: Copy + PartialEq + Default>(
-    col: &[T],
-) -> impl Iterator<Item = (u64, usize, usize)> + '_ {
+fn bursts<T: Copy + PartialEq + Default>(col: &[T]) -> impl Iterator<Item = (u64, usize, usize)> + '_ {
     let zero = T::default();
     let mut pos = 0usize;
     std::iter::from_fn(move || {
         let start = pos + col[pos..].iter().position(|v| *v != zero)?;
-        let end = start
-            + col[start..]
-                .iter()
-                .position(|v| *v == zero)
-                .unwrap_or(col.len() - start);
+        let end = start + col[start..].iter().position(|v| *v == zero).unwrap_or(col.len() - start);
         let zeros = (start - pos) as u64;
         pos = end;
         Some((zeros, start, end))
@@ -74,23 +68,17 @@ fn walk_groups(
     let mut it = enc.iter();
     let mut slot = 0usize;
     while let Some(&zeros) = it.next() {
-        let n = *it
-            .next()
-            .ok_or_else(|| format!("group at slot {slot} has no length"))?;
+        let n = *it.next().ok_or_else(|| format!("group at slot {slot} has no length"))?;
         let start = usize::try_from(zeros)
             .ok()
             .and_then(|z| slot.checked_add(z))
             .filter(|s| *s <= samples)
-            .ok_or_else(|| {
-                format!("zero run of {zeros} after slot {slot} passes {samples} samples")
-            })?;
+            .ok_or_else(|| format!("zero run of {zeros} after slot {slot} passes {samples} samples"))?;
         let end = usize::try_from(n)
             .ok()
             .and_then(|n| start.checked_add(n))
             .filter(|e| *e <= samples && n > 0)
-            .ok_or_else(|| {
-                format!("burst of {n} at slot {start} is empty or passes {samples} samples")
-            })?;
+            .ok_or_else(|| format!("burst of {n} at slot {start} is empty or passes {samples} samples"))?;
         for s in start..end {
             item(s, &mut it)?;
         }
@@ -103,9 +91,7 @@ fn walk_groups(
 pub fn decode_counter(enc: &[u64], samples: usize) -> Result<Vec<u64>, String> {
     let mut out = vec![0u64; samples];
     walk_groups(enc, samples, |s, it| {
-        out[s] = *it
-            .next()
-            .ok_or_else(|| format!("value for slot {s} missing"))?;
+        out[s] = *it.next().ok_or_else(|| format!("value for slot {s} missing"))?;
         Ok(())
     })?;
     Ok(out)
@@ -145,11 +131,7 @@ pub fn decode_sketch(enc: &[u64], samples: usize) -> Result<Vec<u128>, String> {
     let mut out = vec![0u128; samples];
     let mut prev = 0u128;
     walk_groups(enc, samples, |s, it| {
-        let mut next = || {
-            it.next()
-                .copied()
-                .ok_or_else(|| format!("sketch for slot {s} truncated"))
-        };
+        let mut next = || it.next().copied().ok_or_else(|| format!("sketch for slot {s} truncated"));
         let tag = next()?;
         let v = match tag {
             REPEAT if prev == 0 => return Err(format!("slot {s} repeats a sketch before any")),
@@ -224,21 +206,16 @@ pub fn decode_cpu(cpu: u32, bytes: &[u8], samples: u32) -> Result<CpuColumns, St
         cpu,
         counters,
         in_conns: decode_sketch(&row.in_conns, n).map_err(|e| format!("column in_conns: {e}"))?,
-        out_conns: decode_sketch(&row.out_conns, n)
-            .map_err(|e| format!("column out_conns: {e}"))?,
+        out_conns: decode_sketch(&row.out_conns, n).map_err(|e| format!("column out_conns: {e}"))?,
     })
 }
 
 pub fn encode_conn_counts(c: &ConnCounts) -> Vec<u8> {
-    to_msgpack(&ConnCountsRow {
-        in_conns: encode_counter(&c.in_conns),
-        out_conns: encode_counter(&c.out_conns),
-    })
+    to_msgpack(&ConnCountsRow { in_conns: encode_counter(&c.in_conns), out_conns: encode_counter(&c.out_conns) })
 }
 
 pub fn decode_conn_counts(bytes: &[u8], samples: u32) -> Result<ConnCounts, String> {
-    let row: ConnCountsRow =
-        rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))?;
+    let row: ConnCountsRow = rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))?;
     let n = samples as usize;
     Ok(ConnCounts {
         in_conns: decode_counter(&row.in_conns, n).map_err(|e| format!("in_conns: {e}"))?,
@@ -278,26 +255,12 @@ mod tests {
     #[test]
     fn sketch_roundtrip_shapes() {
         let dense = u128::MAX - 12345;
-        let col = vec![
-            0,
-            1,
-            1,
-            1u128 << 127,
-            0,
-            dense,
-            dense,
-            0,
-            (1 << 3) | (1 << 64) | (1 << 100),
-            0,
-        ];
+        let col = vec![0, 1, 1, 1u128 << 127, 0, dense, dense, 0, (1 << 3) | (1 << 64) | (1 << 100), 0];
         let enc = encode_sketch(&col);
         assert_eq!(decode_sketch(&enc, col.len()).unwrap(), col, "{enc:?}");
         // A few bits cost a few bytes each.
         assert_eq!(encode_sketch(&[0, 1 << 100]), vec![1, 1, 1, 100]);
-        assert_eq!(
-            encode_sketch(&[1 << 100, 1 << 100]),
-            vec![0, 2, 1, 100, REPEAT]
-        );
+        assert_eq!(encode_sketch(&[1 << 100, 1 << 100]), vec![0, 2, 1, 100, REPEAT]);
     }
 
     #[test]

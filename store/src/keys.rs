@@ -111,10 +111,7 @@ impl Totals {
         if v.len() != 16 {
             return None;
         }
-        Some(Totals {
-            runs: decode_u64(&v[..8])?,
-            stored_bytes: decode_u64(&v[8..])?,
-        })
+        Some(Totals { runs: decode_u64(&v[..8])?, stored_bytes: decode_u64(&v[8..])? })
     }
 }
 
@@ -145,10 +142,7 @@ mod tests {
 
     #[test]
     fn totals_roundtrip() {
-        let t = Totals {
-            runs: 3,
-            stored_bytes: u64::MAX - 1,
-        };
+        let t = Totals { runs: 3, stored_bytes: u64::MAX - 1 };
         assert_eq!(Totals::decode(&t.encode()), Some(t));
         assert_eq!(Totals::decode(&[1, 2]), None);
     }

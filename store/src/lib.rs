@@ -59,8 +59,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 pub use model::{
-    ConnCounts, Counter, CpuColumns, DaySummary, NewRun, Retention, RetentionReport, Run, RunId,
-    RunMeta, RunSource, StoreStats, TimeRange,
+    ConnCounts, Counter, CpuColumns, DaySummary, NewRun, Retention, RetentionReport, Run, RunId, RunMeta, RunSource,
+    StoreStats, TimeRange,
 };
 
 use keys::Totals;
@@ -85,42 +85,24 @@ pub enum StoreError {
     Locked { path: PathBuf },
     /// The disk holding the store is full.
     #[error("no space left on device for store at {} ({op}): {source}", path.display())]
-    NoSpace {
-        path: PathBuf,
-        op: String,
-        source: sled::Error,
-    },
+    NoSpace { path: PathBuf, op: String, source: sled::Error },
     /// The store was written with a layout this build does not know.
     #[error(
         "store at {} has schema version {found}, but this build only reads version {supported}",
         path.display()
     )]
-    UnknownSchema {
-        path: PathBuf,
-        found: String,
-        supported: u32,
-    },
+    UnknownSchema { path: PathBuf, found: String, supported: u32 },
     /// Any other storage failure.
     #[error("store at {} failed to {op}: {source}", path.display())]
-    Storage {
-        path: PathBuf,
-        op: String,
-        source: sled::Error,
-    },
+    Storage { path: PathBuf, op: String, source: sled::Error },
     /// A stored record does not decode.
     #[error("store at {}: corrupt {record}: {detail}", path.display())]
-    Corrupt {
-        path: PathBuf,
-        record: String,
-        detail: String,
-    },
+    Corrupt { path: PathBuf, record: String, detail: String },
     /// The run given to `put_run` is inconsistent; nothing was written.
     #[error("invalid run: {0}")]
     InvalidRun(String),
     /// The run alone is larger than the retention byte cap; nothing was written.
-    #[error(
-        "run needs {bytes} bytes, more than the store's cap of {max_bytes} bytes; nothing written"
-    )]
+    #[error("run needs {bytes} bytes, more than the store's cap of {max_bytes} bytes; nothing written")]
     TooLarge { bytes: u64, max_bytes: u64 },
     /// A time range whose start is after its end.
     #[error("bad time range: from {from_unix_ns} is after to {to_unix_ns}")]
@@ -161,40 +143,22 @@ impl Store {
         let path = dir.to_path_buf();
         if dir.exists() && !dir.is_dir() {
             return Err(StoreError::CreateDir {
-                source: io::Error::new(
-                    io::ErrorKind::NotADirectory,
-                    "it exists and is not a directory",
-                ),
+                source: io::Error::new(io::ErrorKind::NotADirectory, "it exists and is not a directory"),
                 path,
             });
         }
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
-            path: path.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir { path: path.clone(), source })?;
         let open_err = |source: sled::Error| match classify(&source) {
-            Fault::NoSpace => StoreError::NoSpace {
-                path: path.clone(),
-                op: "open".into(),
-                source,
-            },
+            Fault::NoSpace => StoreError::NoSpace { path: path.clone(), op: "open".into(), source },
             Fault::Locked => StoreError::Locked { path: path.clone() },
-            Fault::Other => StoreError::Open {
-                path: path.clone(),
-                source,
-            },
+            Fault::Other => StoreError::Open { path: path.clone(), source },
         };
-        let db = sled::Config::new()
-            .path(dir)
-            .mode(sled::Mode::LowSpace)
-            .open()
-            .map_err(open_err)?;
+        let db = sled::Config::new().path(dir).mode(sled::Mode::LowSpace).open().map_err(open_err)?;
         let runs = db.open_tree("runs").map_err(open_err)?;
         let meta = db.open_tree("meta").map_err(open_err)?;
         match meta.get(SCHEMA_KEY).map_err(open_err)? {
             None => {
-                meta.insert(SCHEMA_KEY, &SCHEMA_VERSION.to_be_bytes())
-                    .map_err(open_err)?;
+                meta.insert(SCHEMA_KEY, &SCHEMA_VERSION.to_be_bytes()).map_err(open_err)?;
                 db.flush().map_err(open_err)?;
             }
             Some(v) => {
@@ -212,14 +176,7 @@ impl Store {
             }
         }
         Ok(Store {
-            inner: Arc::new(Inner {
-                path,
-                db,
-                runs,
-                retention,
-                writer: Mutex::new(()),
-                visibility: RwLock::new(()),
-            }),
+            inner: Arc::new(Inner { path, db, runs, retention, writer: Mutex::new(()), visibility: RwLock::new(()) }),
         })
     }
 
@@ -241,12 +198,7 @@ impl Store {
     pub fn put_run(&self, run: NewRun, now_unix_ns: u64) -> Result<RunMeta, StoreError> {
         validate(&run)?;
         let _w = self.inner.lock_writer();
-        let id = RunId(
-            self.inner
-                .db
-                .generate_id()
-                .map_err(|e| self.inner.storage("allocate a run id", e))?,
-        );
+        let id = RunId(self.inner.db.generate_id().map_err(|e| self.inner.storage("allocate a run id", e))?);
         let records = build_records(run, id);
         let bytes = records.meta.stored_bytes;
         let max_bytes = self.inner.retention.max_bytes;
@@ -279,15 +231,9 @@ impl Store {
         interval_ns: Option<u64>,
         iface: Option<&str>,
     ) -> Result<Vec<RunMeta>, StoreError> {
-        let TimeRange {
-            from_unix_ns,
-            to_unix_ns,
-        } = range;
+        let TimeRange { from_unix_ns, to_unix_ns } = range;
         if from_unix_ns > to_unix_ns {
-            return Err(StoreError::BadRange {
-                from_unix_ns,
-                to_unix_ns,
-            });
+            return Err(StoreError::BadRange { from_unix_ns, to_unix_ns });
         }
         let mut out = Vec::new();
         if from_unix_ns == to_unix_ns {
@@ -311,11 +257,7 @@ impl Store {
 
     /// Metadata of one run, or `None` if there is no such run.
     pub fn run_meta(&self, id: RunId) -> Result<Option<RunMeta>, StoreError> {
-        let _r = self
-            .inner
-            .visibility
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let _r = self.inner.visibility.read().unwrap_or_else(|e| e.into_inner());
         self.inner.meta_by_id(id)
     }
 
@@ -351,21 +293,14 @@ impl Store {
         if cpus != meta.cpus {
             return Err(inner.corrupt(
                 format!("run {id}"),
-                format!(
-                    "metadata lists cpus {:?} but rows exist for {cpus:?}",
-                    meta.cpus
-                ),
+                format!("metadata lists cpus {:?} but rows exist for {cpus:?}", meta.cpus),
             ));
         }
         let conn_counts = counts
             .map(|v| codec::decode_conn_counts(&v, meta.samples))
             .transpose()
             .map_err(|d| inner.corrupt(format!("run {id} connection counts"), d))?;
-        Ok(Some(Run {
-            meta,
-            per_cpu,
-            conn_counts,
-        }))
+        Ok(Some(Run { meta, per_cpu, conn_counts }))
     }
 
     /// Deletes a run and all its records in one atomic batch. `false` if it did not exist.
@@ -393,16 +328,8 @@ impl Store {
     /// Run count and byte totals, from the running counters (no scan).
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
         let totals = self.inner.totals()?;
-        let disk_bytes = self
-            .inner
-            .db
-            .size_on_disk()
-            .map_err(|e| self.inner.storage("measure disk usage", e))?;
-        Ok(StoreStats {
-            runs: totals.runs,
-            stored_bytes: totals.stored_bytes,
-            disk_bytes,
-        })
+        let disk_bytes = self.inner.db.size_on_disk().map_err(|e| self.inner.storage("measure disk usage", e))?;
+        Ok(StoreStats { runs: totals.runs, stored_bytes: totals.stored_bytes, disk_bytes })
     }
 
     /// Per UTC day: how many runs of each interval started that day, and their bytes.
@@ -475,18 +402,12 @@ impl Inner {
     }
 
     fn corrupt(&self, record: String, detail: String) -> StoreError {
-        StoreError::Corrupt {
-            path: self.path.clone(),
-            record,
-            detail,
-        }
+        StoreError::Corrupt { path: self.path.clone(), record, detail }
     }
 
     fn apply(&self, batch: sled::Batch, op: &str) -> Result<(), StoreError> {
         let _v = self.visibility.write().unwrap_or_else(|e| e.into_inner());
-        self.runs
-            .apply_batch(batch)
-            .map_err(|e| self.storage(op, e))
+        self.runs.apply_batch(batch).map_err(|e| self.storage(op, e))
     }
 
     fn flush(&self, op: &str) -> Result<(), StoreError> {
@@ -494,29 +415,22 @@ impl Inner {
     }
 
     fn totals(&self) -> Result<Totals, StoreError> {
-        match self
-            .runs
-            .get(keys::STATS)
-            .map_err(|e| self.storage("read totals", e))?
-        {
+        match self.runs.get(keys::STATS).map_err(|e| self.storage("read totals", e))? {
             None => Ok(Totals::default()),
-            Some(v) => Totals::decode(&v)
-                .ok_or_else(|| self.corrupt("totals record".into(), format!("{} bytes", v.len()))),
+            Some(v) => {
+                Totals::decode(&v).ok_or_else(|| self.corrupt("totals record".into(), format!("{} bytes", v.len())))
+            }
         }
     }
 
     fn decode_meta_record(&self, key: &[u8], value: &[u8]) -> Result<RunMeta, StoreError> {
-        let (start, id) = keys::parse_meta_key(key)
-            .ok_or_else(|| self.corrupt("metadata key".into(), format!("{key:?}")))?;
-        let meta =
-            codec::decode_meta(value).map_err(|d| self.corrupt(format!("run {id} metadata"), d))?;
+        let (start, id) =
+            keys::parse_meta_key(key).ok_or_else(|| self.corrupt("metadata key".into(), format!("{key:?}")))?;
+        let meta = codec::decode_meta(value).map_err(|d| self.corrupt(format!("run {id} metadata"), d))?;
         if meta.id != id || meta.start_unix_ns != start {
             return Err(self.corrupt(
                 format!("run {id} metadata"),
-                format!(
-                    "key says run {id} at {start}, value says run {} at {}",
-                    meta.id, meta.start_unix_ns
-                ),
+                format!("key says run {id} at {start}, value says run {} at {}", meta.id, meta.start_unix_ns),
             ));
         }
         Ok(meta)
@@ -524,15 +438,11 @@ impl Inner {
 
     fn meta_by_id(&self, id: RunId) -> Result<Option<RunMeta>, StoreError> {
         let op = format!("look up run {id}");
-        let Some(start) = self
-            .runs
-            .get(keys::index_key(id))
-            .map_err(|e| self.storage(&op, e))?
-        else {
+        let Some(start) = self.runs.get(keys::index_key(id)).map_err(|e| self.storage(&op, e))? else {
             return Ok(None);
         };
-        let start = keys::decode_u64(&start)
-            .ok_or_else(|| self.corrupt(format!("run {id} index"), format!("{start:?}")))?;
+        let start =
+            keys::decode_u64(&start).ok_or_else(|| self.corrupt(format!("run {id} index"), format!("{start:?}")))?;
         let key = keys::meta_key(start, id);
         match self.runs.get(key).map_err(|e| self.storage(&op, e))? {
             None => Err(self.corrupt(format!("run {id}"), "indexed but has no metadata".into())),
@@ -585,27 +495,17 @@ fn validate(run: &NewRun) -> Result<(), StoreError> {
         let named = Counter::ALL
             .iter()
             .map(|c| (c.name(), cols.counters[c.index()].len()))
-            .chain([
-                ("in_conns", cols.in_conns.len()),
-                ("out_conns", cols.out_conns.len()),
-            ]);
+            .chain([("in_conns", cols.in_conns.len()), ("out_conns", cols.out_conns.len())]);
         for (name, len) in named {
             if len != n {
-                return bad(format!(
-                    "cpu {cpu} column {name} has {len} entries, expected samples = {n}"
-                ));
+                return bad(format!("cpu {cpu} column {name} has {len} entries, expected samples = {n}"));
             }
         }
     }
     if let Some(c) = &run.conn_counts {
-        for (name, len) in [
-            ("in_conns", c.in_conns.len()),
-            ("out_conns", c.out_conns.len()),
-        ] {
+        for (name, len) in [("in_conns", c.in_conns.len()), ("out_conns", c.out_conns.len())] {
             if len != n {
-                return bad(format!(
-                    "conn_counts {name} has {len} entries, expected samples = {n}"
-                ));
+                return bad(format!("conn_counts {name} has {len} entries, expected samples = {n}"));
             }
         }
     }
@@ -618,16 +518,10 @@ fn build_records(mut run: NewRun, id: RunId) -> Records {
     let start = run.start_unix_ns;
     let mut writes: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(run.per_cpu.len() + 3);
     for cols in &run.per_cpu {
-        writes.push((
-            keys::cpu_key(start, id, cols.cpu).to_vec(),
-            codec::encode_cpu(cols),
-        ));
+        writes.push((keys::cpu_key(start, id, cols.cpu).to_vec(), codec::encode_cpu(cols)));
     }
     if let Some(c) = &run.conn_counts {
-        writes.push((
-            keys::conn_counts_key(start, id).to_vec(),
-            codec::encode_conn_counts(c),
-        ));
+        writes.push((keys::conn_counts_key(start, id).to_vec(), codec::encode_conn_counts(c)));
     }
     writes.push((keys::index_key(id).to_vec(), start.to_be_bytes().to_vec()));
     let others: u64 = writes.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
@@ -687,11 +581,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Retention::default()).unwrap();
         let meta = store.put_run(idle_run(2000, 2), 0).unwrap();
-        assert!(
-            meta.stored_bytes < 600,
-            "idle run takes {} bytes",
-            meta.stored_bytes
-        );
+        assert!(meta.stored_bytes < 600, "idle run takes {} bytes", meta.stored_bytes);
         assert_eq!(store.stats().unwrap().stored_bytes, meta.stored_bytes);
     }
 
@@ -701,10 +591,7 @@ mod tests {
         let store = Store::open(dir.path(), Retention::default()).unwrap();
         let mut run = idle_run(50, 3);
         run.per_cpu[1].counters[0][7] = 1 << 40;
-        run.conn_counts = Some(ConnCounts {
-            in_conns: vec![3; 50],
-            out_conns: vec![0; 50],
-        });
+        run.conn_counts = Some(ConnCounts { in_conns: vec![3; 50], out_conns: vec![0; 50] });
         let meta = store.put_run(run, 0).unwrap();
         let actual: u64 = store
             .inner

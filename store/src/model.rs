@@ -107,12 +107,7 @@ impl CpuColumns {
     /// A CPU whose every slot is zero: the starting point for filling columns.
     pub fn zeroed(cpu: u32, samples: u32) -> CpuColumns {
         let n = samples as usize;
-        CpuColumns {
-            cpu,
-            counters: std::array::from_fn(|_| vec![0; n]),
-            in_conns: vec![0; n],
-            out_conns: vec![0; n],
-        }
+        CpuColumns { cpu, counters: std::array::from_fn(|_| vec![0; n]), in_conns: vec![0; n], out_conns: vec![0; n] }
     }
 
     /// The column of one counter.
@@ -164,8 +159,7 @@ pub struct RunMeta {
 impl RunMeta {
     /// End of the observed window: `start + samples * interval` (saturating).
     pub fn end_unix_ns(&self) -> u64 {
-        self.start_unix_ns
-            .saturating_add((self.samples as u64).saturating_mul(self.interval_ns))
+        self.start_unix_ns.saturating_add((self.samples as u64).saturating_mul(self.interval_ns))
     }
 }
 
@@ -207,10 +201,7 @@ pub struct Retention {
 impl Default for Retention {
     /// Seven days, 10 GiB.
     fn default() -> Self {
-        Retention {
-            max_age: Duration::from_secs(7 * 24 * 3600),
-            max_bytes: 10 << 30,
-        }
+        Retention { max_age: Duration::from_secs(7 * 24 * 3600), max_bytes: 10 << 30 }
     }
 }
 
@@ -223,23 +214,14 @@ pub struct TimeRange {
 
 impl TimeRange {
     /// Every start time the store can hold (except `u64::MAX` itself).
-    pub const ALL: TimeRange = TimeRange {
-        from_unix_ns: 0,
-        to_unix_ns: u64::MAX,
-    };
+    pub const ALL: TimeRange = TimeRange { from_unix_ns: 0, to_unix_ns: u64::MAX };
 
     /// `[from, to)`; an empty range (`from == to`) is allowed, `from > to` is not.
     pub fn new(from_unix_ns: u64, to_unix_ns: u64) -> Result<TimeRange, StoreError> {
         if from_unix_ns > to_unix_ns {
-            return Err(StoreError::BadRange {
-                from_unix_ns,
-                to_unix_ns,
-            });
+            return Err(StoreError::BadRange { from_unix_ns, to_unix_ns });
         }
-        Ok(TimeRange {
-            from_unix_ns,
-            to_unix_ns,
-        })
+        Ok(TimeRange { from_unix_ns, to_unix_ns })
     }
 
     pub fn contains(&self, t_unix_ns: u64) -> bool {

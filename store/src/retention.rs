@@ -24,9 +24,7 @@ impl Inner {
         let expired = if cutoff == 0 {
             Vec::new()
         } else {
-            let range = self
-                .runs
-                .range(keys::meta_bound(0)..keys::meta_bound(cutoff));
+            let range = self.runs.range(keys::meta_bound(0)..keys::meta_bound(cutoff));
             self.metas_in(range, protect, None)?
         };
         for meta in expired {

@@ -76,16 +76,12 @@ impl Store {
                     seen.indexed = true;
                 }
                 _ if k.as_ref() == keys::STATS => totals = Some(inner.totals()?),
-                _ => report
-                    .problems
-                    .push(format!("unknown key {:?}", k.as_ref())),
+                _ => report.problems.push(format!("unknown key {:?}", k.as_ref())),
             }
         }
         for (id, seen) in &runs {
             let Some(meta) = &seen.meta else {
-                report.problems.push(format!(
-                    "run {id}: records without metadata (half-written or half-deleted)"
-                ));
+                report.problems.push(format!("run {id}: records without metadata (half-written or half-deleted)"));
                 continue;
             };
             report.runs += 1;
@@ -94,16 +90,14 @@ impl Store {
                 report.problems.push(format!("run {id}: no index entry"));
             }
             if seen.cpus != meta.cpus {
-                report.problems.push(format!(
-                    "run {id}: metadata lists cpus {:?}, rows exist for {:?}",
-                    meta.cpus, seen.cpus
-                ));
+                report
+                    .problems
+                    .push(format!("run {id}: metadata lists cpus {:?}, rows exist for {:?}", meta.cpus, seen.cpus));
             }
             if seen.bytes != meta.stored_bytes {
-                report.problems.push(format!(
-                    "run {id}: records take {} bytes, metadata says {}",
-                    seen.bytes, meta.stored_bytes
-                ));
+                report
+                    .problems
+                    .push(format!("run {id}: records take {} bytes, metadata says {}", seen.bytes, meta.stored_bytes));
             }
             if let Err(e) = self.decode_all(inner, meta) {
                 report.problems.push(e.to_string());
@@ -127,11 +121,7 @@ impl Store {
             codec::decode_cpu(cpu, &v, meta.samples)
                 .map_err(|d| inner.corrupt(format!("run {id} cpu {cpu} row"), d))?;
         }
-        if let Some(v) = inner
-            .runs
-            .get(keys::conn_counts_key(start, id))
-            .map_err(|e| inner.storage("verify", e))?
-        {
+        if let Some(v) = inner.runs.get(keys::conn_counts_key(start, id)).map_err(|e| inner.storage("verify", e))? {
             codec::decode_conn_counts(&v, meta.samples)
                 .map_err(|d| inner.corrupt(format!("run {id} connection counts"), d))?;
         }

@@ -18,10 +18,7 @@ const ROUND_VAR: &str = "LOUPE_STORE_CRASH_ROUND";
 
 fn retention() -> Retention {
     // Small enough that retention deletes runs while the child writes.
-    Retention {
-        max_age: Duration::from_secs(1 << 40),
-        max_bytes: 400_000,
-    }
+    Retention { max_age: Duration::from_secs(1 << 40), max_bytes: 400_000 }
 }
 
 /// Child side: write runs forever, printing each id once `put_run` has returned.
@@ -54,13 +51,7 @@ fn crash_safety_under_sigkill() {
     let mut total_acked = 0;
     for round in 1..=4u64 {
         let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "crash_child_writer",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(["--exact", "crash_child_writer", "--ignored", "--nocapture", "--test-threads=1"])
             .env(DIR_VAR, dir.path())
             .env(ROUND_VAR, round.to_string())
             .stdout(Stdio::piped())
@@ -96,17 +87,11 @@ fn crash_safety_under_sigkill() {
         let listed = store.runs(TimeRange::ALL, None, None).unwrap();
         let stats = store.stats().unwrap();
         assert_eq!(stats.runs, listed.len() as u64, "round {round}");
-        assert_eq!(
-            stats.stored_bytes,
-            listed.iter().map(|m| m.stored_bytes).sum::<u64>()
-        );
+        assert_eq!(stats.stored_bytes, listed.iter().map(|m| m.stored_bytes).sum::<u64>());
         for meta in &listed {
             let run = store.run(meta.id).unwrap().expect("listed run readable");
             assert_eq!(run.per_cpu.len(), meta.cpus.len());
-            assert_eq!(
-                run.conn_counts.is_some(),
-                run.meta.source != loupe_store::RunSource::Agent
-            );
+            assert_eq!(run.conn_counts.is_some(), run.meta.source != loupe_store::RunSource::Agent);
         }
         // The newest acknowledged put survived the kill (retention keeps newer runs first,
         // and the cap holds several runs).

@@ -57,10 +57,7 @@ fn second_open_in_same_process_names_the_path() {
     let _first = Store::open(dir.path(), Retention::default()).unwrap();
     // sled allows one open database per directory and process.
     let err = Store::open(dir.path(), Retention::default()).unwrap_err();
-    assert!(
-        err.to_string().contains(&dir.path().display().to_string()),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&dir.path().display().to_string()), "{err}");
     assert!(matches!(err, loupe_store::StoreError::Locked { .. }), "{err:?}");
 }
 
@@ -71,13 +68,7 @@ impl Tmpfs {
     fn mount(at: &Path, size: &str) -> Result<Tmpfs, String> {
         std::fs::create_dir_all(at).unwrap();
         let out = Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size}"),
-                "loupe-store-test",
-            ])
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "loupe-store-test"])
             .arg(at)
             .output()
             .map_err(|e| e.to_string())?;
@@ -153,23 +144,14 @@ fn disk_full_fails_cleanly_and_keeps_earlier_runs() {
     if let Err(e) = Store::open(&dir, Retention::default()) {
         let msg = e.to_string();
         assert!(matches!(e, StoreError::NoSpace { .. }), "{e:?}");
-        assert!(
-            msg.contains("no space left") && msg.contains(&dir.display().to_string()),
-            "{msg}"
-        );
+        assert!(msg.contains("no space left") && msg.contains(&dir.display().to_string()), "{msg}");
     }
-    println!(
-        "disk full after {} runs; the same handle refused {refused} reads afterwards",
-        written.len()
-    );
+    println!("disk full after {} runs; the same handle refused {refused} reads afterwards", written.len());
     // Once the operator frees space, every acknowledged run reads back intact.
     fs.resize("16m");
     let store = Store::open(&dir, Retention::default()).unwrap();
     for (meta, run) in &written {
-        let got = store
-            .run(meta.id)
-            .unwrap()
-            .expect("acknowledged run present after reopen");
+        let got = store.run(meta.id).unwrap().expect("acknowledged run present after reopen");
         assert_eq!(got.meta, *meta);
         assert_eq!(got.per_cpu, run.per_cpu);
     }
@@ -178,9 +160,7 @@ fn disk_full_fails_cleanly_and_keeps_earlier_runs() {
     let listed = store.runs(TimeRange::ALL, None, None).unwrap();
     assert!(listed.len() >= written.len());
     // And the store works again.
-    store
-        .put_run(idle_run(T0 + 99_999 * SEC, 1000, 10, 1), T0)
-        .unwrap();
+    store.put_run(idle_run(T0 + 99_999 * SEC, 1000, 10, 1), T0).unwrap();
     drop(store);
     drop(fs);
 }

@@ -32,61 +32,20 @@ fn runs_filters_and_orders_by_time() {
 
     let range = |f, t| TimeRange::new(f, t).unwrap();
     // Half-open: start == from is in, start == to is out.
-    assert_eq!(
-        ids(&store.runs(range(T0 + 200, T0 + 300), None, None).unwrap()),
-        vec![b1.id, b2.id]
-    );
-    assert_eq!(
-        ids(&store.runs(range(T0 + 201, T0 + 301), None, None).unwrap()),
-        vec![c.id]
-    );
-    assert_eq!(
-        ids(&store.runs(range(T0 + 100, T0 + 401), None, None).unwrap()).len(),
-        5
-    );
-    assert!(
-        store
-            .runs(range(T0 + 200, T0 + 200), None, None)
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(ids(&store.runs(range(T0 + 200, T0 + 300), None, None).unwrap()), vec![b1.id, b2.id]);
+    assert_eq!(ids(&store.runs(range(T0 + 201, T0 + 301), None, None).unwrap()), vec![c.id]);
+    assert_eq!(ids(&store.runs(range(T0 + 100, T0 + 401), None, None).unwrap()).len(), 5);
+    assert!(store.runs(range(T0 + 200, T0 + 200), None, None).unwrap().is_empty());
     assert!(store.runs(range(0, T0), None, None).unwrap().is_empty());
 
-    assert_eq!(
-        ids(&store.runs(TimeRange::ALL, Some(100_000), None).unwrap()),
-        vec![a.id, b1.id, d.id]
-    );
-    assert_eq!(
-        ids(&store.runs(TimeRange::ALL, None, Some("eth1")).unwrap()),
-        vec![b1.id, d.id]
-    );
-    assert_eq!(
-        ids(&store
-            .runs(TimeRange::ALL, Some(1_000_000), Some("eth0"))
-            .unwrap()),
-        vec![b2.id, c.id]
-    );
-    assert!(
-        store
-            .runs(TimeRange::ALL, Some(7), None)
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        store
-            .runs(TimeRange::ALL, None, Some("lo"))
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(ids(&store.runs(TimeRange::ALL, Some(100_000), None).unwrap()), vec![a.id, b1.id, d.id]);
+    assert_eq!(ids(&store.runs(TimeRange::ALL, None, Some("eth1")).unwrap()), vec![b1.id, d.id]);
+    assert_eq!(ids(&store.runs(TimeRange::ALL, Some(1_000_000), Some("eth0")).unwrap()), vec![b2.id, c.id]);
+    assert!(store.runs(TimeRange::ALL, Some(7), None).unwrap().is_empty());
+    assert!(store.runs(TimeRange::ALL, None, Some("lo")).unwrap().is_empty());
 
-    let bad = TimeRange {
-        from_unix_ns: 5,
-        to_unix_ns: 4,
-    };
-    assert!(matches!(
-        store.runs(bad, None, None),
-        Err(StoreError::BadRange { .. })
-    ));
+    let bad = TimeRange { from_unix_ns: 5, to_unix_ns: 4 };
+    assert!(matches!(store.runs(bad, None, None), Err(StoreError::BadRange { .. })));
 }
 
 #[test]
@@ -115,17 +74,10 @@ fn days_group_by_utc_day_and_interval() {
     assert_eq!(days.len(), 2);
     assert_eq!(days[0].day_start_unix_ns, day0);
     assert_eq!(
-        days[0]
-            .runs_by_interval
-            .iter()
-            .map(|(k, v)| (*k, *v))
-            .collect::<Vec<_>>(),
+        days[0].runs_by_interval.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>(),
         vec![(100_000, 2), (10_000_000, 1)]
     );
-    assert_eq!(
-        days[0].stored_bytes,
-        m1.stored_bytes + m2.stored_bytes + m3.stored_bytes
-    );
+    assert_eq!(days[0].stored_bytes, m1.stored_bytes + m2.stored_bytes + m3.stored_bytes);
     assert_eq!(days[1].day_start_unix_ns, day0 + DAY);
     assert_eq!(days[1].runs_by_interval.get(&1_000_000), Some(&1));
     assert_eq!(days[1].stored_bytes, m4.stored_bytes);
@@ -162,11 +114,7 @@ fn concurrent_readers_see_whole_runs() {
             std::thread::spawn(move || {
                 let mut checked = 0u64;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let max = store
-                        .runs(TimeRange::ALL, None, None)
-                        .unwrap()
-                        .last()
-                        .map_or(0, |m| m.id.0);
+                    let max = store.runs(TimeRange::ALL, None, None).unwrap().last().map_or(0, |m| m.id.0);
                     // Probe ids around the newest, including ones being deleted right now.
                     for id in max.saturating_sub(3)..=max + 1 {
                         if let Some(run) = store.run(RunId(id)).unwrap() {

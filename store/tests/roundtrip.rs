@@ -54,9 +54,7 @@ fn roundtrip_bursty_run_and_edge_values() {
     run.per_cpu[1].in_conns[last] = u128::MAX;
     run.per_cpu[1].out_conns[0] = 1 << 127;
     run.rack = None;
-    run.source = RunSource::Imported {
-        format: "pcap".into(),
-    };
+    run.source = RunSource::Imported { format: "pcap".into() };
     let meta = store.put_run(run.clone(), T0).unwrap();
     let got = store.run(meta.id).unwrap().unwrap();
     assert_eq!(got.per_cpu, run.per_cpu);
@@ -81,19 +79,9 @@ fn idle_run_is_small() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let meta = store.put_run(idle_run(T0, 100_000, 2000, 2), T0).unwrap();
-    assert!(
-        meta.stored_bytes < 600,
-        "idle 2000x2 run takes {} bytes",
-        meta.stored_bytes
-    );
-    let bursty = store
-        .put_run(bursty_run(&mut rng(4), T0 + SEC, 100_000, 2000, 2, 0.3), T0)
-        .unwrap();
-    assert!(
-        bursty.stored_bytes < 40_000,
-        "bursty 2000x2 run takes {} bytes",
-        bursty.stored_bytes
-    );
+    assert!(meta.stored_bytes < 600, "idle 2000x2 run takes {} bytes", meta.stored_bytes);
+    let bursty = store.put_run(bursty_run(&mut rng(4), T0 + SEC, 100_000, 2000, 2, 0.3), T0).unwrap();
+    assert!(bursty.stored_bytes < 40_000, "bursty 2000x2 run takes {} bytes", bursty.stored_bytes);
 }
 
 #[test]
@@ -137,10 +125,7 @@ fn invalid_runs_are_rejected_and_nothing_is_written() {
         }
     }
     let after = store.stats().unwrap();
-    assert_eq!(
-        (after.runs, after.stored_bytes),
-        (before.runs, before.stored_bytes)
-    );
+    assert_eq!((after.runs, after.stored_bytes), (before.runs, before.stored_bytes));
     assert_eq!(store.runs(TimeRange::ALL, None, None).unwrap().len(), 1);
     assert!(store.verify().unwrap().is_ok());
 }
@@ -149,14 +134,10 @@ fn invalid_runs_are_rejected_and_nothing_is_written() {
 fn data_survives_drop_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let mut r = rng(6);
-    let runs: Vec<_> = (0..5)
-        .map(|i| bursty_run(&mut r, T0 + i * SEC, 1_000_000, 2000, 4, 0.3))
-        .collect();
+    let runs: Vec<_> = (0..5).map(|i| bursty_run(&mut r, T0 + i * SEC, 1_000_000, 2000, 4, 0.3)).collect();
     let metas: Vec<_> = {
         let store = open(dir.path());
-        runs.iter()
-            .map(|run| store.put_run(run.clone(), T0).unwrap())
-            .collect()
+        runs.iter().map(|run| store.put_run(run.clone(), T0).unwrap()).collect()
     };
     let store = open(dir.path());
     assert_eq!(store.runs(TimeRange::ALL, None, None).unwrap(), metas);
@@ -165,10 +146,7 @@ fn data_survives_drop_and_reopen() {
     }
     let stats = store.stats().unwrap();
     assert_eq!(stats.runs, 5);
-    assert_eq!(
-        stats.stored_bytes,
-        metas.iter().map(|m| m.stored_bytes).sum::<u64>()
-    );
+    assert_eq!(stats.stored_bytes, metas.iter().map(|m| m.stored_bytes).sum::<u64>());
     // New ids never collide with old ones.
     let newer = store.put_run(idle_run(T0, 1, 1, 1), T0).unwrap();
     assert!(metas.iter().all(|m| m.id != newer.id));
@@ -179,24 +157,14 @@ fn delete_run_removes_everything_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let mut r = rng(7);
-    let a = store
-        .put_run(
-            with_counts(random_run(&mut r, T0, 100, &[0, 1]), &mut r),
-            T0,
-        )
-        .unwrap();
-    let b = store
-        .put_run(random_run(&mut r, T0 + 1, 100, &[0]), T0)
-        .unwrap();
+    let a = store.put_run(with_counts(random_run(&mut r, T0, 100, &[0, 1]), &mut r), T0).unwrap();
+    let b = store.put_run(random_run(&mut r, T0 + 1, 100, &[0]), T0).unwrap();
     assert!(store.delete_run(a.id).unwrap());
     assert!(!store.delete_run(a.id).unwrap());
     assert!(!store.delete_run(RunId(987_654_321)).unwrap());
     assert_eq!(store.run(a.id).unwrap(), None);
     assert_eq!(store.run_meta(a.id).unwrap(), None);
-    assert_eq!(
-        store.runs(TimeRange::ALL, None, None).unwrap(),
-        vec![b.clone()]
-    );
+    assert_eq!(store.runs(TimeRange::ALL, None, None).unwrap(), vec![b.clone()]);
     let stats = store.stats().unwrap();
     assert_eq!((stats.runs, stats.stored_bytes), (1, b.stored_bytes));
     let report = store.verify().unwrap();
@@ -247,10 +215,7 @@ fn model_helpers() {
     let r = Retention::default();
     assert_eq!(r.max_age.as_secs(), 7 * 86_400);
     assert_eq!(r.max_bytes, 10 * 1024 * 1024 * 1024);
-    assert!(matches!(
-        TimeRange::new(2, 1),
-        Err(StoreError::BadRange { .. })
-    ));
+    assert!(matches!(TimeRange::new(2, 1), Err(StoreError::BadRange { .. })));
     assert!(TimeRange::new(1, 1).is_ok());
     let t = TimeRange::new(1, 3).unwrap();
     assert!(t.contains(1) && t.contains(2) && !t.contains(3) && !t.contains(0));

@@ -461,11 +461,7 @@ fn throughput(run_cost_ns: i64) -> Result<()> {
     println!("filter: throughput, no filter:          {:>5.1} Gbit/s  [{}]", none.0, none.1);
     println!("filter: throughput, Loupe idle:         {:>5.1} Gbit/s  [{}]", idle.0, idle.1);
     println!("filter: throughput, Loupe run active:   {:>5.1} Gbit/s  [{}]", run.0, run.1);
-    println!(
-        "filter: throughput ratio idle/none {:.3}, run/none {:.3}",
-        idle.0 / none.0,
-        run.0 / none.0
-    );
+    println!("filter: throughput ratio idle/none {:.3}, run/none {:.3}", idle.0 / none.0, run.0 / none.0);
     // What the filter's own CPU time can explain: invocations × per-packet cost, against the
     // transfer's duration (veth uses GSO/TSO end to end, so one skb carries up to 64 KiB).
     let skbs = running.iter().map(|t| t.skbs).sum::<u64>() / running.len() as u64;

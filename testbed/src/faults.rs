@@ -1,5 +1,6 @@
 //! The testbed's eBPF fault injectors (`testbed/ebpf`), attached behind Loupe's filter.
 
+use anyhow::{Context, Result, anyhow};
 use aya::{
     Ebpf,
     maps::{Array, MapData, PerCpuArray},
@@ -8,7 +9,6 @@ use aya::{
         tc::{self, NlOptions, TcAttachOptions},
     },
 };
-use anyhow::{Context, Result, anyhow};
 pub use loupe_testbed_common::{FaultConfig, FaultTally};
 use loupe_testbed_common::{MAP_FAULT_CONFIG, MAP_FAULT_TALLY, PROG_CE_MARK, PROG_DROP, PROG_NOOP};
 

@@ -13,5 +13,4 @@ pub mod privilege;
 pub mod topology;
 pub mod traffic;
 
-pub(crate) static TESTBED_OBJECT: &[u8] =
-    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-testbed-ebpf"));
+pub(crate) static TESTBED_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-testbed-ebpf"));

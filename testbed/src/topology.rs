@@ -46,13 +46,12 @@ impl VethPair {
         let a = Netns::create(&format!("{tag}-a"))?;
         let b = Netns::create(&format!("{tag}-b"))?;
         ip(&[
-            "link", "add", A_IF, "address", A_MAC, "netns", &a.name, "type", "veth", "peer", "name", B_IF,
-            "address", B_MAC, "netns", &b.name,
+            "link", "add", A_IF, "address", A_MAC, "netns", &a.name, "type", "veth", "peer", "name", B_IF, "address",
+            B_MAC, "netns", &b.name,
         ])?;
-        for (ns, dev, v4, v6, peer_v4, peer_v6, peer_mac) in [
-            (&a, A_IF, A_V4, A_V6, B_V4, B_V6, B_MAC),
-            (&b, B_IF, B_V4, B_V6, A_V4, A_V6, A_MAC),
-        ] {
+        for (ns, dev, v4, v6, peer_v4, peer_v6, peer_mac) in
+            [(&a, A_IF, A_V4, A_V6, B_V4, B_V6, B_MAC), (&b, B_IF, B_V4, B_V6, A_V4, A_V6, A_MAC)]
+        {
             for key in ["accept_ra", "router_solicitations", "accept_dad", "dad_transmits"] {
                 ns.exec(&["sysctl", "-qw", &format!("net.ipv6.conf.{dev}.{key}=0")])?;
             }
@@ -64,8 +63,31 @@ impl VethPair {
             ns.exec(&["ip", "addr", "add", &format!("{v4}/8"), "dev", dev])?;
             ns.exec(&["ip", "-6", "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"])?;
             ns.exec(&["ip", "link", "set", dev, "up"])?;
-            ns.exec(&["ip", "neigh", "replace", &peer_v4.to_string(), "lladdr", peer_mac, "dev", dev, "nud", "permanent"])?;
-            ns.exec(&["ip", "-6", "neigh", "replace", &peer_v6.to_string(), "lladdr", peer_mac, "dev", dev, "nud", "permanent"])?;
+            ns.exec(&[
+                "ip",
+                "neigh",
+                "replace",
+                &peer_v4.to_string(),
+                "lladdr",
+                peer_mac,
+                "dev",
+                dev,
+                "nud",
+                "permanent",
+            ])?;
+            ns.exec(&[
+                "ip",
+                "-6",
+                "neigh",
+                "replace",
+                &peer_v6.to_string(),
+                "lladdr",
+                peer_mac,
+                "dev",
+                dev,
+                "nud",
+                "permanent",
+            ])?;
         }
         let pair = Self { a, b };
         pair.wait_quiet()?;

@@ -34,11 +34,8 @@ pub fn udp_frame_len(ip: IpAddr, payload: usize) -> u64 {
 pub fn udp_socket(local: SocketAddr, tos: u8) -> Result<UdpSocket> {
     let socket = UdpSocket::bind(local).with_context(|| format!("binding UDP {local}"))?;
     let value = tos as libc::c_int;
-    let (level, name) = if local.is_ipv4() {
-        (libc::IPPROTO_IP, libc::IP_TOS)
-    } else {
-        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
-    };
+    let (level, name) =
+        if local.is_ipv4() { (libc::IPPROTO_IP, libc::IP_TOS) } else { (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) };
     // SAFETY: valid socket and option buffer.
     let rc = unsafe {
         libc::setsockopt(

@@ -21,7 +21,8 @@ fn udp_exact(tag: &str, src: IpAddr, dst: IpAddr) {
     let mut expected = 0;
     let (ra, rb) = run_both(&mut samplers, Duration::from_millis(1), 500, || {
         // Sizes from tiny to a full 1500-byte MTU frame.
-        for (count, payload) in [(100, 1), (100, 100), (50, 1000), (50, 1500 - 8 - if dst.is_ipv4() { 20 } else { 40 })] {
+        for (count, payload) in [(100, 1), (100, 100), (50, 1000), (50, 1500 - 8 - if dst.is_ipv4() { 20 } else { 40 })]
+        {
             expected += traffic::udp_send(&sender, dst, count, payload, Duration::from_micros(200)).unwrap();
         }
     });
@@ -69,6 +70,10 @@ fn tcp_gso_packets_count_as_segments() {
     // Segments, not super-packets: the sender's own count of segments it sent, SYN to last ACK.
     let out_packets = total(&ra, |s| s.out_packets);
     assert_eq!(out_packets, report.segs_out as u64, "segments out vs TCP_INFO segs_out");
-    assert!(out_packets > sa.tx_packets, "GSO must have been in play: {out_packets} segments in {} skbs", sa.tx_packets);
+    assert!(
+        out_packets > sa.tx_packets,
+        "GSO must have been in play: {out_packets} segments in {} skbs",
+        sa.tx_packets
+    );
     assert_eq!(total(&rb, |s| s.in_packets), out_packets);
 }

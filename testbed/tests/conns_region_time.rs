@@ -31,10 +31,8 @@ fn connection_sketch_counts_flows() {
     let mut samplers = attach_both(&pair, &SamplerOptions::default());
     let _sink = pair.b.run(|| UdpSocket::bind((B_V4, 9100))).unwrap().unwrap();
     let max_flows = 400u16;
-    let sockets: Vec<UdpSocket> = pair
-        .a
-        .run(|| (0..max_flows).map(|i| UdpSocket::bind((A_V4, FLOW_PORT_BASE + i)).unwrap()).collect())
-        .unwrap();
+    let sockets: Vec<UdpSocket> =
+        pair.a.run(|| (0..max_flows).map(|i| UdpSocket::bind((A_V4, FLOW_PORT_BASE + i)).unwrap()).collect()).unwrap();
     let mut last_estimate = 0;
     for n in [1u16, 2, 3, 5, 8, 12, 25, 50, 100, 200, 400] {
         // One slot wide enough to hold all of the burst: every flow is active in it.
@@ -90,13 +88,15 @@ fn cross_region_bytes_follow_local_prefixes() {
     let (_, rb) = run_both(&mut samplers, Duration::from_millis(1), 300, || {
         for (i, (ip, socket)) in senders.iter().enumerate() {
             let dst = if ip.is_ipv4() { IpAddr::V4(B_V4) } else { IpAddr::V6(B_V6) };
-            let sent = traffic::udp_send(socket, SocketAddr::new(dst, 9200), 20 + i, 400 + 100 * i, Duration::ZERO).unwrap();
+            let sent =
+                traffic::udp_send(socket, SocketAddr::new(dst, 9200), 20 + i, 400 + 100 * i, Duration::ZERO).unwrap();
             if *ip == IpAddr::V4(remote_v4) || *ip == IpAddr::V6(remote_v6) {
                 remote_in += sent;
             }
         }
         // And b sends to a's remote-region address: egress cross-region bytes at b0.
-        remote_out = traffic::udp_send(&b_v4_sink, SocketAddr::new(remote_v4.into(), 9300), 7, 999, Duration::ZERO).unwrap();
+        remote_out =
+            traffic::udp_send(&b_v4_sink, SocketAddr::new(remote_v4.into(), 9300), 7, 999, Duration::ZERO).unwrap();
     });
     assert!(remote_in > 0 && remote_out > 0);
     assert_eq!(total(&rb, |s| s.in_cross_region_bytes), remote_in, "ingress bytes from remote prefixes");
@@ -149,7 +149,13 @@ fn traffic_lands_in_the_slots_it_was_sent_in() {
         for &(first, last, count) in &windows {
             let (lo, hi) = (slot(first).saturating_sub(1), slot(last) + 1);
             let inside: u64 = packets[lo..=hi].iter().sum();
-            assert_eq!(inside, count, "burst sent in slots {}..={} landed elsewhere: {packets:?}", slot(first), slot(last));
+            assert_eq!(
+                inside,
+                count,
+                "burst sent in slots {}..={} landed elsewhere: {packets:?}",
+                slot(first),
+                slot(last)
+            );
         }
         assert_eq!(packets.iter().sum::<u64>(), windows.iter().map(|w| w.2).sum::<u64>());
     }

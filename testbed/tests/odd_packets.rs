@@ -76,16 +76,16 @@ fn odd_frames_count_as_bytes_and_packets() {
     let mut vlan = vec![0x00, 0x07, 0x08, 0x00]; // VID 7, inner IPv4
     vlan.extend_from_slice(&ipv4(0x03 /* CE */, 17, 5, 32, &udp));
     let frames: Vec<(u16, Vec<u8>)> = vec![
-        (0x0806, ethernet(0x0806, &[0u8; 46])),                               // ARP-like, not IP
-        (0x88b5, ethernet(0x88b5, b"local experimental ethertype")),         // unknown ethertype
-        (0x0800, ethernet(0x0800, &[0x45, 0, 0, 60, 0, 0])),                  // IPv4 cut short
-        (0x0800, ethernet(0x0800, &ipv4(0, 6, 3, 40, &[0u8; 20]))),           // IHL 3 (< 5)
-        (0x0800, ethernet(0x0800, &ipv4(0x03, 6, 5, 40, &[0u8; 20]))),        // TCP, data offset 0, CE
-        (0x0800, ethernet(0x0800, &ipv4(0, 17, 5, 1000, &udp))),              // length beyond frame
-        (0x0800, ethernet(0x0800, &ipv4(0, 17, 15, 60, &[0u8; 4]))),          // options past the end
-        (0x86dd, ethernet(0x86dd, &ipv6_hbh)),                                // IPv6 extension header
-        (0x86dd, ethernet(0x86dd, &[0x60, 0, 0])),                            // IPv6 cut short
-        (0x8100, ethernet(0x8100, &vlan)),                                    // 802.1Q, CE inside
+        (0x0806, ethernet(0x0806, &[0u8; 46])),                        // ARP-like, not IP
+        (0x88b5, ethernet(0x88b5, b"local experimental ethertype")),   // unknown ethertype
+        (0x0800, ethernet(0x0800, &[0x45, 0, 0, 60, 0, 0])),           // IPv4 cut short
+        (0x0800, ethernet(0x0800, &ipv4(0, 6, 3, 40, &[0u8; 20]))),    // IHL 3 (< 5)
+        (0x0800, ethernet(0x0800, &ipv4(0x03, 6, 5, 40, &[0u8; 20]))), // TCP, data offset 0, CE
+        (0x0800, ethernet(0x0800, &ipv4(0, 17, 5, 1000, &udp))),       // length beyond frame
+        (0x0800, ethernet(0x0800, &ipv4(0, 17, 15, 60, &[0u8; 4]))),   // options past the end
+        (0x86dd, ethernet(0x86dd, &ipv6_hbh)),                         // IPv6 extension header
+        (0x86dd, ethernet(0x86dd, &[0x60, 0, 0])),                     // IPv6 cut short
+        (0x8100, ethernet(0x8100, &vlan)),                             // 802.1Q, CE inside
     ];
     let bytes: u64 = frames.iter().map(|(_, f)| f.len() as u64).sum();
     let count = frames.len() as u64;

@@ -16,12 +16,10 @@ use aya_ebpf::{
     bindings::TC_ACT_UNSPEC,
     helpers::{bpf_ktime_get_ns, bpf_sk_fullsock, bpf_tcp_sock},
     macros::{classifier, map},
-    maps::{Array, LruHashMap, PerCpuArray, lpm_trie::Key, LpmTrie},
+    maps::{Array, LpmTrie, LruHashMap, PerCpuArray, lpm_trie::Key},
     programs::TcContext,
 };
-use loupe_bpf_common::{
-    DEFAULT_SLOTS, FLAG_REGION_CONFIGURED, FlowKey, FlowState, RunConfig, SlotCounters, sketch,
-};
+use loupe_bpf_common::{DEFAULT_SLOTS, FLAG_REGION_CONFIGURED, FlowKey, FlowState, RunConfig, SlotCounters, sketch};
 use parse::{Packet, parse};
 
 #[map(name = "RUN_CONFIG")]

@@ -38,7 +38,11 @@ impl SamplerError {
     }
 
     /// Classifies a failure of a privileged operation, so "not root" reads as such.
-    pub(crate) fn from_privileged(action: &'static str, err: impl std::fmt::Display, make: impl FnOnce(String) -> Self) -> Self {
+    pub(crate) fn from_privileged(
+        action: &'static str,
+        err: impl std::fmt::Display,
+        make: impl FnOnce(String) -> Self,
+    ) -> Self {
         let text = err.to_string();
         if text.contains("Operation not permitted") || text.contains("EPERM") || text.contains("Permission denied") {
             Self::Privilege { action }

@@ -53,7 +53,7 @@ fn link_type(name: &str) -> Option<u16> {
         }
         let rc = libc::ioctl(fd, libc::SIOCGIFHWADDR, &mut req);
         libc::close(fd);
-        (rc == 0).then(|| req.ifr_ifru.ifru_hwaddr.sa_family)
+        (rc == 0).then_some(req.ifr_ifru.ifru_hwaddr.sa_family)
     }
 }
 
@@ -91,7 +91,8 @@ impl InterfaceLock {
             let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
             let holder = holder.trim();
-            let holder = if holder.is_empty() { "held by another Loupe process".into() } else { format!("held by {holder}") };
+            let holder =
+                if holder.is_empty() { "held by another Loupe process".into() } else { format!("held by {holder}") };
             return Err(SamplerError::Busy { iface: iface.name.clone(), holder });
         }
         let _ = file.set_len(0);

@@ -14,10 +14,9 @@ pub use error::SamplerError;
 pub use iface::Interface;
 pub use loupe_bpf_common::{SlotCounters, sketch};
 pub use traffic::{
-    CpuCounters, MAX_CAPACITY, MAX_INTERVAL, MIN_INTERVAL, PendingRun, RunCounters, RunRequest,
-    SamplerOptions, StartAt, TrafficSampler, parse_prefix,
+    CpuCounters, MAX_CAPACITY, MAX_INTERVAL, MIN_INTERVAL, PendingRun, RunCounters, RunRequest, SamplerOptions,
+    StartAt, TrafficSampler, parse_prefix,
 };
 
 /// The compiled kernel object (all of Loupe's programs), embedded at build time.
-pub(crate) static EBPF_OBJECT: &[u8] =
-    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-ebpf"));
+pub(crate) static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-ebpf"));

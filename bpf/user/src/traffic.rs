@@ -17,8 +17,8 @@ use aya::{
 };
 use ipnet::IpNet;
 use loupe_bpf_common::{
-    FLAG_REGION_CONFIGURED, MAP_LOCAL_PREFIXES, MAP_RUN_CONFIG, MAP_SLOTS, PROG_EGRESS,
-    PROG_INGRESS, RunConfig, SlotCounters,
+    FLAG_REGION_CONFIGURED, MAP_LOCAL_PREFIXES, MAP_RUN_CONFIG, MAP_SLOTS, PROG_EGRESS, PROG_INGRESS, RunConfig,
+    SlotCounters,
 };
 
 use crate::{
@@ -177,8 +177,7 @@ impl TrafficSampler {
 
         let cpus = online_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
         let possible_cpus = nr_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
-        let mut sampler =
-            Self { ebpf, iface, capacity, local_prefixes: Vec::new(), cpus, possible_cpus, _lock: lock };
+        let mut sampler = Self { ebpf, iface, capacity, local_prefixes: Vec::new(), cpus, possible_cpus, _lock: lock };
         sampler.set_local_prefixes(&options.local_prefixes)?;
         sampler.write_config(RunConfig::default())?;
         Ok(sampler)

@@ -83,13 +83,13 @@ fn generate(senders: &[UdpSocket], shutdown: &AtomicBool) -> Result<()> {
             }
         }
         ticks += 1;
-        if ticks % 100 == 0 {
-            if let Ok(mut tcp) = TcpStream::connect((PEER_ADDR, 9998)) {
-                let chunk = [0x17u8; 64 * 1024];
-                for _ in 0..64 {
-                    if tcp.write_all(&chunk).is_err() {
-                        break;
-                    }
+        if ticks.is_multiple_of(100)
+            && let Ok(mut tcp) = TcpStream::connect((PEER_ADDR, 9998))
+        {
+            let chunk = [0x17u8; 64 * 1024];
+            for _ in 0..64 {
+                if tcp.write_all(&chunk).is_err() {
+                    break;
                 }
             }
         }

@@ -35,12 +35,8 @@ pub fn main(args: AgentArgs) -> Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&shutdown)).context("installing signal handlers")?;
     }
     let mut ifaces = args.ifaces.clone();
-    let mut schedule = Schedule {
-        intervals: args.intervals.clone(),
-        samples: args.samples,
-        period: args.period,
-        jitter: args.jitter,
-    };
+    let mut schedule =
+        Schedule { intervals: args.intervals.clone(), samples: args.samples, period: args.period, jitter: args.jitter };
     if !(0.0..=1.0).contains(&schedule.jitter) {
         bail!("jitter {} out of bounds (0 to 1)", schedule.jitter);
     }

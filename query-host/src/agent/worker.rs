@@ -48,7 +48,13 @@ pub struct Worker {
 }
 
 impl Worker {
-    pub fn spawn(sampler: TrafficSampler, schedule: Schedule, store: Store, host: String, shutdown: Arc<AtomicBool>) -> Self {
+    pub fn spawn(
+        sampler: TrafficSampler,
+        schedule: Schedule,
+        store: Store,
+        host: String,
+        shutdown: Arc<AtomicBool>,
+    ) -> Self {
         let (requests, inbox) = mpsc::channel();
         let name = format!("loupe-{}", sampler.iface());
         let handle = thread::Builder::new()

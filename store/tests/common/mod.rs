@@ -45,17 +45,11 @@ pub fn bursty_run(
     let p_start = (busy / (1.0 - busy)) * p_end;
     for cols in &mut run.per_cpu {
         // A handful of connections, each hashed to one of 128 sketch bits.
-        let conns: Vec<u32> = (0..rng.random_range(2..10))
-            .map(|_| rng.random_range(0..128))
-            .collect();
+        let conns: Vec<u32> = (0..rng.random_range(2..10)).map(|_| rng.random_range(0..128)).collect();
         let mut on = false;
         let mut active: u128 = 0;
         for s in 0..samples as usize {
-            on = if on {
-                !rng.random_bool(p_end)
-            } else {
-                rng.random_bool(p_start)
-            };
+            on = if on { !rng.random_bool(p_end) } else { rng.random_bool(p_start) };
             if !on {
                 continue;
             }
@@ -82,10 +76,7 @@ pub fn bursty_run(
             }
             // Connections come and go now and then; otherwise the same set stays active.
             if active == 0 || rng.random_bool(0.1) {
-                active = conns
-                    .iter()
-                    .filter(|_| rng.random_bool(0.6))
-                    .fold(0u128, |a, b| a | (1u128 << b));
+                active = conns.iter().filter(|_| rng.random_bool(0.6)).fold(0u128, |a, b| a | (1u128 << b));
                 if active == 0 {
                     active = 1u128 << conns[0];
                 }
@@ -133,14 +124,10 @@ pub fn random_run(rng: &mut StdRng, start_unix_ns: u64, samples: u32, cpus: &[u3
 
 pub fn with_counts(mut run: NewRun, rng: &mut StdRng) -> NewRun {
     let n = run.samples as usize;
-    run.source = RunSource::Imported {
-        format: "millisampler-csv".into(),
-    };
+    run.source = RunSource::Imported { format: "millisampler-csv".into() };
     run.conn_counts = Some(ConnCounts {
         in_conns: (0..n).map(|_| rng.random_range(0..600)).collect(),
-        out_conns: (0..n)
-            .map(|i| if i % 3 == 0 { 0 } else { u64::MAX })
-            .collect(),
+        out_conns: (0..n).map(|i| if i % 3 == 0 { 0 } else { u64::MAX }).collect(),
     });
     run
 }

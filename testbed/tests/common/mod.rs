@@ -19,7 +19,12 @@ pub fn attach_both(pair: &VethPair, options: &SamplerOptions) -> Samplers {
 }
 
 /// Starts the same run on both samplers, calls `traffic` while it runs, and returns both runs.
-pub fn run_both(s: &mut Samplers, interval: Duration, samples: u32, traffic: impl FnOnce()) -> (RunCounters, RunCounters) {
+pub fn run_both(
+    s: &mut Samplers,
+    interval: Duration,
+    samples: u32,
+    traffic: impl FnOnce(),
+) -> (RunCounters, RunCounters) {
     let req = RunRequest { interval, samples, start: StartAt::Now };
     let pa = s.a.begin(&req).expect("begin a");
     let pb = s.b.begin(&req).expect("begin b");
