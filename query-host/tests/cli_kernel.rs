@@ -25,6 +25,20 @@ fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// Runs a command, failing the test if it does not finish in time (a hang must not stall CI).
+fn output_within(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawning");
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().expect("waiting").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{cmd:?} still running after {limit:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collecting output")
+}
+
 fn sum(v: &Value) -> u64 {
     v.as_array().expect("array").iter().map(|x| x.as_u64().unwrap()).sum()
 }

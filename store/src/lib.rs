@@ -35,7 +35,8 @@
 //!
 //! # Disk full
 //! A failed write leaves every earlier run intact, but sled then refuses further work on that
-//! handle, and needs about one free 512 KiB segment to open: free space, then reopen.
+//! handle, and needs about one free 512 KiB segment to open: free space, then reopen. Closing
+//! such a handle is bounded (sled's final flush can otherwise wait forever; see `Inner::drop`).
 //!
 //! # Atomicity and durability
 //! Every record of a run, *and* the updated running totals (`s`), go into one
@@ -55,7 +56,9 @@ mod verify;
 
 use std::collections::BTreeMap;
 use std::io;
+use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 pub use model::{
@@ -117,8 +120,10 @@ pub struct Store {
 
 struct Inner {
     path: PathBuf,
-    db: sled::Db,
-    runs: sled::Tree,
+    db: ManuallyDrop<sled::Db>,
+    runs: ManuallyDrop<sled::Tree>,
+    /// Set once a write failed for lack of space; see the `Drop` impl.
+    out_of_space: AtomicBool,
     retention: Retention,
     /// Serializes writers: the running totals are read, updated and written back.
     writer: Mutex<()>,
@@ -154,29 +159,49 @@ impl Store {
             Fault::Other => StoreError::Open { path: path.clone(), source },
         };
         let db = sled::Config::new().path(dir).mode(sled::Mode::LowSpace).open().map_err(open_err)?;
-        let runs = db.open_tree("runs").map_err(open_err)?;
-        let meta = db.open_tree("meta").map_err(open_err)?;
-        match meta.get(SCHEMA_KEY).map_err(open_err)? {
-            None => {
-                meta.insert(SCHEMA_KEY, &SCHEMA_VERSION.to_be_bytes()).map_err(open_err)?;
-                db.flush().map_err(open_err)?;
-            }
-            Some(v) => {
-                let found = <[u8; 4]>::try_from(v.as_ref()).ok().map(u32::from_be_bytes);
-                if found != Some(SCHEMA_VERSION) {
-                    return Err(StoreError::UnknownSchema {
-                        found: match found {
-                            Some(n) => n.to_string(),
-                            None => format!("{:?} (unreadable)", v.as_ref()),
-                        },
-                        path,
-                        supported: SCHEMA_VERSION,
-                    });
+        let trees = (|| {
+            let runs = db.open_tree("runs").map_err(open_err)?;
+            let meta = db.open_tree("meta").map_err(open_err)?;
+            match meta.get(SCHEMA_KEY).map_err(open_err)? {
+                None => {
+                    meta.insert(SCHEMA_KEY, &SCHEMA_VERSION.to_be_bytes()).map_err(open_err)?;
+                    db.flush().map_err(open_err)?;
+                }
+                Some(v) => {
+                    let found = <[u8; 4]>::try_from(v.as_ref()).ok().map(u32::from_be_bytes);
+                    if found != Some(SCHEMA_VERSION) {
+                        return Err(StoreError::UnknownSchema {
+                            found: match found {
+                                Some(n) => n.to_string(),
+                                None => format!("{:?} (unreadable)", v.as_ref()),
+                            },
+                            path: path.clone(),
+                            supported: SCHEMA_VERSION,
+                        });
+                    }
                 }
             }
-        }
+            Ok(runs)
+        })();
+        let runs = match trees {
+            Ok(runs) => runs,
+            Err(e) => {
+                if matches!(e, StoreError::NoSpace { .. }) {
+                    std::mem::forget(db); // see `Inner::drop`
+                }
+                return Err(e);
+            }
+        };
         Ok(Store {
-            inner: Arc::new(Inner { path, db, runs, retention, writer: Mutex::new(()), visibility: RwLock::new(()) }),
+            inner: Arc::new(Inner {
+                path,
+                db: ManuallyDrop::new(db),
+                runs: ManuallyDrop::new(runs),
+                retention,
+                writer: Mutex::new(()),
+                visibility: RwLock::new(()),
+                out_of_space: AtomicBool::new(false),
+            }),
         })
     }
 
@@ -385,6 +410,29 @@ fn classify(e: &sled::Error) -> Fault {
 /// ENOSPC on Linux. sled sometimes re-wraps the OS error, keeping only its kind (matched too).
 const ENOSPC: i32 = 28;
 
+impl Drop for Inner {
+    /// sled flushes when its last handle drops, and after a write failed with ENOSPC that flush
+    /// can wait forever for a segment that never becomes stable. Everything a `put_run`
+    /// returned for is already durable, so such a handle gets two seconds to close on a helper
+    /// thread and is otherwise left behind (with its file lock), so the process can still exit.
+    fn drop(&mut self) {
+        // SAFETY: taken exactly once, here; the fields are never used again.
+        let (runs, db) = unsafe { (ManuallyDrop::take(&mut self.runs), ManuallyDrop::take(&mut self.db)) };
+        if !self.out_of_space.load(Ordering::Relaxed) {
+            drop(runs);
+            drop(db);
+            return;
+        }
+        let (done, closed) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(runs);
+            drop(db);
+            let _ = done.send(());
+        });
+        let _ = closed.recv_timeout(std::time::Duration::from_secs(2));
+    }
+}
+
 impl Inner {
     fn lock_writer(&self) -> MutexGuard<'_, ()> {
         // A panicking writer leaves nothing half-done in sled (batches are atomic), so a
@@ -396,7 +444,10 @@ impl Inner {
         let path = self.path.clone();
         let op = op.to_string();
         match classify(&source) {
-            Fault::NoSpace => StoreError::NoSpace { path, op, source },
+            Fault::NoSpace => {
+                self.out_of_space.store(true, Ordering::Relaxed);
+                StoreError::NoSpace { path, op, source }
+            }
             Fault::Locked | Fault::Other => StoreError::Storage { path, op, source },
         }
     }
