@@ -286,14 +286,9 @@ fn a_full_data_dir_fails_cleanly_and_keeps_what_it_had() {
     std::fs::write(&file, record.to_string()).unwrap();
     let mut stored = Vec::new();
     let err = loop {
-        let out = Command::new(LOUPE)
-            .args(["import", "millisampler"])
-            .arg(&file)
-            .arg("--data-dir")
-            .arg(&data)
-            .env("RUST_LOG", "off")
-            .output()
-            .unwrap();
+        let mut import = Command::new(LOUPE);
+        import.args(["import", "millisampler"]).arg(&file).arg("--data-dir").arg(&data).env("RUST_LOG", "off");
+        let out = output_within(import, Duration::from_secs(30));
         if !out.status.success() {
             break String::from_utf8_lossy(&out.stderr).into_owned();
         }
