@@ -7,6 +7,7 @@
 #![no_std]
 
 pub mod sketch;
+pub mod stacks;
 
 /// Name of the single-entry array holding the [`RunConfig`].
 pub const MAP_RUN_CONFIG: &str = "RUN_CONFIG";
@@ -94,4 +95,5 @@ mod pod {
     unsafe impl aya::Pod for super::SlotCounters {}
     unsafe impl aya::Pod for super::FlowKey {}
     unsafe impl aya::Pod for super::FlowState {}
+    unsafe impl aya::Pod for super::stacks::StackEvent {}
 }

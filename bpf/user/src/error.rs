@@ -14,6 +14,8 @@ pub enum SamplerError {
     IntervalOutOfBounds(Duration),
     #[error("sample count {samples} out of bounds (1 to {max})")]
     SamplesOutOfBounds { samples: u32, max: u32 },
+    #[error("frequency {0} Hz out of bounds (1 to 1000)")]
+    FrequencyOutOfBounds(u64),
     #[error("start time {0} is in the past or more than a day ahead")]
     StartOutOfBounds(String),
     #[error("bad local prefix '{0}': expected CIDR such as 10.0.0.0/8 or 2001:db8::/32")]

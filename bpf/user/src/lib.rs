@@ -3,20 +3,29 @@
 //! [`RunCounters`] value that the caller stores wherever it likes.
 //!
 //! * [`TrafficSampler`] — the Millisampler tc filter on one interface (ingress and egress).
+//! * [`StackSampler`] — the CPU-clock stack sampler on every online CPU.
 //! * [`clock`] — converting between the kernel's monotonic clock and wall-clock time.
 
 pub mod clock;
 mod error;
 mod iface;
+mod stacks;
 mod traffic;
 
 pub use error::SamplerError;
 pub use iface::Interface;
 pub use loupe_bpf_common::{SlotCounters, sketch};
+pub use stacks::{
+    DenyList, MAX_FREQUENCY, MIN_FREQUENCY, RawStack, SampleClock, StackSampler, StackSamplerOptions, cgroup_id,
+    comm_key,
+};
 pub use traffic::{
     CpuCounters, MAX_CAPACITY, MAX_INTERVAL, MIN_INTERVAL, PendingRun, RunCounters, RunRequest, SamplerOptions,
     StartAt, TrafficSampler, parse_prefix,
 };
 
-/// The compiled kernel object (all of Loupe's programs), embedded at build time.
-pub(crate) static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-ebpf"));
+/// The stack sampler's compiled kernel object, embedded at build time.
+pub(crate) static STACKS_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-stacks"));
+
+/// The tc filter's compiled kernel object, embedded at build time.
+pub(crate) static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-traffic"));

@@ -1,0 +1,49 @@
+//! The stack sampler's contract: the record each CPU-clock sample sends to userspace, the deny
+//! list maps, and their names.
+
+/// Ring buffer of [`StackEvent`]s.
+pub const MAP_STACK_EVENTS: &str = "STACK_EVENTS";
+/// Per-CPU `u64`: samples that found the ring buffer full.
+pub const MAP_STACK_LOST: &str = "STACK_LOST";
+/// `[u8; 16]` comm (NUL-padded, as the kernel keeps it) → 1: never sampled.
+pub const MAP_DENY_COMMS: &str = "DENY_COMMS";
+/// `u32` PID (thread group id) → 1: never sampled.
+pub const MAP_DENY_PIDS: &str = "DENY_PIDS";
+/// `u64` cgroup v2 id → 1: nothing in this cgroup or below it is sampled.
+pub const MAP_DENY_CGROUPS: &str = "DENY_CGROUPS";
+/// The perf-event program.
+pub const PROG_STACKS: &str = "loupe_stacks";
+
+/// Deepest kernel stack recorded (frames past it are cut off, the leaf side kept).
+pub const MAX_KERNEL_FRAMES: usize = 64;
+/// Deepest user stack recorded.
+pub const MAX_USER_FRAMES: usize = 127;
+/// Cgroup levels checked against the deny list (a deeper cgroup is checked up to this depth).
+pub const MAX_CGROUP_LEVELS: u32 = 16;
+
+/// `StackEvent::flags`: the CPU was idle (the swapper task, PID 0).
+pub const FLAG_IDLE: u32 = 1;
+/// `StackEvent::flags`: the sample interrupted kernel code.
+pub const FLAG_IN_KERNEL: u32 = 2;
+
+/// One sample, as the kernel writes it into the ring buffer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct StackEvent {
+    /// `bpf_ktime_get_ns` (`CLOCK_MONOTONIC`) when the sample fired.
+    pub time_ns: u64,
+    pub cgroup_id: u64,
+    pub cpu: u32,
+    /// Thread group id (what userspace calls the PID).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    pub flags: u32,
+    /// Frames in `kernel` and `user` (0 when that stack was not available).
+    pub kernel_frames: u32,
+    pub user_frames: u32,
+    pub comm: [u8; 16],
+    /// Instruction pointers, leaf first.
+    pub kernel: [u64; MAX_KERNEL_FRAMES],
+    pub user: [u64; MAX_USER_FRAMES],
+}

@@ -1,0 +1,243 @@
+//! The stack sampler: the perf-event program on every online CPU's clock, its deny list, and
+//! draining its ring buffer into [`RawStack`]s (instruction pointers, not yet symbolized).
+
+use std::{
+    os::fd::{AsFd, AsRawFd},
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use aya::{
+    Ebpf,
+    maps::{HashMap, MapData, PerCpuArray, RingBuf},
+    programs::{
+        PerfEvent,
+        perf_event::{HardwareEvent, PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent},
+    },
+    util::online_cpus,
+};
+use loupe_bpf_common::stacks::{
+    FLAG_IDLE, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_STACK_EVENTS, MAP_STACK_LOST, PROG_STACKS,
+    StackEvent,
+};
+
+use crate::{SamplerError, clock::ClockPair};
+
+/// Sampling frequencies accepted, per CPU.
+pub const MIN_FREQUENCY: u64 = 1;
+pub const MAX_FREQUENCY: u64 = 1000;
+
+/// Workloads that must never be profiled.
+#[derive(Clone, Debug, Default)]
+pub struct DenyList {
+    /// Task names (`comm`, at most 15 bytes; longer names are cut as the kernel cuts them).
+    pub comms: Vec<String>,
+    pub pids: Vec<u32>,
+    /// cgroup v2 directories (e.g. `/sys/fs/cgroup/system.slice/secret.service`): the cgroup and
+    /// everything below it.
+    pub cgroups: Vec<PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+pub struct StackSamplerOptions {
+    /// Samples per second per CPU.
+    pub frequency_hz: u64,
+    pub deny: DenyList,
+}
+
+impl Default for StackSamplerOptions {
+    fn default() -> Self {
+        Self { frequency_hz: 10, deny: DenyList::default() }
+    }
+}
+
+/// Which clock drives the sampler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleClock {
+    /// Hardware CPU cycles (where the machine exposes a PMU).
+    Cycles,
+    /// The kernel's software CPU clock (VMs without a virtual PMU).
+    CpuClock,
+}
+
+/// One sample as the kernel recorded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawStack {
+    pub time_unix_ns: u64,
+    pub cpu: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub cgroup_id: u64,
+    pub idle: bool,
+    /// Instruction pointers, leaf first.
+    pub kernel: Vec<u64>,
+    pub user: Vec<u64>,
+}
+
+/// The running stack sampler. Detaches from every CPU when dropped.
+pub struct StackSampler {
+    ebpf: Ebpf,
+    clocks: ClockPair,
+    clock: SampleClock,
+    frequency_hz: u64,
+}
+
+impl std::fmt::Debug for StackSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StackSampler").field("clock", &self.clock).field("frequency_hz", &self.frequency_hz).finish()
+    }
+}
+
+impl StackSampler {
+    /// Loads the sampler, fills the deny list and starts sampling on every online CPU.
+    pub fn start(options: &StackSamplerOptions) -> Result<Self, SamplerError> {
+        let hz = options.frequency_hz;
+        if !(MIN_FREQUENCY..=MAX_FREQUENCY).contains(&hz) {
+            return Err(SamplerError::FrequencyOutOfBounds(hz));
+        }
+        let cgroup_ids = options.deny.cgroups.iter().map(|p| cgroup_id(p)).collect::<Result<Vec<_>, _>>()?;
+        let mut ebpf = Ebpf::load(crate::STACKS_OBJECT)
+            .map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+        {
+            let mut comms: HashMap<&mut MapData, [u8; 16], u8> = map_mut(&mut ebpf, MAP_DENY_COMMS)?;
+            for comm in &options.deny.comms {
+                comms.insert(comm_key(comm), 1, 0).map_err(|e| SamplerError::Load(format!("deny comm {comm}: {e}")))?;
+            }
+        }
+        {
+            let mut pids: HashMap<&mut MapData, u32, u8> = map_mut(&mut ebpf, MAP_DENY_PIDS)?;
+            for pid in &options.deny.pids {
+                pids.insert(pid, 1, 0).map_err(|e| SamplerError::Load(format!("deny pid {pid}: {e}")))?;
+            }
+        }
+        {
+            let mut cgroups: HashMap<&mut MapData, u64, u8> = map_mut(&mut ebpf, MAP_DENY_CGROUPS)?;
+            for id in &cgroup_ids {
+                cgroups.insert(id, 1, 0).map_err(|e| SamplerError::Load(format!("deny cgroup {id}: {e}")))?;
+            }
+        }
+        let program: &mut PerfEvent = ebpf
+            .program_mut(PROG_STACKS)
+            .ok_or_else(|| SamplerError::Load(format!("program {PROG_STACKS} missing from object")))?
+            .try_into()
+            .map_err(|e| SamplerError::Load(format!("{PROG_STACKS}: {e}")))?;
+        program.load().map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+        let cpus = online_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
+        // Cycles where there is a PMU, else the software CPU clock (as in most VMs). The CPU
+        // clock gets a fixed period in nanoseconds rather than a frequency: in frequency mode
+        // the kernel starts from a tiny period, throttles the event, and only lifts throttling
+        // on a scheduler tick — which an idle tickless CPU never has, so it would go unsampled.
+        let mut clock = SampleClock::Cycles;
+        for cpu in cpus {
+            let scope = PerfEventScope::AllProcessesOneCpu { cpu };
+            if clock == SampleClock::Cycles
+                && program
+                    .attach(
+                        PerfEventConfig::Hardware(HardwareEvent::CpuCycles),
+                        scope,
+                        SamplePolicy::Frequency(hz),
+                        false,
+                    )
+                    .is_ok()
+            {
+                continue;
+            }
+            clock = SampleClock::CpuClock;
+            let period = SamplePolicy::Period(1_000_000_000 / hz);
+            program.attach(PerfEventConfig::Software(SoftwareEvent::CpuClock), scope, period, false).map_err(|e| {
+                SamplerError::from_privileged("open perf events", e, |reason| SamplerError::Attach {
+                    iface: format!("cpu {cpu}"),
+                    reason,
+                })
+            })?;
+        }
+        Ok(Self { ebpf, clocks: ClockPair::now(), clock, frequency_hz: hz })
+    }
+
+    pub fn clock(&self) -> SampleClock {
+        self.clock
+    }
+
+    pub fn frequency_hz(&self) -> u64 {
+        self.frequency_hz
+    }
+
+    /// Waits up to `timeout` for samples, then moves every sample the ring buffer holds into
+    /// `out`; returns how many were added.
+    pub fn drain(&mut self, out: &mut Vec<RawStack>, timeout: Duration) -> Result<usize, SamplerError> {
+        let clocks = self.clocks;
+        let mut ring: RingBuf<&mut MapData> = map_mut(&mut self.ebpf, MAP_STACK_EVENTS)?;
+        let mut fds = libc::pollfd { fd: ring.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut fds, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };
+        let before = out.len();
+        while let Some(item) = ring.next() {
+            if item.len() < size_of::<StackEvent>() {
+                continue;
+            }
+            // SAFETY: the kernel wrote a whole StackEvent; read unaligned from the ring's bytes.
+            let e: StackEvent = unsafe { std::ptr::read_unaligned(item.as_ptr().cast()) };
+            out.push(RawStack {
+                time_unix_ns: clocks.mono_to_unix(e.time_ns),
+                cpu: e.cpu,
+                pid: e.pid,
+                tid: e.tid,
+                comm: comm_text(&e.comm),
+                cgroup_id: e.cgroup_id,
+                idle: e.flags & FLAG_IDLE != 0,
+                kernel: e.kernel[..(e.kernel_frames as usize).min(e.kernel.len())].to_vec(),
+                user: e.user[..(e.user_frames as usize).min(e.user.len())].to_vec(),
+            });
+        }
+        Ok(out.len() - before)
+    }
+
+    /// Samples lost so far because the ring buffer was full (all CPUs).
+    pub fn lost(&self) -> Result<u64, SamplerError> {
+        let map: PerCpuArray<&MapData, u64> = self
+            .ebpf
+            .map(MAP_STACK_LOST)
+            .ok_or_else(|| SamplerError::Load(format!("map {MAP_STACK_LOST} missing")))?
+            .try_into()
+            .map_err(|e| SamplerError::Load(format!("map {MAP_STACK_LOST}: {e}")))?;
+        let values = map.get(&0, 0).map_err(|e| SamplerError::Read(format!("lost counter: {e}")))?;
+        Ok(values.iter().sum())
+    }
+}
+
+fn map_mut<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<T, SamplerError>
+where
+    T: TryFrom<&'a mut aya::maps::Map>,
+    <T as TryFrom<&'a mut aya::maps::Map>>::Error: std::fmt::Display,
+{
+    let map = ebpf.map_mut(name).ok_or_else(|| SamplerError::Load(format!("map {name} missing")))?;
+    T::try_from(map).map_err(|e| SamplerError::Load(format!("map {name}: {e}")))
+}
+
+/// A comm as the kernel stores it: at most 15 bytes, NUL-padded to 16.
+pub fn comm_key(comm: &str) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    for (dst, src) in key.iter_mut().zip(comm.bytes().take(15)) {
+        *dst = src;
+    }
+    key
+}
+
+fn comm_text(comm: &[u8; 16]) -> String {
+    let end = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
+    String::from_utf8_lossy(&comm[..end]).into_owned()
+}
+
+/// The cgroup v2 id of a cgroup directory: its inode number.
+pub fn cgroup_id(path: &Path) -> Result<u64, SamplerError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).map_err(|e| SamplerError::io(format!("cgroup {}", path.display()), e))?;
+    if !meta.is_dir() {
+        return Err(SamplerError::io(
+            format!("cgroup {}", path.display()),
+            std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a cgroup directory"),
+        ));
+    }
+    Ok(meta.ino())
+}
