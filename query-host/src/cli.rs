@@ -29,6 +29,85 @@ pub enum Command {
     /// Import runs from other tools' files.
     #[command(subcommand)]
     Import(ImportCommand),
+    /// Collect stack samples of every CPU for a while (like `perf record -F 10 -a -g`).
+    Sample(SampleArgs),
+    /// Aggregate stored stack samples: hot functions, flame graph, pprof.
+    Profile(ProfileArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct StackArgs {
+    /// Stack samples per second per CPU (1 to 1000).
+    #[arg(long = "frequency", default_value_t = 10)]
+    pub frequency_hz: u64,
+    /// Never sample tasks with this name (comm; repeat).
+    #[arg(long = "deny-comm")]
+    pub deny_comms: Vec<String>,
+    /// Never sample this PID (repeat).
+    #[arg(long = "deny-pid")]
+    pub deny_pids: Vec<u32>,
+    /// Never sample this cgroup v2 directory or anything below it (repeat).
+    #[arg(long = "deny-cgroup")]
+    pub deny_cgroups: Vec<PathBuf>,
+}
+
+impl StackArgs {
+    pub fn options(&self) -> loupe_bpf::StackSamplerOptions {
+        loupe_bpf::StackSamplerOptions {
+            frequency_hz: self.frequency_hz,
+            deny: loupe_bpf::DenyList {
+                comms: self.deny_comms.clone(),
+                pids: self.deny_pids.clone(),
+                cgroups: self.deny_cgroups.clone(),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SampleArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub stacks: StackArgs,
+    /// How long to sample.
+    #[arg(long)]
+    pub seconds: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Earliest sample (RFC 3339, Unix ns, "now", or "-1h").
+    #[arg(long, allow_hyphen_values = true)]
+    pub from: Option<TimeArg>,
+    /// Latest sample, exclusive.
+    #[arg(long, allow_hyphen_values = true)]
+    pub to: Option<TimeArg>,
+    /// Only this process.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Only tasks with this name.
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Only this CPU.
+    #[arg(long)]
+    pub cpu: Option<u32>,
+    /// Include idle (swapper) samples.
+    #[arg(long)]
+    pub idle: bool,
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a gzipped pprof profile.proto here (`go tool pprof FILE`).
+    #[arg(long)]
+    pub pprof: Option<PathBuf>,
+    /// The sampling frequency the samples were taken at, for pprof's CPU time.
+    #[arg(long, default_value_t = 10)]
+    pub frequency: u64,
+    /// Rows of the text table.
+    #[arg(long, default_value_t = 25)]
+    pub top: usize,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -73,6 +152,11 @@ pub struct AgentArgs {
     /// Stop after this long (default: run until SIGINT/SIGTERM).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
+    /// Do not sample stacks (traffic runs only).
+    #[arg(long)]
+    pub no_stacks: bool,
+    #[command(flatten)]
+    pub stacks: StackArgs,
 }
 
 #[derive(Debug, Args)]

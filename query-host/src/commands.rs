@@ -1,17 +1,26 @@
 //! The one-shot commands: `run`, `runs list|show|export`, `import`.
 
-use std::{fs, io::Write, str::FromStr};
+use std::{
+    collections::BTreeSet,
+    fs,
+    io::Write,
+    str::FromStr,
+    sync::{Arc, atomic::AtomicBool},
+    time::{Duration, Instant},
+};
 
 use anyhow::{Context, Result, anyhow, bail};
 use loupe_bpf::{RunRequest, SamplerOptions, StartAt, TrafficSampler, parse_prefix};
-use loupe_store::{NewRun, Retention, RunId, RunMeta, Store, StoreError, TimeRange};
+use loupe_store::{NewRun, Profile, ProfileQuery, Retention, RunId, RunMeta, Store, StoreError, TimeRange};
 use serde::Serialize;
 
 use crate::{
-    cli::{ExportArgs, Format, ImportArgs, ListArgs, RunArgs, ShowArgs, StoreArgs},
+    cli::{ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RunArgs, SampleArgs, ShowArgs, StoreArgs},
     control::{AgentClient, Request, Response},
     millisampler,
-    timearg::{format_interval, format_unix_ns, now_unix_ns},
+    profile::ProfileView,
+    stacks::StackCollector,
+    timearg::{TimeArg, format_interval, format_unix_ns, now_unix_ns},
     view::{self, RunView},
 };
 
@@ -66,6 +75,26 @@ impl Backend {
             }
             Self::Agent(agent) => match agent.call(&Request::Show { id: id.0, per_cpu })? {
                 Response::Run(view) => Ok(*view),
+                other => bail!("unexpected answer from the agent: {other:?}"),
+            },
+        }
+    }
+
+    fn profile(&self, query: &ProfileQuery) -> Result<Profile> {
+        match self {
+            Self::Local(store) => Ok(store.profile(query)?),
+            Self::Agent(agent) => match agent.call(&Request::Profile { query: query.clone() })? {
+                Response::Profile(profile) => Ok(profile),
+                other => bail!("unexpected answer from the agent: {other:?}"),
+            },
+        }
+    }
+
+    fn pids(&self, range: TimeRange) -> Result<BTreeSet<u32>> {
+        match self {
+            Self::Local(store) => Ok(store.pids(range)?),
+            Self::Agent(agent) => match agent.call(&Request::Pids { range })? {
+                Response::Pids(pids) => Ok(pids),
                 other => bail!("unexpected answer from the agent: {other:?}"),
             },
         }
@@ -128,12 +157,16 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
 }
 
+/// `[--from, --to)`, open-ended where not given.
+fn time_range(from: Option<TimeArg>, to: Option<TimeArg>) -> Result<TimeRange> {
+    let from = from.map_or(0, |t| t.unix_ns());
+    let to = to.map_or(u64::MAX, |t| t.unix_ns());
+    TimeRange::new(from, to)
+        .map_err(|_| anyhow!("bad time range: --from {} is after --to {}", format_unix_ns(from), format_unix_ns(to)))
+}
+
 pub fn list(args: ListArgs) -> Result<()> {
-    let from = args.from.map_or(0, |t| t.unix_ns());
-    let to = args.to.map_or(u64::MAX, |t| t.unix_ns());
-    let range = TimeRange::new(from, to).map_err(|_| {
-        anyhow::anyhow!("bad time range: --from {} is after --to {}", format_unix_ns(from), format_unix_ns(to))
-    })?;
+    let range = time_range(args.from, args.to)?;
     let interval = args.interval.map(|d| d.as_nanos() as u64);
     let runs = Backend::open(&args.store)?.list(range, interval, args.iface)?;
     if args.json {
@@ -251,5 +284,56 @@ fn print_line(text: &str) -> Result<()> {
     match writeln!(out, "{text}") {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
+    }
+}
+
+pub fn sample(args: SampleArgs) -> Result<()> {
+    if !(args.seconds > 0.0 && args.seconds <= 86_400.0) {
+        bail!("--seconds {} out of bounds (more than 0, at most 86400)", args.seconds);
+    }
+    let options = args.stacks.options();
+    if !(loupe_bpf::MIN_FREQUENCY..=loupe_bpf::MAX_FREQUENCY).contains(&options.frequency_hz) {
+        return Err(loupe_bpf::SamplerError::FrequencyOutOfBounds(options.frequency_hz).into());
+    }
+    let store = open_store(&args.store).map_err(|e| match e.downcast_ref::<StoreError>() {
+        Some(StoreError::Locked { .. }) => anyhow!("{e:#}; a running agent already samples stacks into it"),
+        _ => e,
+    })?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let mut collector = StackCollector::start(&options, store)?;
+    let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
+    let done = collector.run(Some(deadline), &stop)?;
+    println!("{} samples stored, {} lost", done.samples, done.lost);
+    Ok(())
+}
+
+pub fn profile(args: ProfileArgs) -> Result<()> {
+    let range = time_range(args.from, args.to)?;
+    if args.frequency == 0 {
+        bail!("--frequency must be at least 1");
+    }
+    let backend = Backend::open(&args.store)?;
+    if let Some(pid) = args.pid
+        && !backend.pids(range)?.contains(&pid)
+    {
+        bail!("no samples of PID {pid} in that time range");
+    }
+    let query = ProfileQuery { range, pid: args.pid, comm: args.comm.clone(), cpu: args.cpu, include_idle: args.idle };
+    let profile = backend.profile(&query)?;
+    let view = ProfileView::new(&profile);
+    if let Some(path) = &args.pprof {
+        let period = 1_000_000_000 / args.frequency as i64;
+        let end = range.to_unix_ns.min(now_unix_ns());
+        let bytes = crate::profile::pprof(&profile, period, range.from_unix_ns, end.saturating_sub(range.from_unix_ns));
+        fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.json {
+        print_json(&view)
+    } else {
+        print!("{}", view.summary(args.top));
+        Ok(())
     }
 }

@@ -7,7 +7,7 @@
 //! is transport-free ([`Handler`]) so an HTTP API can serve the same calls.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeSet, HashMap},
     io::{BufRead, BufReader, Write},
     os::unix::net::{UnixListener, UnixStream},
     path::{Path, PathBuf},
@@ -21,7 +21,7 @@ use std::{
 
 use anyhow::{Context, Result, anyhow, bail};
 use loupe_bpf::{RunRequest, StartAt};
-use loupe_store::{NewRun, RunId, RunMeta, Store, TimeRange};
+use loupe_store::{NewRun, Profile, ProfileQuery, RunId, RunMeta, Store, TimeRange};
 use serde::{Deserialize, Serialize};
 use tracing::warn;
 
@@ -38,6 +38,8 @@ pub enum Request {
     List { from_unix_ns: u64, to_unix_ns: u64, interval_ns: Option<u64>, iface: Option<String> },
     Show { id: u64, per_cpu: bool },
     Import { runs: Vec<NewRun> },
+    Profile { query: ProfileQuery },
+    Pids { range: TimeRange },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -46,6 +48,8 @@ pub enum Response {
     Run(Box<RunView>),
     List(Vec<RunMeta>),
     Import(Vec<Result<u64, String>>),
+    Profile(Profile),
+    Pids(BTreeSet<u32>),
     Error(String),
 }
 
@@ -82,6 +86,8 @@ impl Handler {
                 Response::List(self.store.runs(range, interval_ns, iface.as_deref())?)
             }
             Request::Show { id, per_cpu } => Response::Run(Box::new(self.view(id, per_cpu)?)),
+            Request::Profile { query } => Response::Profile(self.store.profile(&query)?),
+            Request::Pids { range } => Response::Pids(self.store.pids(range)?),
             Request::Import { runs } => Response::Import(
                 runs.into_iter()
                     .map(|r| self.store.put_run(r, now_unix_ns()).map(|m| m.id.0).map_err(|e| e.to_string()))
@@ -96,17 +102,20 @@ impl Handler {
     }
 }
 
-/// Serves the socket until `shutdown`; removes it afterwards.
+/// Serves the socket until `shutdown`; removes it afterwards. Accepting blocks (no polling while
+/// idle): whoever sets `shutdown` then calls [`wake`] so the loop sees it.
 pub fn serve(data_dir: &Path, handler: Arc<Handler>, shutdown: Arc<AtomicBool>) -> Result<thread::JoinHandle<()>> {
     let path = socket_path(data_dir);
     // We hold the store's lock, so a socket file here is a dead agent's.
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).with_context(|| format!("binding {}", path.display()))?;
-    listener.set_nonblocking(true)?;
     Ok(thread::spawn(move || {
-        while !shutdown.load(Ordering::Relaxed) {
-            match listener.accept() {
-                Ok((stream, _)) => {
+        for stream in listener.incoming() {
+            if shutdown.load(Ordering::Relaxed) {
+                break;
+            }
+            match stream {
+                Ok(stream) => {
                     let handler = Arc::clone(&handler);
                     thread::spawn(move || {
                         if let Err(e) = answer(stream, &handler) {
@@ -114,7 +123,6 @@ pub fn serve(data_dir: &Path, handler: Arc<Handler>, shutdown: Arc<AtomicBool>) 
                         }
                     });
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => thread::sleep(Duration::from_millis(50)),
                 Err(e) => {
                     warn!("control socket accept: {e}");
                     thread::sleep(Duration::from_millis(50));
@@ -125,8 +133,12 @@ pub fn serve(data_dir: &Path, handler: Arc<Handler>, shutdown: Arc<AtomicBool>) 
     }))
 }
 
+/// Unblocks [`serve`]'s accept so it can notice shutdown.
+pub fn wake(data_dir: &Path) {
+    let _ = UnixStream::connect(socket_path(data_dir));
+}
+
 fn answer(stream: UnixStream, handler: &Handler) -> Result<()> {
-    stream.set_nonblocking(false)?;
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line)?;
     if line.trim().is_empty() {

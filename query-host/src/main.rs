@@ -8,6 +8,9 @@ mod cli;
 mod commands;
 mod control;
 mod millisampler;
+mod profile;
+mod stacks;
+mod symbolize;
 mod timearg;
 mod view;
 
@@ -28,6 +31,8 @@ fn main() {
         Command::Runs(RunsCommand::Show(args)) => commands::show(args),
         Command::Runs(RunsCommand::Export(args)) => commands::export(args),
         Command::Import(ImportCommand::Millisampler(args)) => commands::import_millisampler(args),
+        Command::Sample(args) => commands::sample(args),
+        Command::Profile(args) => commands::profile(args),
     };
     if let Err(e) = result {
         // One line, naming the problem: scripts read it.

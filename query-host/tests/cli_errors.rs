@@ -63,6 +63,11 @@ fn bad_requests_fail_cleanly_and_lose_nothing() {
         (&["runs", "show", "12345"], "no run with id 12345"),
         (&["runs", "show", "yesterday"], "bad run id 'yesterday'"),
         (&["runs", "export", "999", "--format", "millisampler"], "no run with id 999"),
+        (&["sample", "--seconds", "1", "--frequency", "0"], "frequency 0 Hz out of bounds"),
+        (&["sample", "--seconds", "1", "--frequency", "5000"], "frequency 5000 Hz out of bounds"),
+        (&["sample", "--seconds", "0"], "--seconds 0 out of bounds"),
+        (&["profile", "--from", "2026-01-02T00:00:00Z", "--to", "2026-01-01T00:00:00Z"], "bad time range"),
+        (&["profile", "--pid", "4000000"], "no samples of PID 4000000"),
     ];
     for (args, needle) in cases {
         let (code, _, err) = loupe(&data, args);
@@ -89,8 +94,10 @@ fn unusable_data_dir_is_named() {
     let file = dir.path().join("plain-file");
     std::fs::write(&file, "x").unwrap();
     let data = file.join("store");
-    let (code, _, err) = loupe(&data, &["runs", "list"]);
-    assert_one_line_error(code, &err, &data.display().to_string());
+    for args in [&["runs", "list"][..], &["profile"][..]] {
+        let (code, _, err) = loupe(&data, args);
+        assert_one_line_error(code, &err, &data.display().to_string());
+    }
 }
 
 #[test]

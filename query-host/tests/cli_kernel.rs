@@ -227,7 +227,11 @@ fn agent_runs_on_schedule_and_answers_cli_calls() {
     let run = json(&on_demand.wait_with_output().unwrap());
     assert_eq!(sum(&run["metrics"]["in_bytes"]), expected, "on-demand run through the agent");
     let list = json(&loupe_in(&pair.b.name, &data, &["runs", "list", "--json"]).output().unwrap());
+    // The agent samples stacks too; its profile is served through the control socket. (Stacks
+    // are written every 10 s and at shutdown: ask again after it stopped for the full set.)
     let agent = agent.wait_with_output().unwrap();
+    let profile = json(&loupe_in(&pair.b.name, &data, &["profile", "--json", "--idle"]).output().unwrap());
+    assert!(profile["samples"].as_u64().unwrap() > 0, "the agent stored no stack samples");
     assert!(agent.status.success(), "{}", String::from_utf8_lossy(&agent.stderr));
     let runs = list.as_array().unwrap();
     // Periodic runs of both intervals, one per period or so, and the on-demand one.

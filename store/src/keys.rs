@@ -14,6 +14,17 @@
 //!
 //! The column rows of a run (`c`) are contiguous and ordered by CPU, so reading a run is one
 //! short prefix scan, while listing runs (`m`) never touches them.
+//!
+//! Stack samples live in the same tree (so a batch, its dictionary entries and the totals go
+//! in one atomic sled batch); see [`crate::samples`] for why:
+//!
+//! | kind | key                                        | value                              |
+//! |------|--------------------------------------------|------------------------------------|
+//! | `B`  | `B` start:u64 batch:u64                    | batch metadata (MessagePack)       |
+//! | `h`  | `h` start:u64 batch:u64                    | batch table = histogram            |
+//! | `b`  | `b` start:u64 cpu:u32 batch:u64            | one CPU's samples of the batch     |
+//! | `d`  | `d` kind:u8 id:u32 (`f` frame, `c` comm, `s` stack, `t` thread) | dictionary entry |
+//! | `x`  | `x`                                        | sample totals and id counters      |
 
 use crate::RunId;
 
@@ -23,6 +34,105 @@ pub const CONN_COUNTS: u8 = b'k';
 pub const INDEX: u8 = b'i';
 /// The single key holding the running totals.
 pub const STATS: &[u8] = b"s";
+pub const BATCH: u8 = b'B';
+pub const TABLE: u8 = b'h';
+pub const BLOCK: u8 = b'b';
+pub const DICT: u8 = b'd';
+pub const DICT_FRAME: u8 = b'f';
+pub const DICT_COMM: u8 = b'c';
+pub const DICT_STACK: u8 = b's';
+pub const DICT_THREAD: u8 = b't';
+/// The single key holding the sample totals.
+pub const SAMPLE_TOTALS: &[u8] = b"x";
+
+/// `kind ++ start ++ batch`: a batch's metadata (`B`) or table (`h`).
+pub fn batch_key(kind: u8, start_unix_ns: u64, batch: u64) -> [u8; 17] {
+    run_key(kind, start_unix_ns, RunId(batch))
+}
+
+/// `kind ++ start`: inclusive lower / exclusive upper bound of a time scan over `B` or `h`.
+pub fn batch_bound(kind: u8, start_unix_ns: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = kind;
+    k[1..].copy_from_slice(&start_unix_ns.to_be_bytes());
+    k
+}
+
+/// Splits a `B` or `h` key into `(start, batch)`.
+pub fn parse_batch_key(key: &[u8]) -> Option<(u64, u64)> {
+    if key.len() != 17 {
+        return None;
+    }
+    Some((decode_u64(&key[1..9])?, decode_u64(&key[9..17])?))
+}
+
+pub fn block_key(start_unix_ns: u64, cpu: u32, batch: u64) -> [u8; 21] {
+    let mut k = [0u8; 21];
+    k[0] = BLOCK;
+    k[1..9].copy_from_slice(&start_unix_ns.to_be_bytes());
+    k[9..13].copy_from_slice(&cpu.to_be_bytes());
+    k[13..21].copy_from_slice(&batch.to_be_bytes());
+    k
+}
+
+/// Splits a block key into `(start, cpu, batch)`.
+pub fn parse_block_key(key: &[u8]) -> Option<(u64, u32, u64)> {
+    if key.len() != 21 || key[0] != BLOCK {
+        return None;
+    }
+    Some((decode_u64(&key[1..9])?, u32::from_be_bytes(key[9..13].try_into().ok()?), decode_u64(&key[13..21])?))
+}
+
+pub fn dict_key(kind: u8, id: u32) -> [u8; 6] {
+    let mut k = [0u8; 6];
+    k[0] = DICT;
+    k[1] = kind;
+    k[2..].copy_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// Splits a dictionary key into `(kind, id)`.
+pub fn parse_dict_key(key: &[u8]) -> Option<(u8, u32)> {
+    if key.len() != 6 || key[0] != DICT {
+        return None;
+    }
+    Some((key[1], u32::from_be_bytes(key[2..6].try_into().ok()?)))
+}
+
+/// Running totals of the sample records, kept under [`SAMPLE_TOTALS`] and updated in the same
+/// batch as every sample write and delete. Also holds the dictionary id counters (ids are
+/// never reused) and the longest batch span seen (how far before a query's start a batch that
+/// overlaps it may begin).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SampleTotals {
+    pub batches: u64,
+    pub samples: u64,
+    /// Bytes of `B`, `h` and `b` records.
+    pub batch_bytes: u64,
+    /// Bytes of `d` records.
+    pub dict_bytes: u64,
+    pub stacks: u64,
+    pub frames: u64,
+    pub comms: u64,
+    pub next_stack: u64,
+    pub next_frame: u64,
+    pub next_comm: u64,
+    pub max_span_ns: u64,
+    /// Batches deleted since the last dictionary sweep.
+    pub deleted_since_gc: u64,
+    pub threads: u64,
+    pub next_thread: u64,
+}
+
+impl SampleTotals {
+    pub fn encode(&self) -> Vec<u8> {
+        rmp_serde::to_vec(self).expect("MessagePack encoding of plain data into memory")
+    }
+
+    pub fn decode(v: &[u8]) -> Option<SampleTotals> {
+        rmp_serde::from_slice(v).ok()
+    }
+}
 
 /// `kind ++ start ++ id`: the key of a run's meta (`m`) or conn counts (`k`), and the
 /// prefix of its CPU rows (`c`).
@@ -138,6 +248,20 @@ mod tests {
         assert!(k1 < k2);
         assert!(k1.starts_with(&cpu_prefix(10, RunId(3))));
         assert_eq!(parse_cpu_key(&k2), Some(256));
+    }
+
+    #[test]
+    fn sample_keys_sort_by_time_and_parse() {
+        let a = block_key(5, 300, 9);
+        let b = block_key(6, 0, 1);
+        assert!(a < b);
+        assert_eq!(parse_block_key(&a), Some((5, 300, 9)));
+        assert!(batch_bound(BATCH, 6).as_slice() <= batch_key(BATCH, 6, 0).as_slice());
+        assert!(batch_bound(BATCH, 7).as_slice() > batch_key(BATCH, 6, u64::MAX).as_slice());
+        assert_eq!(parse_batch_key(&batch_key(TABLE, 8, 3)), Some((8, 3)));
+        assert_eq!(parse_dict_key(&dict_key(DICT_STACK, 70000)), Some((DICT_STACK, 70000)));
+        let t = SampleTotals { batches: 1, next_stack: u64::MAX, ..Default::default() };
+        assert_eq!(SampleTotals::decode(&t.encode()), Some(t));
     }
 
     #[test]

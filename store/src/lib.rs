@@ -1,4 +1,9 @@
-//! Loupe's local store for Millisampler runs.
+//! Loupe's local store for Millisampler runs and CPU stack samples.
+//!
+//! Stack samples (`perf record -F 10 -a -g`-like profiling) are described in [`samples`]:
+//! [`Store::put_samples`], [`Store::profile`], [`Store::samples`], [`Store::pids`],
+//! [`Store::sample_stats`]. They share the tree, the writer lock, the totals discipline and the
+//! retention policy described below.
 //!
 //! A *run* is a short burst of per-CPU network counters on one interface: `samples` slots of
 //! `interval_ns` each, with nine `u64` counters and two 128-bit connection sketches per slot
@@ -52,6 +57,7 @@ pub mod codec;
 pub mod keys;
 pub mod model;
 mod retention;
+pub mod samples;
 mod verify;
 
 use std::collections::BTreeMap;
@@ -67,6 +73,7 @@ pub use model::{
 };
 
 use keys::Totals;
+pub use samples::model::{Frame, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample};
 pub use verify::VerifyReport;
 
 /// Schema version written into the `meta` tree; bump when the layout or encoding changes.
@@ -104,8 +111,11 @@ pub enum StoreError {
     /// The run given to `put_run` is inconsistent; nothing was written.
     #[error("invalid run: {0}")]
     InvalidRun(String),
-    /// The run alone is larger than the retention byte cap; nothing was written.
-    #[error("run needs {bytes} bytes, more than the store's cap of {max_bytes} bytes; nothing written")]
+    /// A sample batch cannot be stored (e.g. a dictionary ran out of ids); nothing was written.
+    #[error("invalid sample batch: {0}")]
+    InvalidSamples(String),
+    /// The run (or sample batch) alone is larger than the retention byte cap; nothing was written.
+    #[error("needs {bytes} bytes, more than the store's cap of {max_bytes} bytes; nothing written")]
     TooLarge { bytes: u64, max_bytes: u64 },
     /// A time range whose start is after its end.
     #[error("bad time range: from {from_unix_ns} is after to {to_unix_ns}")]
@@ -131,6 +141,9 @@ struct Inner {
     /// reader sees a run wholly or not at all (sled batches are crash-atomic, but concurrent
     /// readers could otherwise see part of one).
     visibility: RwLock<()>,
+    /// The sample dictionaries, loaded on first use (see [`samples`]). Lock order:
+    /// `visibility` before `dict`.
+    dict: RwLock<samples::dict::Dict>,
 }
 
 /// The records of one run, ready to be written.
@@ -200,6 +213,7 @@ impl Store {
                 retention,
                 writer: Mutex::new(()),
                 visibility: RwLock::new(()),
+                dict: RwLock::new(Default::default()),
                 out_of_space: AtomicBool::new(false),
             }),
         })
@@ -240,8 +254,8 @@ impl Store {
         batch.insert(keys::STATS, &totals.encode());
         self.inner.apply(batch, &format!("write run {id}"))?;
         self.inner.flush(&format!("flush run {id}"))?;
-        let report = self.inner.enforce_retention(now_unix_ns, Some(id))?;
-        if report.deleted_runs > 0 {
+        let report = self.inner.enforce_retention(now_unix_ns, Some(retention::Protect::Run(id)))?;
+        if report.deleted_runs > 0 || report.deleted_sample_batches > 0 {
             self.inner.flush("flush retention deletes")?;
         }
         Ok(records.meta)
@@ -339,40 +353,65 @@ impl Store {
         Ok(true)
     }
 
-    /// Deletes runs that started before `now - max_age`, then the oldest runs until the
-    /// stored bytes fit the cap. Each run goes in one atomic batch.
+    /// Deletes runs and sample batches that started before `now - max_age`, then the oldest
+    /// of either until the stored bytes (runs, samples and their dictionary) fit the cap. Each
+    /// run and each batch goes in one atomic batch.
     pub fn enforce_retention(&self, now_unix_ns: u64) -> Result<RetentionReport, StoreError> {
         let _w = self.inner.lock_writer();
         let report = self.inner.enforce_retention(now_unix_ns, None)?;
-        if report.deleted_runs > 0 {
+        if report.deleted_runs > 0 || report.deleted_sample_batches > 0 {
             self.inner.flush("flush retention deletes")?;
         }
         Ok(report)
     }
 
-    /// Run count and byte totals, from the running counters (no scan).
+    /// Run and sample counts and byte totals, from the running counters (no scan).
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
         let totals = self.inner.totals()?;
+        let samples = self.inner.sample_totals()?;
         let disk_bytes = self.inner.db.size_on_disk().map_err(|e| self.inner.storage("measure disk usage", e))?;
-        Ok(StoreStats { runs: totals.runs, stored_bytes: totals.stored_bytes, disk_bytes })
+        let sample_bytes = samples.batch_bytes + samples.dict_bytes;
+        Ok(StoreStats {
+            runs: totals.runs,
+            stored_bytes: totals.stored_bytes,
+            disk_bytes,
+            sample_batches: samples.batches,
+            samples: samples.samples,
+            sample_bytes,
+            total_bytes: totals.stored_bytes + sample_bytes,
+        })
     }
 
-    /// Per UTC day: how many runs of each interval started that day, and their bytes.
-    /// Reads metadata only. Days without runs are absent; days are in order.
+    /// Per UTC day: how many runs of each interval started that day, their bytes, and the
+    /// sample batches (by their first sample) with their samples and bytes. Reads metadata
+    /// only. Days with neither runs nor samples are absent; days are in order.
     pub fn days(&self) -> Result<Vec<DaySummary>, StoreError> {
         let mut days: BTreeMap<u64, DaySummary> = BTreeMap::new();
-        for item in self.inner.runs.scan_prefix([keys::META]) {
-            let (k, v) = item.map_err(|e| self.inner.storage("list days", e))?;
-            let meta = self.inner.decode_meta_record(&k, &v)?;
-            let day = meta.start_unix_ns - meta.start_unix_ns % NS_PER_DAY;
-            let d = days.entry(day).or_insert_with(|| DaySummary {
+        let day_of = |t: u64| t - t % NS_PER_DAY;
+        fn entry(days: &mut BTreeMap<u64, DaySummary>, day: u64) -> &mut DaySummary {
+            days.entry(day).or_insert_with(|| DaySummary {
                 day_start_unix_ns: day,
                 runs_by_interval: BTreeMap::new(),
                 stored_bytes: 0,
-            });
+                sample_batches: 0,
+                samples: 0,
+                sample_bytes: 0,
+            })
+        }
+        for item in self.inner.runs.scan_prefix([keys::META]) {
+            let (k, v) = item.map_err(|e| self.inner.storage("list days", e))?;
+            let meta = self.inner.decode_meta_record(&k, &v)?;
+            let d = entry(&mut days, day_of(meta.start_unix_ns));
             *d.runs_by_interval.entry(meta.interval_ns).or_default() += 1;
             d.stored_bytes += meta.stored_bytes;
         }
+        self.inner.for_each_batch(0, u64::MAX, |start, _, row| {
+            let d = entry(&mut days, day_of(start));
+            d.sample_batches += 1;
+            d.samples += row.samples;
+            d.sample_bytes += row.stored_bytes;
+            Ok(())
+        })?;
         Ok(days.into_values().collect())
     }
 

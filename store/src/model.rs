@@ -194,7 +194,8 @@ pub struct Run {
 pub struct Retention {
     /// Runs that started longer ago than this are deleted.
     pub max_age: Duration,
-    /// Cap on the sum of `stored_bytes` of all runs.
+    /// Cap on the bytes of all runs and sample batches, sample dictionary included
+    /// ([`StoreStats::total_bytes`]).
     pub max_bytes: u64,
 }
 
@@ -233,7 +234,9 @@ impl TimeRange {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetentionReport {
     pub deleted_runs: u64,
+    /// Bytes of the deleted runs and sample batches.
     pub freed_bytes: u64,
+    pub deleted_sample_batches: u64,
 }
 
 /// Totals of the store, from the running counters (no scan).
@@ -244,14 +247,27 @@ pub struct StoreStats {
     pub stored_bytes: u64,
     /// What sled occupies on disk (its files, including free space not yet reclaimed).
     pub disk_bytes: u64,
+    /// Stack-sample batches and the samples in them.
+    pub sample_batches: u64,
+    pub samples: u64,
+    /// Bytes of the sample batches and the sample dictionary (`SampleStats::stored_bytes`).
+    pub sample_bytes: u64,
+    /// `stored_bytes + sample_bytes`: what the retention byte cap applies to.
+    pub total_bytes: u64,
 }
 
-/// Runs that started on one UTC day.
+/// Runs and stack samples of one UTC day.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DaySummary {
     /// UTC midnight starting the day.
     pub day_start_unix_ns: u64,
     /// Number of runs per sampling interval.
     pub runs_by_interval: BTreeMap<u64, u64>,
+    /// Bytes of that day's runs.
     pub stored_bytes: u64,
+    /// Stack-sample batches whose first sample fell on that day, their samples and bytes
+    /// (the shared sample dictionary is not attributed to days).
+    pub sample_batches: u64,
+    pub samples: u64,
+    pub sample_bytes: u64,
 }

@@ -1,47 +1,105 @@
-//! Retention: by age, then by bytes, oldest first.
+//! Retention: by age, then by bytes, oldest first — runs and stack-sample batches alike.
 //!
 //! Because `m` keys sort by start time, "the oldest run" is simply the first `m` key, and
 //! "runs older than the cutoff" is a range scan — no index beyond the key order is needed.
-//! The byte total comes from the running counter, so checking the cap costs one read. Each
-//! victim is removed by [`Inner::delete_locked`] in one atomic batch (all its records plus
-//! the totals), so a crash mid-retention never leaves a half-deleted run.
+//! Sample batches (`B` keys) sort the same way by their first sample, so they are handled as
+//! one more kind of run: by age, every run and batch that started before the cutoff goes; by
+//! bytes, the older of the oldest run and the oldest batch goes until the total (runs, batches
+//! and the sample dictionary) fits the cap. The byte totals come from the running counters, so
+//! checking the cap costs two reads. Each victim is removed in one atomic batch (all its
+//! records plus the totals), so a crash mid-retention never leaves a half-deleted run or batch.
+//! When enough batches went, the unreferenced part of the sample dictionary is swept.
 
 use crate::{Inner, RetentionReport, RunId, RunMeta, StoreError, keys};
 
+/// What the write that triggered retention stored; never deleted by that pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protect {
+    Run(RunId),
+    Batch(u64),
+}
+
 impl Inner {
-    /// Applies the retention policy. `protect` (the run just written) is never deleted.
-    /// Caller holds the writer lock and flushes afterwards.
+    /// Applies the retention policy. `protect` (the run or batch just written) is never
+    /// deleted. Caller holds the writer lock and flushes afterwards.
     pub(crate) fn enforce_retention(
         &self,
         now_unix_ns: u64,
-        protect: Option<RunId>,
+        protect: Option<Protect>,
     ) -> Result<RetentionReport, StoreError> {
         let mut report = RetentionReport::default();
         let max_age_ns = u64::try_from(self.retention.max_age.as_nanos()).unwrap_or(u64::MAX);
         let cutoff = now_unix_ns.saturating_sub(max_age_ns);
-
-        // By age: every run that started before the cutoff.
-        let expired = if cutoff == 0 {
-            Vec::new()
-        } else {
-            let range = self.runs.range(keys::meta_bound(0)..keys::meta_bound(cutoff));
-            self.metas_in(range, protect, None)?
+        let protect_run = match protect {
+            Some(Protect::Run(id)) => Some(id),
+            _ => None,
         };
-        for meta in expired {
-            report.freed_bytes += self.delete_locked(&meta)?;
-            report.deleted_runs += 1;
+        let protect_batch = match protect {
+            Some(Protect::Batch(id)) => Some(id),
+            _ => None,
+        };
+
+        // By age: every run and batch that started before the cutoff.
+        if cutoff > 0 {
+            let range = self.runs.range(keys::meta_bound(0)..keys::meta_bound(cutoff));
+            for meta in self.metas_in(range, protect_run, None)? {
+                report.freed_bytes += self.delete_locked(&meta)?;
+                report.deleted_runs += 1;
+            }
+            let mut expired = Vec::new();
+            self.for_each_batch(0, cutoff, |start, id, row| {
+                if Some(id) != protect_batch {
+                    expired.push((start, id, row.clone()));
+                }
+                Ok(())
+            })?;
+            for (start, id, row) in expired {
+                report.freed_bytes += self.delete_batch_locked(start, id, &row)?;
+                report.deleted_sample_batches += 1;
+            }
+            if report.deleted_sample_batches > 0 {
+                self.maybe_sweep_dictionary()?;
+            }
         }
 
-        // By bytes: the oldest runs until the total fits.
-        while self.totals()?.stored_bytes > self.retention.max_bytes {
+        // By bytes: the oldest run or batch until the total fits.
+        while self.total_bytes()? > self.retention.max_bytes {
             let all = self.runs.scan_prefix([keys::META]);
-            let Some(oldest) = self.metas_in(all, protect, Some(1))?.pop() else {
-                break; // only the protected run is left (it fits alone, checked at put)
-            };
-            report.freed_bytes += self.delete_locked(&oldest)?;
-            report.deleted_runs += 1;
+            let run = self.metas_in(all, protect_run, Some(1))?.pop();
+            let batch = self.oldest_batch(protect_batch)?;
+            match (run, batch) {
+                (Some(run), Some((start, _, _))) if run.start_unix_ns <= start => {
+                    report.freed_bytes += self.delete_locked(&run)?;
+                    report.deleted_runs += 1;
+                }
+                (_, Some((start, id, row))) => {
+                    report.freed_bytes += self.delete_batch_locked(start, id, &row)?;
+                    report.deleted_sample_batches += 1;
+                    // Dictionary entries only the deleted batches used count against the cap
+                    // too: sweep them before deleting more batches than needed.
+                    self.maybe_sweep_dictionary()?;
+                }
+                (Some(run), None) => {
+                    report.freed_bytes += self.delete_locked(&run)?;
+                    report.deleted_runs += 1;
+                }
+                (None, None) => {
+                    // Only the protected write is left (it fits alone, checked at put), plus
+                    // perhaps dictionary entries nothing refers to any more.
+                    if self.sample_totals()?.deleted_since_gc > 0 {
+                        self.sweep_dictionary()?;
+                    }
+                    break;
+                }
+            }
         }
         Ok(report)
+    }
+
+    /// Bytes the retention cap applies to: runs, sample batches and the sample dictionary.
+    pub(crate) fn total_bytes(&self) -> Result<u64, StoreError> {
+        let s = self.sample_totals()?;
+        Ok(self.totals()?.stored_bytes + s.batch_bytes + s.dict_bytes)
     }
 
     /// Metadata from a scan over `m` keys, skipping `protect`, at most `limit` of them.

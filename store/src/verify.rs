@@ -1,4 +1,4 @@
-//! Full consistency check of the `runs` tree (an `fsck`).
+//! Full consistency check of the `runs` tree (an `fsck`), runs and stack samples.
 //!
 //! Scans every record once and checks the invariants that atomic batches are meant to keep:
 //! each run has its metadata, index entry and exactly the CPU rows its metadata lists; no
@@ -19,6 +19,10 @@ pub struct VerifyReport {
     pub runs: u64,
     /// Sum of their `stored_bytes`.
     pub stored_bytes: u64,
+    /// Stack-sample batches with metadata, their samples and `stored_bytes`.
+    pub sample_batches: u64,
+    pub samples: u64,
+    pub sample_bytes: u64,
     /// Every inconsistency found, one sentence each. Empty means the store is sound.
     pub problems: Vec<String>,
 }
@@ -45,6 +49,7 @@ impl Store {
         let mut runs: BTreeMap<RunId, Seen> = BTreeMap::new();
         let mut report = VerifyReport::default();
         let mut totals = None;
+        let mut samples = crate::samples::verify::SampleSeen::default();
         for item in inner.runs.iter() {
             let (k, v) = item.map_err(|e| inner.storage("verify", e))?;
             let size = (k.len() + v.len()) as u64;
@@ -76,6 +81,7 @@ impl Store {
                     seen.indexed = true;
                 }
                 _ if k.as_ref() == keys::STATS => totals = Some(inner.totals()?),
+                _ if samples.observe(&k, &v, &mut report) => {}
                 _ => report.problems.push(format!("unknown key {:?}", k.as_ref())),
             }
         }
@@ -110,6 +116,7 @@ impl Store {
                 totals.runs, totals.stored_bytes, report.runs, report.stored_bytes
             ));
         }
+        samples.finish(inner, &mut report)?;
         Ok(report)
     }
 

@@ -32,7 +32,11 @@ fn retention_by_age_deletes_runs_older_than_max_age() {
     let report = store.enforce_retention(T0 + 85 * min).unwrap();
     assert_eq!(
         report,
-        RetentionReport { deleted_runs: 3, freed_bytes: metas[..3].iter().map(|m| m.stored_bytes).sum() }
+        RetentionReport {
+            deleted_runs: 3,
+            freed_bytes: metas[..3].iter().map(|m| m.stored_bytes).sum(),
+            ..Default::default()
+        }
     );
     assert_eq!(starts(&store), vec![T0 + 30 * min, T0 + 40 * min, T0 + 50 * min]);
     assert_eq!(store.run(metas[0].id).unwrap(), None);

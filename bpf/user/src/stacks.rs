@@ -78,6 +78,8 @@ pub struct RawStack {
 /// The running stack sampler. Detaches from every CPU when dropped.
 pub struct StackSampler {
     ebpf: Ebpf,
+    /// Taken out of `ebpf` once: making a `RingBuf` maps its pages, so it is not made per drain.
+    ring: RingBuf<MapData>,
     clocks: ClockPair,
     clock: SampleClock,
     frequency_hz: u64,
@@ -152,7 +154,13 @@ impl StackSampler {
                 })
             })?;
         }
-        Ok(Self { ebpf, clocks: ClockPair::now(), clock, frequency_hz: hz })
+        let ring = ebpf
+            .take_map(MAP_STACK_EVENTS)
+            .ok_or_else(|| SamplerError::Load(format!("map {MAP_STACK_EVENTS} missing")))
+            .and_then(|m| {
+                RingBuf::try_from(m).map_err(|e| SamplerError::Load(format!("map {MAP_STACK_EVENTS}: {e}")))
+            })?;
+        Ok(Self { ebpf, ring, clocks: ClockPair::now(), clock, frequency_hz: hz })
     }
 
     pub fn clock(&self) -> SampleClock {
@@ -167,7 +175,7 @@ impl StackSampler {
     /// `out`; returns how many were added.
     pub fn drain(&mut self, out: &mut Vec<RawStack>, timeout: Duration) -> Result<usize, SamplerError> {
         let clocks = self.clocks;
-        let mut ring: RingBuf<&mut MapData> = map_mut(&mut self.ebpf, MAP_STACK_EVENTS)?;
+        let ring = &mut self.ring;
         let mut fds = libc::pollfd { fd: ring.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut fds, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };

@@ -1,6 +1,7 @@
 //! The agent: one worker thread per interface owns that interface's sampler, runs the periodic
 //! schedule and on-demand requests one at a time (so runs never overlap on an interface), and
-//! hands every finished run to the store.
+//! hands every finished run to the store. One more thread samples every CPU's stacks
+//! continuously (unless `--no-stacks`) and stores them in batches.
 
 mod demo;
 mod worker;
@@ -26,6 +27,7 @@ use crate::{
     cli::AgentArgs,
     commands::open_store,
     control::{self, Handler},
+    stacks::StackCollector,
     view::hostname,
 };
 
@@ -51,8 +53,8 @@ pub fn main(args: AgentArgs) -> Result<()> {
     } else {
         None
     };
-    if ifaces.is_empty() {
-        bail!("nothing to sample: give --iface IF (repeatable) or --demo");
+    if ifaces.is_empty() && args.no_stacks {
+        bail!("nothing to sample: give --iface IF (repeatable) or --demo, or drop --no-stacks");
     }
     let store = open_store(&args.store)?;
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
@@ -69,6 +71,14 @@ pub fn main(args: AgentArgs) -> Result<()> {
         let worker = Worker::spawn(sampler, schedule.clone(), store.clone(), host.clone(), Arc::clone(&shutdown));
         workers.insert(iface.clone(), worker);
     }
+    // Stacks: sampled continuously on every CPU, symbolized and stored in batches.
+    let stacks = if args.no_stacks {
+        None
+    } else {
+        let mut collector = StackCollector::start(&args.stacks.options(), store.clone())?;
+        let stop = Arc::clone(&shutdown);
+        Some(thread::Builder::new().name("loupe-stacks".into()).spawn(move || collector.run(None, &stop))?)
+    };
     let handler = Arc::new(Handler { store: store.clone(), workers });
     let control = control::serve(&args.store.data_dir, Arc::clone(&handler), Arc::clone(&shutdown))?;
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
@@ -79,12 +89,20 @@ pub fn main(args: AgentArgs) -> Result<()> {
             shutdown.store(true, Ordering::Relaxed);
             break;
         }
-        thread::sleep(Duration::from_millis(100));
+        thread::sleep(Duration::from_millis(250));
     }
     info!("shutting down");
+    control::wake(&args.store.data_dir);
     let _ = control.join();
     for worker in handler.workers.values() {
         worker.join();
+    }
+    if let Some(stacks) = stacks {
+        match stacks.join() {
+            Ok(Ok(done)) => info!(samples = done.samples, lost = done.lost, "stack sampling stopped"),
+            Ok(Err(e)) => tracing::error!("stack sampling failed: {e:#}"),
+            Err(_) => tracing::error!("stack sampling thread panicked"),
+        }
     }
     store.flush()?;
     report(&store)

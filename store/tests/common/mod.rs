@@ -5,6 +5,8 @@ use loupe_store::{ConnCounts, Counter, CpuColumns, NewRun, RunSource};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+pub mod samples;
+
 pub const T0: u64 = 1_700_000_000_000_000_000; // 2023-11-14T22:13:20Z
 pub const SEC: u64 = 1_000_000_000;
 pub const DAY: u64 = 86_400 * SEC;

@@ -1,0 +1,778 @@
+//! Encoding of sample records: per-CPU blocks, batch tables, batch metadata, dictionaries.
+//!
+//! Every value is MessagePack (rmp-serde, structs as arrays); the integer columns of blocks
+//! and tables are packed by [`super::bits`] into one `bin` field. See [`super`] for why the
+//! data is split this way; this module only turns rows into bytes and back, and checks
+//! everything on the way back (it never panics on a corrupt record).
+//!
+//! ## Batch table (`h` record)
+//! The distinct *entries* of a batch — `(thread id, idle, stack id)` — with their sample
+//! counts across all CPUs: the batch's pre-aggregated histogram. Entries are grouped in
+//! *partitions* by the lowest-numbered CPU that used them, and sorted within a partition, so:
+//! - a CPU's block lists only the few entries it shares with lower CPUs ("imports"); the
+//!   entries of its own partition are implied (most entries are used by one CPU only: a
+//!   100-ms sample of a thread's stack is rarely repeated elsewhere in the same 10 s);
+//! - within a partition, runs of entries of one `(thread, idle)` form a *group*: thread ids
+//!   are gap-coded between groups, stack ids between the entries of a group.
+//!
+//! Columns: partition CPU gaps and sizes; per group the thread (absolute for a partition's
+//! first group, else the gap), idle flag, entry count − 1 and first stack id; per entry the
+//! stack gap − 1 and count − 1.
+//!
+//! ## Per-CPU block (`b` record)
+//! One CPU's samples of one batch in time order: the imported entries (sorted, gap-coded),
+//! then one index per sample into "own partition ++ imports" (move-to-front transformed when
+//! that is shorter: a CPU that keeps running the same thing gives runs of zeros), then the
+//! times. Times use a *grid* model: perf's timer fires every `P` ns (100 ms at 10 Hz) plus an
+//! interrupt latency of microseconds, so each time is stored as `t0 + k·P + base + r` with the
+//! step `k − k_prev` (almost always 1, which the sparse code makes nearly free) and a small
+//! non-negative residual `r` (a few µs: ~13 bits with a Rice code). `P` is fitted per block by
+//! least squares (trying round values too); when the samples do not look periodic, plain
+//! deltas are used if shorter. Any input (duplicate times, gaps, `u64::MAX`) round-trips
+//! exactly.
+
+use std::borrow::Cow;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::bits::{self, BitReader, BitWriter, column_bits, read_column, write_column, zigzag};
+use super::model::Frame;
+
+/// Bytes serialized as a MessagePack `bin` (rmp-serde would write a `Vec<u8>` as an array),
+/// borrowed from the record when decoding.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Blob<'a>(pub Cow<'a, [u8]>);
+
+impl Serialize for Blob<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Blob<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Blob<'a>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Blob<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Blob<'de>, E> {
+                Ok(Blob(Cow::Borrowed(v)))
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Blob<'de>, E> {
+                Ok(Blob(Cow::Owned(v.to_vec())))
+            }
+            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Blob<'de>, E> {
+                Ok(Blob(Cow::Owned(v)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Blob<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    out.push(b);
+                }
+                Ok(Blob(Cow::Owned(out)))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+fn to_msgpack<T: Serialize>(v: &T) -> Vec<u8> {
+    rmp_serde::to_vec(v).expect("MessagePack encoding of plain data into memory")
+}
+
+fn from_msgpack<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, String> {
+    rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch table
+
+/// One distinct `(thread, idle, stack)` of a batch. Field order is the sort order within a
+/// partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Entry {
+    /// Thread dictionary id: `(pid, tid, comm, cgroup)`.
+    pub thread: u32,
+    pub idle: bool,
+    pub stack: u32,
+}
+
+/// A batch's entries with their sample counts (all ≥ 1), in partitions: partition `p` holds
+/// the entries whose lowest-numbered CPU is `parts[p].cpu`, sorted and distinct.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Table {
+    pub entries: Vec<Entry>,
+    pub counts: Vec<u64>,
+    pub parts: Vec<Part>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub cpu: u32,
+    pub start: u32,
+    pub len: u32,
+}
+
+impl Table {
+    /// The entries first used by `cpu` (an empty range if none).
+    pub fn own_range(&self, cpu: u32) -> std::ops::Range<usize> {
+        match self.parts.binary_search_by_key(&cpu, |p| p.cpu) {
+            Ok(i) => {
+                let p = self.parts[i];
+                p.start as usize..(p.start + p.len) as usize
+            }
+            Err(_) => 0..0,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct TableRow<'a> {
+    format: u8,
+    entries: u32,
+    groups: u32,
+    parts: u32,
+    #[serde(borrow)]
+    bits: Blob<'a>,
+}
+
+const TABLE_FORMAT: u8 = 2;
+
+/// Gap coding of an ascending list: first value, then `next - prev - 1` (strict) or
+/// `next - prev` (non-strict).
+fn gaps(values: impl IntoIterator<Item = u64>, strict: bool, out: &mut Vec<u64>) {
+    let mut prev: Option<u64> = None;
+    for v in values {
+        out.push(match prev {
+            None => v,
+            Some(p) => v - p - u64::from(strict),
+        });
+        prev = Some(v);
+    }
+}
+
+pub fn encode_table(t: &Table) -> Vec<u8> {
+    let mut part_cpu = Vec::with_capacity(t.parts.len());
+    gaps(t.parts.iter().map(|p| u64::from(p.cpu)), true, &mut part_cpu);
+    let part_len: Vec<u64> = t.parts.iter().map(|p| u64::from(p.len) - 1).collect();
+    let (mut first_thread, mut thread_gap, mut idle, mut group_len) = (vec![], vec![], vec![], vec![]);
+    let (mut first_stack, mut stack_gap) = (vec![], vec![]);
+    for p in &t.parts {
+        let es = &t.entries[p.start as usize..(p.start + p.len) as usize];
+        debug_assert!(es.windows(2).all(|w| w[0] < w[1]));
+        let mut g = 0;
+        while g < es.len() {
+            let e = es[g];
+            let end = g + es[g..].iter().position(|x| (x.thread, x.idle) != (e.thread, e.idle)).unwrap_or(es.len() - g);
+            if g == 0 {
+                first_thread.push(u64::from(e.thread));
+            } else {
+                thread_gap.push(u64::from(e.thread - es[g - 1].thread));
+            }
+            idle.push(u64::from(e.idle));
+            group_len.push((end - g - 1) as u64);
+            gaps(es[g..end].iter().map(|x| u64::from(x.stack)), true, &mut stack_gap);
+            first_stack.push(stack_gap.remove(stack_gap.len() - (end - g)));
+            g = end;
+        }
+    }
+    let counts: Vec<u64> = t.counts.iter().map(|&c| c - 1).collect();
+    let mut w = BitWriter::new();
+    let cols = [&part_cpu, &part_len, &first_thread, &thread_gap, &idle, &group_len, &first_stack, &stack_gap, &counts];
+    for col in cols {
+        write_column(&mut w, col);
+    }
+    to_msgpack(&TableRow {
+        format: TABLE_FORMAT,
+        entries: t.entries.len() as u32,
+        groups: idle.len() as u32,
+        parts: t.parts.len() as u32,
+        bits: Blob(Cow::Owned(w.finish())),
+    })
+}
+
+/// The thread id of every group of a table (with repeats), decoding only the columns that
+/// come before the stacks and counts: what `pids()` needs from a batch wholly in range.
+pub fn table_threads(bytes: &[u8]) -> Result<Vec<u32>, String> {
+    let row: TableRow = from_msgpack(bytes)?;
+    if row.format != TABLE_FORMAT {
+        return Err(format!("unknown table format {}", row.format));
+    }
+    let (ne, ng, np) = (row.entries as usize, row.groups as usize, row.parts as usize);
+    if np > ng || ng > ne {
+        return Err(format!("{np} partitions, {ng} groups for {ne} entries"));
+    }
+    let mut r = BitReader::new(&row.bits.0);
+    let _part_cpu = read_column(&mut r, np)?;
+    let part_len = read_column(&mut r, np)?;
+    let first_thread = read_column(&mut r, np)?;
+    let thread_gap = read_column(&mut r, ng - np)?;
+    let _idle = read_column(&mut r, ng)?;
+    let group_len = read_column(&mut r, ng)?;
+    let mut out = Vec::with_capacity(ng);
+    let (mut g, mut gaps) = (0usize, thread_gap.into_iter());
+    for p in 0..np {
+        let want = part_len[p].saturating_add(1);
+        let mut have = 0u64;
+        let mut thread = first_thread[p];
+        while have < want {
+            if g >= ng {
+                return Err("partitions need more groups than the table has".into());
+            }
+            if have > 0 {
+                thread = thread.saturating_add(gaps.next().ok_or("thread gaps run out")?);
+            }
+            out.push(u32::try_from(thread).map_err(|_| format!("thread id {thread} out of range"))?);
+            have = have.saturating_add(group_len[g].saturating_add(1));
+            g += 1;
+        }
+    }
+    Ok(out)
+}
+
+pub fn decode_table(bytes: &[u8]) -> Result<Table, String> {
+    let row: TableRow = from_msgpack(bytes)?;
+    if row.format != TABLE_FORMAT {
+        return Err(format!("unknown table format {}", row.format));
+    }
+    let (ne, ng, np) = (row.entries as usize, row.groups as usize, row.parts as usize);
+    if np > ng || ng > ne || (ne > 0 && np == 0) {
+        return Err(format!("{np} partitions, {ng} groups for {ne} entries"));
+    }
+    let mut r = BitReader::new(&row.bits.0);
+    let part_cpu = read_column(&mut r, np)?;
+    let part_len = read_column(&mut r, np)?;
+    let first_thread = read_column(&mut r, np)?;
+    let thread_gap = read_column(&mut r, ng - np)?;
+    let idle = read_column(&mut r, ng)?;
+    let group_len = read_column(&mut r, ng)?;
+    let first_stack = read_column(&mut r, ng)?;
+    let stack_gap = read_column(&mut r, ne - ng)?;
+    let counts = read_column(&mut r, ne)?;
+    let small = |v: u64, what: &str| u32::try_from(v).map_err(|_| format!("{what} {v} out of range"));
+    let mut entries = Vec::with_capacity(ne);
+    let mut parts = Vec::with_capacity(np);
+    let (mut g, mut tg, mut sg) = (0usize, thread_gap.into_iter(), stack_gap.into_iter());
+    let mut cpu: Option<u64> = None;
+    for p in 0..np {
+        let c = match cpu {
+            None => part_cpu[p],
+            Some(prev) => prev.checked_add(part_cpu[p]).and_then(|c| c.checked_add(1)).ok_or("cpu overflows")?,
+        };
+        cpu = Some(c);
+        let len = part_len[p].checked_add(1).ok_or("partition length overflows")?;
+        let start = entries.len();
+        let mut thread = first_thread[p];
+        let mut first = true;
+        while ((entries.len() - start) as u64) < len {
+            if g >= ng {
+                return Err("partitions need more groups than the table has".into());
+            }
+            if !first {
+                thread = thread.checked_add(tg.next().ok_or("thread gaps run out")?).ok_or("thread id overflows")?;
+            }
+            first = false;
+            if idle[g] > 1 {
+                return Err(format!("idle flag {}", idle[g]));
+            }
+            let n_in_group = group_len[g].checked_add(1).ok_or("group length overflows")?;
+            if n_in_group > (ne - entries.len()) as u64 {
+                return Err("groups hold more entries than the table".into());
+            }
+            let thread = small(thread, "thread id")?;
+            let is_idle = idle[g] == 1;
+            let mut stack = first_stack[g];
+            entries.push(Entry { thread, idle: is_idle, stack: small(stack, "stack id")? });
+            for _ in 1..n_in_group {
+                let gap = sg.next().ok_or("stack gaps run out")?;
+                stack = stack.saturating_add(gap).saturating_add(1);
+                entries.push(Entry { thread, idle: is_idle, stack: small(stack, "stack id")? });
+            }
+            g += 1;
+        }
+        if (entries.len() - start) as u64 != len {
+            return Err(format!("partition {p} holds {} entries, header says {len}", entries.len() - start));
+        }
+        if entries[start..].windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!("partition {p} is not sorted and distinct"));
+        }
+        parts.push(Part { cpu: small(c, "cpu")?, start: start as u32, len: len as u32 });
+    }
+    if entries.len() != ne || g != ng || tg.next().is_some() || sg.next().is_some() {
+        return Err(format!("table holds {} entries in {g} groups, header says {ne} in {ng}", entries.len()));
+    }
+    Ok(Table { entries, counts: counts.into_iter().map(|c| c.saturating_add(1)).collect(), parts })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-CPU block
+
+#[derive(Serialize, Deserialize)]
+struct BlockRow<'a> {
+    /// Samples in the block.
+    n: u32,
+    #[serde(borrow)]
+    bits: Blob<'a>,
+}
+
+/// One CPU's samples: times ascending, and for each the index of its batch-table entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Block {
+    pub times: Vec<u64>,
+    pub entries: Vec<u32>,
+}
+
+/// Times as a grid: `(base, step column, residual column)` for `times[1..]`.
+fn grid(times: &[u64], period: u64) -> Option<(i64, Vec<u64>, Vec<u64>)> {
+    let t0 = times[0];
+    let p = i128::from(period);
+    let mut k_prev = 0i128;
+    let mut steps = Vec::with_capacity(times.len() - 1);
+    let mut e = Vec::with_capacity(times.len() - 1);
+    let mut base = 0i128;
+    for &t in &times[1..] {
+        let d = i128::from(t - t0);
+        let k = (d + p / 2) / p;
+        let step = u64::try_from(k - k_prev).ok()?;
+        // 1 (the usual) → 0, 0 (same tick) → 1, anything else stays.
+        steps.push(match step {
+            1 => 0,
+            0 => 1,
+            s => s,
+        });
+        k_prev = k;
+        let r = d - k * p;
+        base = base.min(r);
+        e.push(r);
+    }
+    let base64 = i64::try_from(base).ok()?;
+    let res = e.into_iter().map(|r| u64::try_from(r - base).ok()).collect::<Option<Vec<u64>>>()?;
+    Some((base64, steps, res))
+}
+
+/// Least-squares period of sorted `times` (None when they do not look periodic).
+fn fit_period(times: &[u64]) -> Option<f64> {
+    if times.len() < 3 {
+        return None;
+    }
+    let mut deltas: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).filter(|&d| d > 0).collect();
+    if deltas.len() < 2 {
+        return None;
+    }
+    let mid = deltas.len() / 2;
+    let rough = *deltas.select_nth_unstable(mid).1;
+    let t0 = times[0];
+    let (mut sk, mut st, mut skk, mut skt) = (0f64, 0f64, 0f64, 0f64);
+    let n = times.len() as f64;
+    for &t in times {
+        let d = (t - t0) as f64;
+        let k = (d / rough as f64).round();
+        sk += k;
+        st += d;
+        skk += k * k;
+        skt += k * d;
+    }
+    let var = skk - sk * sk / n;
+    if var <= 0.0 {
+        return Some(rough as f64);
+    }
+    let p = (skt - sk * st / n) / var;
+    (p.is_finite() && p >= 1.0).then_some(p)
+}
+
+/// Exp-Golomb orders of the block header fields (sized for 100 ms and µs).
+const T0_K: u32 = 20;
+const PERIOD_K: u32 = 24;
+const BASE_K: u32 = 8;
+
+/// Encodes one CPU's samples. `times` ascending and ≥ `batch_start`; `entries` are indexes
+/// into the batch table, `own` the range of entries this CPU used first (its partition).
+pub fn encode_block(batch_start: u64, times: &[u64], entries: &[u32], own: std::ops::Range<usize>) -> Vec<u8> {
+    debug_assert_eq!(times.len(), entries.len());
+    debug_assert!(!times.is_empty() && times.windows(2).all(|w| w[0] <= w[1]) && times[0] >= batch_start);
+    // Local list: the own partition, then the entries imported from other partitions.
+    let mut imports: Vec<u32> = entries.iter().copied().filter(|&e| !own.contains(&(e as usize))).collect();
+    imports.sort_unstable();
+    imports.dedup();
+    let own_len = own.len();
+    let idx: Vec<u64> = entries
+        .iter()
+        .map(|&e| {
+            if own.contains(&(e as usize)) {
+                (e as usize - own.start) as u64
+            } else {
+                (own_len + imports.binary_search(&e).unwrap()) as u64
+            }
+        })
+        .collect();
+    let mtf = move_to_front(&idx, own_len + imports.len());
+    let use_mtf = column_bits(&mtf) < column_bits(&idx);
+    let mut import_col = Vec::with_capacity(imports.len());
+    gaps(imports.iter().map(|&e| u64::from(e)), true, &mut import_col);
+
+    // Times: plain deltas, or the best of a few grid periods.
+    let deltas: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    let mut best: (u64, u64, i64, Vec<u64>, Vec<u64>) = (column_bits(&deltas), 0, 0, deltas, Vec::new());
+    if let Some(p) = fit_period(times) {
+        let exact = p.round() as u64;
+        let mut candidates = vec![exact];
+        for unit in [1_000u64, 1_000_000] {
+            let c = ((p / unit as f64).round() as u64) * unit;
+            if c > 0 && !candidates.contains(&c) {
+                candidates.push(c);
+            }
+        }
+        for period in candidates {
+            if let Some((base, steps, res)) = grid(times, period) {
+                let size = column_bits(&steps)
+                    + column_bits(&res)
+                    + bits::eg_bits(zigzag(base), BASE_K)
+                    + bits::eg_bits(period, PERIOD_K);
+                if size < best.0 {
+                    best = (size, period, base, steps, res);
+                }
+            }
+        }
+    }
+    let (_, period, base, col_a, col_b) = best;
+
+    let mut w = BitWriter::new();
+    w.put(u64::from(use_mtf), 1);
+    w.put(u64::from(period != 0), 1);
+    w.put_eg(times[0] - batch_start, T0_K);
+    w.put_eg(imports.len() as u64, 0);
+    write_column(&mut w, &import_col);
+    write_column(&mut w, if use_mtf { &mtf } else { &idx });
+    if period != 0 {
+        w.put_eg(period, PERIOD_K);
+        w.put_eg(zigzag(base), BASE_K);
+        write_column(&mut w, &col_a);
+        write_column(&mut w, &col_b);
+    } else {
+        write_column(&mut w, &col_a);
+    }
+    to_msgpack(&BlockRow { n: times.len() as u32, bits: Blob(Cow::Owned(w.finish())) })
+}
+
+fn move_to_front(idx: &[u64], m: usize) -> Vec<u64> {
+    let mut order: Vec<u64> = (0..m as u64).collect();
+    idx.iter()
+        .map(|&v| {
+            let pos = order.iter().position(|&o| o == v).unwrap();
+            order[..=pos].rotate_right(1);
+            pos as u64
+        })
+        .collect()
+}
+
+/// Decodes a block of CPU `cpu` against its batch's table; with `with_times == false` only
+/// the entries are decoded (enough to count a block that lies wholly inside a query).
+pub fn decode_block(
+    bytes: &[u8],
+    batch_start: u64,
+    table: &Table,
+    cpu: u32,
+    with_times: bool,
+) -> Result<Block, String> {
+    let row: BlockRow = from_msgpack(bytes)?;
+    let n = row.n as usize;
+    if n == 0 || n > bits::MAX_COLUMN {
+        return Err(format!("block of {n} samples"));
+    }
+    let table_len = table.entries.len();
+    let own = table.own_range(cpu);
+    let mut r = BitReader::new(&row.bits.0);
+    let use_mtf = r.get(1)? == 1;
+    let is_grid = r.get(1)? == 1;
+    let t0_off = r.get_eg(T0_K)?;
+    let ni = r.get_eg(0)?;
+    if ni > n as u64 {
+        return Err(format!("block imports {ni} entries for {n} samples"));
+    }
+    let import_col = read_column(&mut r, ni as usize)?;
+    let mut local: Vec<u32> = (own.start as u32..own.end as u32).collect();
+    let mut acc: Option<u64> = None;
+    for v in import_col {
+        let e = match acc {
+            None => v,
+            Some(p) => p.checked_add(v).and_then(|x| x.checked_add(1)).ok_or("imported entry overflows")?,
+        };
+        if e >= table_len as u64 || own.contains(&(e as usize)) {
+            return Err(format!("imported entry {e} is in this CPU's own partition or outside a table of {table_len}"));
+        }
+        local.push(e as u32);
+        acc = Some(e);
+    }
+    let m = local.len();
+    let idx = read_column(&mut r, n)?;
+    let mut entries = Vec::with_capacity(n);
+    if use_mtf {
+        let mut order = local;
+        for v in idx {
+            let pos = v as usize;
+            if pos >= m {
+                return Err(format!("move-to-front index {v} ≥ {m}"));
+            }
+            let e = order[pos];
+            order[..=pos].rotate_right(1);
+            entries.push(e);
+        }
+    } else {
+        for v in idx {
+            entries.push(*local.get(v as usize).ok_or_else(|| format!("local index {v} ≥ {m}"))?);
+        }
+    }
+    if !with_times {
+        return Ok(Block { times: Vec::new(), entries });
+    }
+    let t0 = batch_start.checked_add(t0_off).ok_or("first time overflows")?;
+    let mut times = Vec::with_capacity(n);
+    times.push(t0);
+    if is_grid {
+        let period = r.get_eg(PERIOD_K)?;
+        let base = bits::unzigzag(r.get_eg(BASE_K)?);
+        let steps = read_column(&mut r, n - 1)?;
+        let res = read_column(&mut r, n - 1)?;
+        let p = i128::from(period);
+        let mut k = 0i128;
+        for (s, rr) in steps.into_iter().zip(res) {
+            k += match s {
+                0 => 1,
+                1 => 0,
+                s => i128::from(s),
+            };
+            let t = i128::from(t0) + k * p + i128::from(base) + i128::from(rr);
+            let t = u64::try_from(t).map_err(|_| format!("time {t} out of range"))?;
+            if t < *times.last().unwrap() {
+                return Err("times go backwards".into());
+            }
+            times.push(t);
+        }
+    } else {
+        let mut t = t0;
+        for d in read_column(&mut r, n - 1)? {
+            t = t.checked_add(d).ok_or("time overflows")?;
+            times.push(t);
+        }
+    }
+    Ok(Block { times, entries })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch metadata (`B` record)
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BatchRow {
+    pub end: u64,
+    pub samples: u64,
+    pub lost: u64,
+    pub cpus: Vec<u32>,
+    pub stored_bytes: u64,
+}
+
+pub fn encode_batch(row: &BatchRow) -> Vec<u8> {
+    to_msgpack(row)
+}
+
+pub fn decode_batch(bytes: &[u8]) -> Result<BatchRow, String> {
+    from_msgpack(bytes)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dictionary records (`d` records)
+
+#[derive(Serialize, Deserialize)]
+struct FrameRow<'a>(&'a str, &'a str, bool);
+
+pub fn encode_frame(f: &Frame) -> Vec<u8> {
+    to_msgpack(&FrameRow(&f.function, &f.module, f.kernel))
+}
+
+pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
+    let (function, module, kernel): (String, String, bool) = from_msgpack(bytes)?;
+    Ok(Frame { function, module, kernel })
+}
+
+pub fn encode_comm(c: &str) -> Vec<u8> {
+    to_msgpack(&c)
+}
+
+pub fn decode_comm(bytes: &[u8]) -> Result<String, String> {
+    from_msgpack(bytes)
+}
+
+/// A thread as the dictionary stores it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ThreadRec {
+    pub pid: u32,
+    pub tid: u32,
+    /// Comm dictionary id.
+    pub comm: u32,
+    pub cgroup: u64,
+}
+
+pub fn encode_thread(t: &ThreadRec) -> Vec<u8> {
+    to_msgpack(t)
+}
+
+pub fn decode_thread(bytes: &[u8]) -> Result<ThreadRec, String> {
+    from_msgpack(bytes)
+}
+
+pub fn encode_stack(frames: &[u32]) -> Vec<u8> {
+    to_msgpack(&frames)
+}
+
+pub fn decode_stack(bytes: &[u8]) -> Result<Vec<u32>, String> {
+    from_msgpack(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(x: &mut u64) -> u64 {
+        *x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *x >> 33
+    }
+
+    /// A table of `n` entries in partitions for CPUs 0, 1 and 5.
+    fn table(n: u32) -> Table {
+        let entries: Vec<Entry> = (0..n).map(|i| Entry { thread: i, idle: false, stack: 0 }).collect();
+        let a = n / 3;
+        let b = n / 3;
+        let mut parts = vec![Part { cpu: 0, start: 0, len: a }, Part { cpu: 1, start: a, len: b }];
+        parts.push(Part { cpu: 5, start: a + b, len: n - a - b });
+        parts.retain(|p| p.len > 0);
+        Table { counts: vec![1; n as usize], entries, parts }
+    }
+
+    fn check_block(start: u64, times: &[u64], entries: &[u32], t: &Table, cpu: u32) -> usize {
+        let bytes = encode_block(start, times, entries, t.own_range(cpu));
+        let b = decode_block(&bytes, start, t, cpu, true).unwrap();
+        assert_eq!(b.times, times);
+        assert_eq!(b.entries, entries);
+        let e = decode_block(&bytes, start, t, cpu, false).unwrap();
+        assert_eq!(e.entries, entries);
+        bytes.len()
+    }
+
+    #[test]
+    fn block_times_roundtrip_any_shape() {
+        let mut x = 7;
+        let base = 1_700_000_000_000_000_000u64;
+        let t = table(120);
+        // Periodic with µs jitter: compact.
+        let times: Vec<u64> = (0..100u64).map(|i| base + 5_000 + i * 100_000_000 + lcg(&mut x) % 5_000).collect();
+        let entries: Vec<u32> = (0..100).map(|_| 40 + (lcg(&mut x) % 40) as u32).collect();
+        let size = check_block(base, &times, &entries, &t, 1);
+        assert!(size < 260, "periodic block took {size} bytes");
+        // Entries from other partitions (imports) too.
+        let mixed: Vec<u32> = (0..100).map(|_| (lcg(&mut x) % 120) as u32).collect();
+        check_block(base, &times, &mixed, &t, 1);
+        check_block(base, &times, &mixed, &t, 3); // a CPU without a partition
+        // Missing ticks, duplicate times, a huge gap.
+        let mut t2 = times.clone();
+        t2.remove(50);
+        t2.remove(20);
+        t2.insert(10, t2[10]);
+        t2.push(u64::MAX - 1);
+        t2.push(u64::MAX);
+        let e2: Vec<u32> = (0..t2.len()).map(|i| (i % 120) as u32).collect();
+        check_block(base, &t2, &e2, &t, 5);
+        // Tiny blocks, zero times, all equal.
+        let one = table(1);
+        check_block(0, &[0], &[0], &one, 0);
+        check_block(0, &[0, 0, 0, 0], &[0, 0, 0, 0], &one, 0);
+        check_block(0, &[0, 0, 0, 0], &[0, 0, 0, 0], &one, 9);
+        check_block(5, &[5, 6], &[3, 0], &table(4), 1);
+        check_block(0, &[0, u64::MAX], &[1, 1], &table(2), 5);
+        // Random.
+        for _ in 0..50 {
+            let n = 1 + (lcg(&mut x) % 200) as usize;
+            let mut ts: Vec<u64> = (0..n).map(|_| lcg(&mut x) << (lcg(&mut x) % 31)).collect();
+            ts.sort_unstable();
+            let e: Vec<u32> = (0..n).map(|_| (lcg(&mut x) % 7) as u32).collect();
+            check_block(ts[0] - ts[0] % 3, &ts, &e, &table(7), (lcg(&mut x) % 7) as u32);
+        }
+    }
+
+    #[test]
+    fn block_rejects_out_of_table_entries_and_garbage() {
+        let t = table(10);
+        let bytes = encode_block(0, &[1, 2, 3], &[0, 5, 9], t.own_range(0));
+        assert!(decode_block(&bytes, 0, &t, 0, true).is_ok());
+        assert!(decode_block(&bytes, 0, &table(9), 0, true).is_err());
+        for cut in 0..bytes.len() {
+            let _ = decode_block(&bytes[..cut], 0, &t, 0, true);
+        }
+        let mut x = 3;
+        for _ in 0..2000 {
+            let mut b = bytes.clone();
+            let i = (lcg(&mut x) as usize) % b.len();
+            b[i] ^= 1 << (lcg(&mut x) % 8);
+            let _ = decode_block(&b, 0, &t, 0, true);
+        }
+    }
+
+    #[test]
+    fn table_roundtrip() {
+        let mut x = 11;
+        let mut parts = Vec::new();
+        let mut entries = Vec::new();
+        for cpu in [0u32, 2, 3, 200, u32::MAX] {
+            let mut es: Vec<Entry> = (0..1 + lcg(&mut x) % 700)
+                .map(|_| Entry {
+                    thread: (lcg(&mut x) % 300) as u32 * 3,
+                    idle: lcg(&mut x).is_multiple_of(10),
+                    stack: (lcg(&mut x) % 5000) as u32,
+                })
+                .collect();
+            if cpu == u32::MAX {
+                es.push(Entry { thread: u32::MAX, idle: true, stack: u32::MAX });
+                es.push(Entry { thread: 0, idle: false, stack: 0 });
+            }
+            es.sort_unstable();
+            es.dedup();
+            parts.push(Part { cpu, start: entries.len() as u32, len: es.len() as u32 });
+            entries.extend(es);
+        }
+        let counts: Vec<u64> = entries.iter().map(|_| 1 + lcg(&mut x) % 5).collect();
+        let t = Table { entries, counts, parts };
+        let bytes = encode_table(&t);
+        assert_eq!(decode_table(&bytes).unwrap(), t);
+        let mut threads = table_threads(&bytes).unwrap();
+        threads.dedup();
+        let mut want: Vec<u32> = t.entries.iter().map(|e| e.thread).collect();
+        want.dedup();
+        assert_eq!(threads, want);
+        let empty = Table::default();
+        assert_eq!(decode_table(&encode_table(&empty)).unwrap(), empty);
+        for cut in 0..bytes.len().min(300) {
+            let _ = decode_table(&bytes[..cut]);
+        }
+        let mut y = 5;
+        for _ in 0..500 {
+            let mut b = bytes.clone();
+            let i = (lcg(&mut y) as usize) % b.len();
+            b[i] ^= 1 << (lcg(&mut y) % 8);
+            let _ = decode_table(&b);
+        }
+    }
+
+    #[test]
+    fn dictionary_records_roundtrip() {
+        let f = Frame::user("ƒoo::bär<Ω>", "libß.so");
+        assert_eq!(decode_frame(&encode_frame(&f)).unwrap(), f);
+        let k = Frame::kernel("do_idle");
+        assert_eq!(decode_frame(&encode_frame(&k)).unwrap(), k);
+        assert_eq!(decode_comm(&encode_comm("swapper/0")).unwrap(), "swapper/0");
+        assert_eq!(decode_stack(&encode_stack(&[1, 2, u32::MAX])).unwrap(), vec![1, 2, u32::MAX]);
+        assert_eq!(decode_stack(&encode_stack(&[])).unwrap(), Vec::<u32>::new());
+        let t = ThreadRec { pid: u32::MAX, tid: 0, comm: 7, cgroup: u64::MAX };
+        assert_eq!(decode_thread(&encode_thread(&t)).unwrap(), t);
+    }
+}

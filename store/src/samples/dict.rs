@@ -1,0 +1,290 @@
+//! The stack, frame, comm and thread dictionaries, and their in-memory cache.
+//!
+//! Stored as `d` records (`d f id` → frame, `d c id` → comm, `d s id` → frame ids, leaf
+//! first, `d t id` → thread: pid, tid, comm id, cgroup id). Ids are dense and allocated from counters in the sample totals, in order of first
+//! appearance, so the popular stacks (seen first) get the smallest ids and the cheapest codes
+//! in blocks and tables. Identity is by content: the cache maps content to id with a fast hash
+//! and exact comparison, so two different stacks never share an id whatever their hash.
+//!
+//! The cache is loaded whole on first use (one prefix scan; a few MB even for 100k stacks) and
+//! then kept in step by the writer: new entries of a batch are *staged* while the batch is
+//! built and enter the cache only after the sled batch carrying them was applied, so a failed
+//! write never leaves ids in memory that are not on disk. The sweep ([`super`]'s GC) removes
+//! entries from both. Ids are never reused.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+
+use super::codec::ThreadRec;
+use super::model::Frame;
+
+/// FxHash-style hasher (fast on short strings), seeded per process.
+#[derive(Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+const SEED_MUL: u64 = 0xf135_7aea_2e62_a9c5;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, v: u64) {
+        self.hash = self.hash.wrapping_add(v).wrapping_mul(SEED_MUL);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b) ^ ((rest.len() as u64) << 59));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash.rotate_left(26)
+    }
+}
+
+/// Builds [`FxHasher`]s from a per-process random seed.
+#[derive(Clone, Copy)]
+pub struct FxBuild(u64);
+
+impl Default for FxBuild {
+    fn default() -> Self {
+        static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        FxBuild(*SEED.get_or_init(|| std::collections::hash_map::RandomState::new().hash_one(0u64)))
+    }
+}
+
+impl BuildHasher for FxBuild {
+    type Hasher = FxHasher;
+    fn build_hasher(&self) -> FxHasher {
+        FxHasher { hash: self.0 }
+    }
+}
+
+pub type FxMap<K, V> = HashMap<K, V, FxBuild>;
+
+/// The in-memory copy of the dictionaries.
+#[derive(Default)]
+pub struct Dict {
+    pub loaded: bool,
+    pub frames: Vec<Option<Frame>>,
+    pub frame_ids: FxMap<Frame, u32>,
+    pub comms: Vec<Option<String>>,
+    pub comm_ids: FxMap<String, u32>,
+    pub stacks: Vec<Option<Arc<[u32]>>>,
+    pub stack_ids: FxMap<Arc<[u32]>, u32>,
+    pub threads: Vec<Option<ThreadRec>>,
+    pub thread_ids: FxMap<ThreadRec, u32>,
+}
+
+fn put<T>(v: &mut Vec<Option<T>>, id: u32, x: T) {
+    let i = id as usize;
+    if v.len() <= i {
+        v.resize_with(i + 1, || None);
+    }
+    v[i] = Some(x);
+}
+
+impl Dict {
+    pub fn insert_frame(&mut self, id: u32, f: Frame) {
+        self.frame_ids.insert(f.clone(), id);
+        put(&mut self.frames, id, f);
+    }
+    pub fn insert_comm(&mut self, id: u32, c: String) {
+        self.comm_ids.insert(c.clone(), id);
+        put(&mut self.comms, id, c);
+    }
+    pub fn insert_stack(&mut self, id: u32, s: Arc<[u32]>) {
+        self.stack_ids.insert(s.clone(), id);
+        put(&mut self.stacks, id, s);
+    }
+    pub fn insert_thread(&mut self, id: u32, t: ThreadRec) {
+        self.thread_ids.insert(t, id);
+        put(&mut self.threads, id, t);
+    }
+    pub fn remove_thread(&mut self, id: u32) {
+        if let Some(t) = self.threads.get_mut(id as usize).and_then(Option::take) {
+            self.thread_ids.remove(&t);
+        }
+    }
+    pub fn thread(&self, id: u32) -> Option<&ThreadRec> {
+        self.threads.get(id as usize)?.as_ref()
+    }
+    pub fn remove_frame(&mut self, id: u32) {
+        if let Some(f) = self.frames.get_mut(id as usize).and_then(Option::take) {
+            self.frame_ids.remove(&f);
+        }
+    }
+    pub fn remove_comm(&mut self, id: u32) {
+        if let Some(c) = self.comms.get_mut(id as usize).and_then(Option::take) {
+            self.comm_ids.remove(&c);
+        }
+    }
+    pub fn remove_stack(&mut self, id: u32) {
+        if let Some(s) = self.stacks.get_mut(id as usize).and_then(Option::take) {
+            self.stack_ids.remove(&s);
+        }
+    }
+    pub fn frame(&self, id: u32) -> Option<&Frame> {
+        self.frames.get(id as usize)?.as_ref()
+    }
+    pub fn comm(&self, id: u32) -> Option<&str> {
+        self.comms.get(id as usize)?.as_deref()
+    }
+    pub fn stack(&self, id: u32) -> Option<&Arc<[u32]>> {
+        self.stacks.get(id as usize)?.as_ref()
+    }
+}
+
+/// Dictionary entries a batch adds, not yet in the cache.
+pub struct Staged {
+    pub frames: Vec<(u32, Frame)>,
+    frame_ids: FxMap<Frame, u32>,
+    pub comms: Vec<(u32, String)>,
+    comm_ids: FxMap<String, u32>,
+    pub stacks: Vec<(u32, Arc<[u32]>)>,
+    stack_ids: FxMap<Arc<[u32]>, u32>,
+    pub threads: Vec<(u32, ThreadRec)>,
+    thread_ids: FxMap<ThreadRec, u32>,
+    pub next_frame: u64,
+    pub next_comm: u64,
+    pub next_stack: u64,
+    pub next_thread: u64,
+}
+
+impl Staged {
+    pub fn new(next_frame: u64, next_comm: u64, next_stack: u64, next_thread: u64) -> Staged {
+        Staged {
+            frames: Vec::new(),
+            frame_ids: FxMap::default(),
+            comms: Vec::new(),
+            comm_ids: FxMap::default(),
+            stacks: Vec::new(),
+            stack_ids: FxMap::default(),
+            threads: Vec::new(),
+            thread_ids: FxMap::default(),
+            next_frame,
+            next_comm,
+            next_stack,
+            next_thread,
+        }
+    }
+
+    fn alloc(next: &mut u64, what: &str) -> Result<u32, String> {
+        let id = u32::try_from(*next).map_err(|_| format!("{what} dictionary is full (2^32 ids used)"))?;
+        *next += 1;
+        Ok(id)
+    }
+
+    pub fn frame_id(&mut self, dict: &Dict, f: &Frame) -> Result<u32, String> {
+        if let Some(&id) = dict.frame_ids.get(f).or_else(|| self.frame_ids.get(f)) {
+            return Ok(id);
+        }
+        let id = Self::alloc(&mut self.next_frame, "frame")?;
+        self.frame_ids.insert(f.clone(), id);
+        self.frames.push((id, f.clone()));
+        Ok(id)
+    }
+
+    pub fn comm_id(&mut self, dict: &Dict, c: &str) -> Result<u32, String> {
+        if let Some(&id) = dict.comm_ids.get(c).or_else(|| self.comm_ids.get(c)) {
+            return Ok(id);
+        }
+        let id = Self::alloc(&mut self.next_comm, "comm")?;
+        self.comm_ids.insert(c.to_owned(), id);
+        self.comms.push((id, c.to_owned()));
+        Ok(id)
+    }
+
+    pub fn stack_id(&mut self, dict: &Dict, frames: &[u32]) -> Result<u32, String> {
+        if let Some(&id) = dict.stack_ids.get(frames).or_else(|| self.stack_ids.get(frames)) {
+            return Ok(id);
+        }
+        let id = Self::alloc(&mut self.next_stack, "stack")?;
+        let s: Arc<[u32]> = frames.into();
+        self.stack_ids.insert(s.clone(), id);
+        self.stacks.push((id, s));
+        Ok(id)
+    }
+
+    pub fn thread_id(&mut self, dict: &Dict, t: &ThreadRec) -> Result<u32, String> {
+        if let Some(&id) = dict.thread_ids.get(t).or_else(|| self.thread_ids.get(t)) {
+            return Ok(id);
+        }
+        let id = Self::alloc(&mut self.next_thread, "thread")?;
+        self.thread_ids.insert(*t, id);
+        self.threads.push((id, *t));
+        Ok(id)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty() && self.comms.is_empty() && self.stacks.is_empty() && self.threads.is_empty()
+    }
+
+    /// Moves the staged entries into the cache (after they were written).
+    pub fn commit(self, dict: &mut Dict) {
+        for (id, f) in self.frames {
+            dict.insert_frame(id, f);
+        }
+        for (id, c) in self.comms {
+            dict.insert_comm(id, c);
+        }
+        for (id, s) in self.stacks {
+            dict.insert_stack(id, s);
+        }
+        for (id, t) in self.threads {
+            dict.insert_thread(id, t);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staged_ids_dedup_against_cache_and_themselves() {
+        let mut dict = Dict::default();
+        dict.insert_frame(0, Frame::kernel("a"));
+        let mut st = Staged::new(1, 0, 0, 0);
+        assert_eq!(st.frame_id(&dict, &Frame::kernel("a")).unwrap(), 0);
+        assert_eq!(st.frame_id(&dict, &Frame::user("a", "")).unwrap(), 1);
+        assert_eq!(st.frame_id(&dict, &Frame::user("a", "")).unwrap(), 1);
+        assert_eq!(st.stack_id(&dict, &[0, 1]).unwrap(), 0);
+        assert_eq!(st.stack_id(&dict, &[1, 0]).unwrap(), 1);
+        assert_eq!(st.stack_id(&dict, &[]).unwrap(), 2);
+        assert_eq!(st.stack_id(&dict, &[0, 1]).unwrap(), 0);
+        st.commit(&mut dict);
+        assert_eq!(dict.stack_ids.get(&[1u32, 0][..]), Some(&1));
+        assert_eq!(dict.frame(1), Some(&Frame::user("a", "")));
+        dict.remove_stack(1);
+        assert!(dict.stack(1).is_none() && !dict.stack_ids.contains_key(&[1u32, 0][..]));
+    }
+}

@@ -1,0 +1,274 @@
+//! Reading samples back: profiles, raw samples, PIDs.
+
+use std::collections::BTreeSet;
+
+use super::codec::{BatchRow, Entry, Table, ThreadRec};
+use super::dict::{Dict, FxMap};
+use super::model::{Frame, Profile, ProfileQuery, StackSample};
+use super::{check_range, dict};
+use crate::{Inner, StoreError, TimeRange};
+
+/// How a batch meets the query range.
+enum Cut {
+    /// Wholly inside: count from the table (or whole blocks) without decoding times.
+    Inside,
+    /// Partly inside: decode times and keep those in range.
+    Partial,
+}
+
+impl Inner {
+    /// Calls `each(start, id, row, cut)` for every batch that may hold samples in `range`,
+    /// and `lost(row)` for every batch whose time is in `range`.
+    fn overlapping(
+        &self,
+        range: TimeRange,
+        mut lost: impl FnMut(&BatchRow),
+        mut each: impl FnMut(u64, u64, &BatchRow, Cut) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        check_range(range)?;
+        let TimeRange { from_unix_ns: from, to_unix_ns: to } = range;
+        let span = self.sample_totals()?.max_span_ns;
+        self.for_each_batch(from.saturating_sub(span), to, |start, id, row| {
+            if range.contains(start) {
+                lost(row);
+            }
+            if row.samples == 0 || row.end < from {
+                return Ok(());
+            }
+            let cut = if from <= start && row.end < to { Cut::Inside } else { Cut::Partial };
+            each(start, id, row, cut)
+        })
+    }
+
+    /// Calls `visit(entry, count)` for every batch-table entry with samples in `range`
+    /// (on `cpu` only, if given); the same entry may be visited once per batch or block.
+    fn visit_counts(
+        &self,
+        range: TimeRange,
+        cpu: Option<u32>,
+        mut lost: impl FnMut(&BatchRow),
+        mut visit: impl FnMut(&Entry, u64),
+    ) -> Result<(), StoreError> {
+        let mut tally: Vec<u64> = Vec::new();
+        self.overlapping(range, &mut lost, |start, id, row, cut| {
+            let one;
+            let cpus: &[u32] = match cpu {
+                Some(c) if row.cpus.binary_search(&c).is_err() => return Ok(()),
+                Some(c) => {
+                    one = [c];
+                    &one
+                }
+                None => &row.cpus,
+            };
+            let table: Table = self.read_table(start, id)?;
+            if cpu.is_none() && matches!(cut, Cut::Inside) {
+                for (e, &n) in table.entries.iter().zip(&table.counts) {
+                    visit(e, n);
+                }
+                return Ok(());
+            }
+            tally.clear();
+            tally.resize(table.entries.len(), 0);
+            let with_times = matches!(cut, Cut::Partial);
+            for &c in cpus {
+                let block = self.read_block(start, c, id, &table, with_times)?;
+                if with_times {
+                    for (&t, &e) in block.times.iter().zip(&block.entries) {
+                        if range.contains(t) {
+                            tally[e as usize] += 1;
+                        }
+                    }
+                } else {
+                    for &e in &block.entries {
+                        tally[e as usize] += 1;
+                    }
+                }
+            }
+            for (e, &n) in table.entries.iter().zip(&tally) {
+                if n > 0 {
+                    visit(e, n);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    pub(crate) fn profile(&self, q: &ProfileQuery) -> Result<Profile, StoreError> {
+        check_range(q.range)?;
+        let _r = self.read_lock();
+        self.ensure_dict()?;
+        let d = self.dict_read();
+        let filter = Filter::new(q, &d);
+        let mut per_stack: Vec<u64> = Vec::new();
+        let (mut lost, mut samples) = (0u64, 0u64);
+        self.visit_counts(
+            q.range,
+            q.cpu,
+            |row| lost += row.lost,
+            |e, n| {
+                if filter.wants(e) {
+                    let s = e.stack as usize;
+                    if per_stack.len() <= s {
+                        per_stack.resize(s + 1, 0);
+                    }
+                    per_stack[s] += n;
+                    samples += n;
+                }
+            },
+        )?;
+        let mut profile = Profile { samples, lost, stacks: Vec::new() };
+        for (stack, &n) in per_stack.iter().enumerate() {
+            if n > 0 {
+                profile.stacks.push((self.frames_of(&d, stack as u32)?, n));
+            }
+        }
+        Ok(profile)
+    }
+
+    pub(crate) fn pids(&self, range: TimeRange) -> Result<BTreeSet<u32>, StoreError> {
+        check_range(range)?;
+        let _r = self.read_lock();
+        self.ensure_dict()?;
+        let d = self.dict_read();
+        let mut seen: Vec<bool> = Vec::new();
+        let mut mark = |t: u32| {
+            let t = t as usize;
+            if seen.len() <= t {
+                seen.resize(t + 1, false);
+            }
+            seen[t] = true;
+        };
+        self.overlapping(
+            range,
+            |_| {},
+            |start, id, row, cut| {
+                if matches!(cut, Cut::Inside) {
+                    // Wholly inside: the table's thread columns are enough.
+                    let what = || format!("sample batch {id} table");
+                    let v = self
+                        .runs
+                        .get(crate::keys::batch_key(crate::keys::TABLE, start, id))
+                        .map_err(|e| self.storage("read a sample batch table", e))?
+                        .ok_or_else(|| self.corrupt(what(), "missing".into()))?;
+                    let threads = super::codec::table_threads(&v).map_err(|d| self.corrupt(what(), d))?;
+                    threads.into_iter().for_each(&mut mark);
+                    return Ok(());
+                }
+                let table = self.read_table(start, id)?;
+                for &cpu in &row.cpus {
+                    let block = self.read_block(start, cpu, id, &table, true)?;
+                    for (&t, &e) in block.times.iter().zip(&block.entries) {
+                        if range.contains(t) {
+                            mark(table.entries[e as usize].thread);
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        let threads = seen.iter().enumerate().filter(|(_, s)| **s).map(|(t, _)| t as u32);
+        threads.map(|t| Ok(self.thread(&d, t)?.pid)).collect()
+    }
+
+    fn thread<'d>(&self, d: &'d Dict, id: u32) -> Result<&'d ThreadRec, StoreError> {
+        d.thread(id).ok_or_else(|| self.missing("thread", id))
+    }
+
+    pub(crate) fn samples(&self, q: &ProfileQuery) -> Result<Vec<StackSample>, StoreError> {
+        check_range(q.range)?;
+        let _r = self.read_lock();
+        self.ensure_dict()?;
+        let d = self.dict_read();
+        let filter = Filter::new(q, &d);
+        let mut out = Vec::new();
+        let mut frames_of: FxMap<u32, Vec<Frame>> = FxMap::default();
+        self.overlapping(
+            q.range,
+            |_| {},
+            |start, id, row, _| {
+                let table = self.read_table(start, id)?;
+                for &cpu in &row.cpus {
+                    if q.cpu.is_some_and(|c| c != cpu) {
+                        continue;
+                    }
+                    let block = self.read_block(start, cpu, id, &table, true)?;
+                    for (&t, &e) in block.times.iter().zip(&block.entries) {
+                        let e = &table.entries[e as usize];
+                        if !q.range.contains(t) || !filter.wants(e) {
+                            continue;
+                        }
+                        let th = self.thread(&d, e.thread)?;
+                        let comm = d.comm(th.comm).ok_or_else(|| self.missing("comm", th.comm))?;
+                        out.push(StackSample {
+                            time_unix_ns: t,
+                            cpu,
+                            pid: th.pid,
+                            tid: th.tid,
+                            comm: comm.to_owned(),
+                            cgroup_id: th.cgroup,
+                            idle: e.idle,
+                            frames: self.resolve_stack(&d, e.stack, &mut frames_of)?,
+                        });
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        out.sort_by_key(|s| (s.time_unix_ns, s.cpu));
+        Ok(out)
+    }
+
+    fn missing(&self, what: &str, id: u32) -> StoreError {
+        self.corrupt(format!("sample dictionary {what} {id}"), "referenced but missing".into())
+    }
+
+    fn frames_of(&self, d: &Dict, id: u32) -> Result<Vec<Frame>, StoreError> {
+        let ids = d.stack(id).ok_or_else(|| self.missing("stack", id))?;
+        ids.iter().map(|&f| d.frame(f).cloned().ok_or_else(|| self.missing("frame", f))).collect()
+    }
+
+    /// [`Self::frames_of`], remembered per query (raw samples repeat stacks).
+    fn resolve_stack(&self, d: &Dict, id: u32, memo: &mut FxMap<u32, Vec<Frame>>) -> Result<Vec<Frame>, StoreError> {
+        if let Some(f) = memo.get(&id) {
+            return Ok(f.clone());
+        }
+        let frames = self.frames_of(d, id)?;
+        memo.insert(id, frames.clone());
+        Ok(frames)
+    }
+}
+
+/// The per-entry part of a query (time and CPU are handled by the scan).
+struct Filter<'d> {
+    dict: &'d Dict,
+    pid: Option<u32>,
+    /// `Some(None)`: a comm was asked for that no sample ever had.
+    comm: Option<Option<u32>>,
+    include_idle: bool,
+}
+
+impl<'d> Filter<'d> {
+    fn new(q: &ProfileQuery, d: &'d dict::Dict) -> Filter<'d> {
+        Filter {
+            dict: d,
+            pid: q.pid,
+            comm: q.comm.as_ref().map(|c| d.comm_ids.get(c.as_str()).copied()),
+            include_idle: q.include_idle,
+        }
+    }
+
+    /// Whether the entry's samples are wanted. An entry whose thread is missing from the
+    /// dictionary is wanted only by queries without pid or comm (the corruption then surfaces
+    /// when the sample is resolved, or in `verify`).
+    #[inline]
+    fn wants(&self, e: &Entry) -> bool {
+        if !self.include_idle && e.idle {
+            return false;
+        }
+        if self.pid.is_none() && self.comm.is_none() {
+            return true;
+        }
+        let Some(t) = self.dict.thread(e.thread) else { return false };
+        self.pid.is_none_or(|p| p == t.pid) && self.comm.is_none_or(|c| c == Some(t.comm))
+    }
+}

@@ -1,0 +1,195 @@
+//! The sample part of [`crate::Store::verify`]: every batch whole, every block decodable and
+//! consistent with its batch table, every referenced dictionary entry present, totals exact.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::codec::{self, BatchRow};
+use crate::keys::{self, SampleTotals};
+use crate::{Inner, StoreError, VerifyReport};
+
+#[derive(Default)]
+struct BatchSeen {
+    meta: Option<BatchRow>,
+    table: bool,
+    cpus: Vec<u32>,
+    bytes: u64,
+}
+
+/// Sample records met during the verify scan.
+#[derive(Default)]
+pub(crate) struct SampleSeen {
+    batches: BTreeMap<(u64, u64), BatchSeen>,
+    frames: HashSet<u32>,
+    comms: HashSet<u32>,
+    stacks: BTreeMap<u32, Vec<u32>>,
+    threads: BTreeMap<u32, codec::ThreadRec>,
+    dict_bytes: u64,
+    totals: Option<SampleTotals>,
+}
+
+impl SampleSeen {
+    /// Takes the record if it is a sample record; `false` if it is not one.
+    pub(crate) fn observe(&mut self, k: &[u8], v: &[u8], report: &mut VerifyReport) -> bool {
+        let size = (k.len() + v.len()) as u64;
+        match k.first().copied() {
+            Some(kind @ (keys::BATCH | keys::TABLE)) if k.len() == 17 => {
+                let (start, id) = keys::parse_batch_key(k).unwrap_or_default();
+                let seen = self.batches.entry((start, id)).or_default();
+                seen.bytes += size;
+                if kind == keys::TABLE {
+                    seen.table = true;
+                } else {
+                    match codec::decode_batch(v) {
+                        Ok(row) => seen.meta = Some(row),
+                        Err(d) => report.problems.push(format!("sample batch {id} metadata: {d}")),
+                    }
+                }
+                true
+            }
+            Some(keys::BLOCK) if k.len() == 21 => {
+                let (start, cpu, id) = keys::parse_block_key(k).unwrap_or_default();
+                let seen = self.batches.entry((start, id)).or_default();
+                seen.bytes += size;
+                seen.cpus.push(cpu);
+                true
+            }
+            Some(keys::DICT) if k.len() == 6 => {
+                self.dict_bytes += size;
+                let (kind, id) = keys::parse_dict_key(k).unwrap_or_default();
+                let ok = match kind {
+                    keys::DICT_FRAME => codec::decode_frame(v).map(|_| self.frames.insert(id)),
+                    keys::DICT_COMM => codec::decode_comm(v).map(|_| self.comms.insert(id)),
+                    keys::DICT_STACK => codec::decode_stack(v).map(|s| self.stacks.insert(id, s).is_none()),
+                    keys::DICT_THREAD => codec::decode_thread(v).map(|t| self.threads.insert(id, t).is_none()),
+                    _ => Err("unknown kind".into()),
+                };
+                if let Err(d) = ok {
+                    report.problems.push(format!("sample dictionary entry {}/{id}: {d}", kind as char));
+                }
+                true
+            }
+            _ if k == keys::SAMPLE_TOTALS => {
+                match SampleTotals::decode(v) {
+                    Some(t) => self.totals = Some(t),
+                    None => report.problems.push("sample totals record does not decode".into()),
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Cross-checks everything seen. Reads tables and blocks again, one batch at a time.
+    pub(crate) fn finish(self, inner: &Inner, report: &mut VerifyReport) -> Result<(), StoreError> {
+        let totals = self.totals.unwrap_or_default();
+        let p = &mut report.problems;
+        for (id, stack) in &self.stacks {
+            if let Some(f) = stack.iter().find(|f| !self.frames.contains(f)) {
+                p.push(format!("sample stack {id} refers to missing frame {f}"));
+            }
+        }
+        for (id, t) in &self.threads {
+            if !self.comms.contains(&t.comm) {
+                p.push(format!("sample thread {id} refers to missing comm {}", t.comm));
+            }
+        }
+        let mut max_span = 0;
+        for (&(start, id), seen) in &self.batches {
+            let Some(meta) = &seen.meta else {
+                p.push(format!("sample batch {id}: records without metadata (half-written or half-deleted)"));
+                continue;
+            };
+            report.sample_batches += 1;
+            report.samples += meta.samples;
+            report.sample_bytes += meta.stored_bytes;
+            max_span = max_span.max(meta.end.saturating_sub(start));
+            if seen.bytes != meta.stored_bytes {
+                p.push(format!(
+                    "sample batch {id}: records take {} bytes, metadata says {}",
+                    seen.bytes, meta.stored_bytes
+                ));
+            }
+            if seen.cpus != meta.cpus {
+                p.push(format!(
+                    "sample batch {id}: metadata lists cpus {:?}, blocks exist for {:?}",
+                    meta.cpus, seen.cpus
+                ));
+            }
+            if meta.samples == 0 {
+                if seen.table {
+                    p.push(format!("sample batch {id}: a table but no samples"));
+                }
+                continue;
+            }
+            if !seen.table {
+                p.push(format!("sample batch {id}: no table"));
+                continue;
+            }
+            let table = match inner.read_table(start, id) {
+                Ok(t) => t,
+                Err(e) => {
+                    p.push(e.to_string());
+                    continue;
+                }
+            };
+            for e in &table.entries {
+                if !self.stacks.contains_key(&e.stack) {
+                    p.push(format!("sample batch {id} refers to missing stack {}", e.stack));
+                }
+                if !self.threads.contains_key(&e.thread) {
+                    p.push(format!("sample batch {id} refers to missing thread {}", e.thread));
+                }
+            }
+            if table.counts.iter().sum::<u64>() != meta.samples {
+                p.push(format!("sample batch {id}: table counts do not add up to {} samples", meta.samples));
+            }
+            let mut tally = vec![0u64; table.entries.len()];
+            for &cpu in &seen.cpus {
+                match inner.read_block(start, cpu, id, &table, true) {
+                    Ok(b) => {
+                        if b.times.first().is_some_and(|&t| t < start) || b.times.last().is_some_and(|&t| t > meta.end)
+                        {
+                            p.push(format!("sample batch {id} cpu {cpu}: times outside the batch"));
+                        }
+                        b.entries.iter().for_each(|&e| tally[e as usize] += 1);
+                    }
+                    Err(e) => p.push(e.to_string()),
+                }
+            }
+            if tally != table.counts {
+                p.push(format!("sample batch {id}: blocks disagree with the table's counts"));
+            }
+        }
+        let dict_counts =
+            (self.stacks.len() as u64, self.frames.len() as u64, self.comms.len() as u64, self.threads.len() as u64);
+        let counted = (report.sample_batches, report.samples, report.sample_bytes, self.dict_bytes, dict_counts);
+        let recorded = (
+            totals.batches,
+            totals.samples,
+            totals.batch_bytes,
+            totals.dict_bytes,
+            (totals.stacks, totals.frames, totals.comms, totals.threads),
+        );
+        if counted != recorded {
+            p.push(format!(
+                "sample totals say (batches, samples, batch bytes, dictionary bytes, (stacks, frames, comms, threads)) = \
+                 {recorded:?}, records add up to {counted:?}"
+            ));
+        }
+        let over = |ids: &mut dyn Iterator<Item = &u32>, next: u64| ids.map(|&i| u64::from(i)).max() >= Some(next);
+        if over(&mut self.stacks.keys(), totals.next_stack)
+            || over(&mut self.frames.iter(), totals.next_frame)
+            || over(&mut self.comms.iter(), totals.next_comm)
+            || over(&mut self.threads.keys(), totals.next_thread)
+        {
+            p.push("a sample dictionary id is not below its counter (ids could be reused)".into());
+        }
+        if max_span > totals.max_span_ns {
+            p.push(format!(
+                "a sample batch spans {max_span} ns, more than the recorded maximum {}",
+                totals.max_span_ns
+            ));
+        }
+        Ok(())
+    }
+}

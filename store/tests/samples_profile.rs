@@ -1,0 +1,161 @@
+//! `profile()`, `samples()` and `pids()` against a brute-force computation over the samples
+//! written: every filter, half-open ranges, ranges cutting batches, overlapping batches.
+
+mod common;
+
+use common::samples::*;
+use common::*;
+use loupe_store::{Frame, ProfileQuery, Retention, StackSample, Store, TimeRange};
+use rand::Rng;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Store,
+    all: Vec<StackSample>,
+    batches: Vec<(u64, u64)>,
+}
+
+/// 8 batches of 10 s on 6 CPUs, lost counts on some, written out of time order, plus one
+/// late batch whose samples overlap the others' time span.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let mut synth = Synth::new(7, SynthParams::small(6), T0);
+    let mut pending = Vec::new();
+    for i in 0..8u64 {
+        let mut b = Vec::new();
+        synth.next_batch(100, &mut b);
+        pending.push((b, if i % 3 == 0 { i + 1 } else { 0 }));
+    }
+    // A straggler batch spanning the middle of the others (e.g. a CPU drained late).
+    let mut late = Vec::new();
+    let mut synth2 = Synth::new(8, SynthParams::small(2), T0 + 15 * SEC);
+    synth2.next_batch(300, &mut late);
+    for s in &mut late {
+        s.cpu += 2; // same CPUs as other batches
+    }
+    pending.push((late, 4));
+    let order = [3usize, 0, 8, 1, 7, 2, 6, 5, 4];
+    let mut all = Vec::new();
+    let mut batches = Vec::new();
+    for &i in &order {
+        let (b, lost) = &pending[i];
+        let meta = store.put_samples(b, *lost, T0).unwrap();
+        batches.push((meta.start_unix_ns, *lost));
+        all.extend(b.iter().cloned());
+    }
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    Fixture { _dir: dir, store, all, batches }
+}
+
+#[test]
+fn profile_matches_brute_force_for_every_filter() {
+    let f = fixture();
+    let min = f.all.iter().map(|s| s.time_unix_ns).min().unwrap();
+    let max = f.all.iter().map(|s| s.time_unix_ns).max().unwrap();
+    let mut rng = rng(9);
+    // Popular and unpopular pids and comms, and ones that never occur.
+    let pids: Vec<u32> = vec![f.all[0].pid, f.all[f.all.len() / 2].pid, f.all[17].pid, 0, 999_999_999];
+    let comms: Vec<String> = vec![f.all[3].comm.clone(), f.all[f.all.len() - 1].comm.clone(), "nope".into()];
+    let mut ranges: Vec<TimeRange> = vec![
+        TimeRange::ALL,
+        TimeRange::new(min, max + 1).unwrap(),
+        TimeRange::new(min, max).unwrap(), // excludes the very last sample
+        TimeRange::new(min + 1, max + 1).unwrap(),
+        TimeRange::new(T0 + 10 * SEC, T0 + 20 * SEC).unwrap(),
+        TimeRange::new(T0 + 25 * SEC, T0 + 25 * SEC).unwrap(),
+        TimeRange::new(0, min).unwrap(),
+    ];
+    // Ranges at exact sample times (half-open edges) and random cuts.
+    for _ in 0..25 {
+        let a = f.all[rng.random_range(0..f.all.len())].time_unix_ns;
+        let b = f.all[rng.random_range(0..f.all.len())].time_unix_ns;
+        ranges.push(TimeRange::new(a.min(b), a.max(b)).unwrap());
+        let c = rng.random_range(min - SEC..max + SEC);
+        ranges.push(TimeRange::new(c, c + rng.random_range(0..30 * SEC)).unwrap());
+    }
+    let mut checked = 0;
+    let mut nonzero = 0;
+    for (ri, range) in ranges.iter().enumerate() {
+        for include_idle in [false, true] {
+            let mut queries = vec![ProfileQuery { include_idle, ..ProfileQuery::range(*range) }];
+            for &p in &pids {
+                queries.push(ProfileQuery { pid: Some(p), include_idle, ..ProfileQuery::range(*range) });
+            }
+            for c in &comms {
+                queries.push(ProfileQuery { comm: Some(c.clone()), include_idle, ..ProfileQuery::range(*range) });
+            }
+            for cpu in [0u32, 3, 5, 6] {
+                queries.push(ProfileQuery { cpu: Some(cpu), include_idle, ..ProfileQuery::range(*range) });
+            }
+            if ri % 5 == 0 {
+                queries.push(ProfileQuery {
+                    pid: Some(pids[0]),
+                    comm: Some(f.all[0].comm.clone()),
+                    cpu: Some(f.all[0].cpu),
+                    include_idle,
+                    range: *range,
+                });
+            }
+            for q in &queries {
+                let want = brute_profile(&f.all, &f.batches, q);
+                let got = normalized(f.store.profile(q).unwrap());
+                assert_eq!(got.samples, want.samples, "{q:?}");
+                assert_eq!(got.lost, want.lost, "{q:?}");
+                assert_eq!(got, want, "{q:?}");
+                checked += 1;
+                nonzero += usize::from(want.samples > 0);
+            }
+        }
+    }
+    assert!(checked > 500 && nonzero > 200, "{checked} queries, {nonzero} with samples");
+}
+
+#[test]
+fn samples_and_pids_match_brute_force() {
+    let f = fixture();
+    let all_pids: std::collections::BTreeSet<u32> = f.all.iter().map(|s| s.pid).collect();
+    assert_eq!(f.store.pids(TimeRange::ALL).unwrap(), all_pids);
+    let mut rng = rng(10);
+    for _ in 0..30 {
+        let a = f.all[rng.random_range(0..f.all.len())].time_unix_ns;
+        let range = TimeRange::new(a, a + rng.random_range(0..20 * SEC)).unwrap();
+        let cpu = if rng.random_bool(0.5) { Some(rng.random_range(0..6)) } else { None };
+        let q = ProfileQuery { cpu, include_idle: rng.random_bool(0.5), ..ProfileQuery::range(range) };
+        let mut want: Vec<StackSample> = f.all.iter().filter(|s| matches(s, &q)).cloned().collect();
+        sort_samples(&mut want);
+        let got = f.store.samples(&q).unwrap();
+        assert!(got.windows(2).all(|w| (w[0].time_unix_ns, w[0].cpu) <= (w[1].time_unix_ns, w[1].cpu)));
+        let mut got = got;
+        sort_samples(&mut got);
+        assert_eq!(got, want, "{q:?}");
+
+        let want_pids: std::collections::BTreeSet<u32> =
+            f.all.iter().filter(|s| range.contains(s.time_unix_ns)).map(|s| s.pid).collect();
+        assert_eq!(f.store.pids(range).unwrap(), want_pids, "{range:?}");
+    }
+}
+
+#[test]
+fn profile_aggregates_identical_stacks_across_batches_and_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let hot = vec![Frame::user("hot_loop", "app"), Frame::user("main", "app")];
+    let cold = vec![Frame::kernel("read"), Frame::user("main", "app")];
+    for b in 0..5u64 {
+        let batch: Vec<StackSample> = (0..40u64)
+            .map(|i| {
+                let frames = if i % 4 == 0 { cold.clone() } else { hot.clone() };
+                sample(T0 + b * 10 * SEC + i * 100_000_000, (i % 8) as u32, 77, "app", frames)
+            })
+            .collect();
+        store.put_samples(&batch, 1, T0).unwrap();
+    }
+    let p = normalized(store.profile(&ProfileQuery::range(TimeRange::ALL)).unwrap());
+    assert_eq!(p.samples, 200);
+    assert_eq!(p.lost, 5);
+    let mut want = vec![(hot, 150), (cold, 50)];
+    want.sort();
+    assert_eq!(p.stacks, want);
+}
