@@ -16,6 +16,9 @@ use crate::{symbolize::Symbolizer, timearg::now_unix_ns};
 
 /// How often collected samples are written to the store.
 pub const BATCH_EVERY: Duration = Duration::from_secs(10);
+/// How often the ring buffer is drained (sooner if it fills a quarter): short enough that most
+/// sampled processes are still alive to be symbolized, long enough to cost nothing.
+pub const DRAIN_EVERY: Duration = Duration::from_millis(500);
 
 /// What a collection did.
 #[derive(Clone, Copy, Debug, Default)]
@@ -47,7 +50,7 @@ impl StackCollector {
         let mut last_write = Instant::now();
         loop {
             let done = stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);
-            let wait = if done { Duration::ZERO } else { Duration::from_millis(200) };
+            let wait = if done { Duration::ZERO } else { DRAIN_EVERY };
             self.sampler.drain(&mut self.raw, wait)?;
             for raw in self.raw.drain(..) {
                 self.batch.push(symbolizer.sample(&raw));

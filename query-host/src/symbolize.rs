@@ -103,8 +103,11 @@ impl Symbolizer {
                 if self.vmas_cached.insert(pid) {
                     let _ = self.blazesym.cache(&cache::Cache::Process(cache::Process::new(Pid::from(pid))));
                 }
-                self.blazesym
-                    .symbolize(&Source::Process(source::Process::new(Pid::from(pid))), Input::AbsAddr(&missing))
+                let mut process = source::Process::new(Pid::from(pid));
+                // ELF symbols name functions; DWARF (inlined frames, lines) would mean inflating
+                // the compressed debug sections of every new binary: most of the sampler's cost.
+                process.debug_syms = false;
+                self.blazesym.symbolize(&Source::Process(process), Input::AbsAddr(&missing))
             };
             let named = named
                 .unwrap_or_else(|_| vec![Symbolized::Unknown(blazesym::symbolize::Reason::Unsupported); missing.len()]);

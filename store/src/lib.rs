@@ -171,7 +171,13 @@ impl Store {
             Fault::Locked => StoreError::Locked { path: path.clone() },
             Fault::Other => StoreError::Open { path: path.clone(), source },
         };
-        let db = sled::Config::new().path(dir).mode(sled::Mode::LowSpace).open().map_err(open_err)?;
+        let db = sled::Config::new()
+            .path(dir)
+            .mode(sled::Mode::LowSpace)
+            // Every put flushes before it returns; sled's own timer would only add wakeups.
+            .flush_every_ms(None)
+            .open()
+            .map_err(open_err)?;
         let trees = (|| {
             let runs = db.open_tree("runs").map_err(open_err)?;
             let meta = db.open_tree("meta").map_err(open_err)?;

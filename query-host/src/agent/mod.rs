@@ -89,7 +89,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
             shutdown.store(true, Ordering::Relaxed);
             break;
         }
-        thread::sleep(Duration::from_millis(250));
+        thread::sleep(Duration::from_millis(500));
     }
     info!("shutting down");
     control::wake(&args.store.data_dir);

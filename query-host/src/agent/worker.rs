@@ -106,7 +106,9 @@ impl Loop {
             .collect();
         while !self.shutdown.load(Ordering::Relaxed) {
             let Some(next) = due.iter().enumerate().min_by_key(|(_, d)| d.0).map(|(i, _)| i) else { return };
-            let wait = due[next].0.saturating_duration_since(Instant::now()).min(Duration::from_millis(100));
+            // Sleeps until the next run is due (a request, or the channel closing at shutdown,
+            // wakes it earlier), re-checking the shutdown flag at least every second.
+            let wait = due[next].0.saturating_duration_since(Instant::now()).min(Duration::from_secs(1));
             match inbox.recv_timeout(wait) {
                 Ok(OnDemand { request, reply }) => {
                     let _ = reply.send(self.one_run(&request).map_err(|e| format!("{e:#}")));

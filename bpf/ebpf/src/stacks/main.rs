@@ -11,7 +11,7 @@
 
 use aya_ebpf::{
     EbpfContext,
-    bindings::BPF_F_USER_STACK,
+    bindings::{BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     helpers::{
         bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
         bpf_get_smp_processor_id, bpf_get_stack, bpf_ktime_get_ns,
@@ -24,8 +24,12 @@ use loupe_bpf_common::stacks::{
     FLAG_IDLE, FLAG_IN_KERNEL, MAX_CGROUP_LEVELS, MAX_KERNEL_FRAMES, MAX_USER_FRAMES, StackEvent,
 };
 
+const RING_BYTES: u32 = 4 << 20;
+const WAKEUP_BYTES: u64 = RING_BYTES as u64 / 4;
+
+/// 4 MiB: about 2,600 samples, over 2 s of a 128-CPU host at 10 Hz between two drains.
 #[map(name = "STACK_EVENTS")]
-static STACK_EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
+static STACK_EVENTS: RingBuf = RingBuf::with_byte_size(RING_BYTES, 0);
 
 #[map(name = "STACK_LOST")]
 static STACK_LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
@@ -85,7 +89,14 @@ pub fn loupe_stacks(ctx: PerfEventContext) -> u32 {
         (*event).user_frames = if user_bytes > 0 { (user_bytes / 8) as u32 } else { 0 };
         (*event).flags = flags;
     }
-    entry.submit(0);
+    // Wake the reader only once a quarter of the buffer is waiting: userspace drains on its own
+    // schedule anyway, and a wakeup per sample would cost more than the sample.
+    let wakeup = if STACK_EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= WAKEUP_BYTES {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        BPF_RB_NO_WAKEUP
+    };
+    entry.submit(wakeup as u64);
     0
 }
 
