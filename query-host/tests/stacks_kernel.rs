@@ -17,10 +17,16 @@ const HZ: f64 = 10.0;
 
 /// Builds the fixture program once per test (cheap) into `dir`.
 fn build_busy(dir: &Path) -> PathBuf {
+    build_busy_with(dir, "busy", &[])
+}
+
+fn build_busy_with(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/busy.c");
-    let out = dir.join("busy");
+    let out = dir.join(name);
     let status = Command::new("cc")
-        .args(["-O2", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .args(["-O2", "-fno-omit-frame-pointer", "-pthread"])
+        .args(extra)
+        .arg("-o")
         .arg(&out)
         .arg(&src)
         .status()
@@ -216,4 +222,22 @@ fn pprof_export_opens_in_go_tool_pprof() {
     // The first row after the header names the top function by flat (self) samples.
     let first = text.lines().skip_while(|l| !l.trim_start().starts_with("flat")).nth(1).unwrap_or("");
     assert!(first.trim_end().ends_with(&top), "go tool pprof -top disagrees:\n{text}");
+}
+
+#[test]
+fn frames_without_symbols_are_kept_as_module_and_offset() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    // Stripped: no symbol table, so loupe_hot_spin has no name to find.
+    let stripped = build_busy_with(dir.path(), "busy-stripped", &["-s"]);
+    let data = dir.path().join("data");
+    let sampler = start_sampling(&data, 3.5, &[]);
+    let out = Command::new(&stripped).args(["spin", "2", "1"]).output().unwrap();
+    let (pid, _) = pid_and_cpu(&out);
+    finish(sampler);
+    let view = profile(&data, &["--pid", &pid]);
+    let top = view["functions"][0]["name"].as_str().unwrap();
+    let offset = top.strip_prefix("busy-stripped+0x").unwrap_or_else(|| panic!("top frame named {top:?}"));
+    assert!(u64::from_str_radix(offset, 16).is_ok_and(|o| o > 0), "{top}");
+    assert!(view["functions"][0]["self"].as_u64().unwrap() as f64 >= 0.8 * view["samples"].as_u64().unwrap() as f64);
 }
