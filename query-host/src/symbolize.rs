@@ -7,9 +7,10 @@
 //! Why at ingest: a retained day must stay readable after its processes have exited, and the
 //! address space that gives an address meaning exists only while the process lives.
 //!
-//! blazesym caches parsed binaries by file and, once asked, each process's memory map; on top of
-//! that each `(pid, address)` is remembered. Both are forgotten every minute (PIDs are reused,
-//! libraries loaded), which bounds how stale an answer can be.
+//! blazesym caches parsed binaries per file (device and inode: one parse per binary, shared by
+//! every process that maps it) and, once asked, each process's memory map; on top of that each
+//! `(pid, address)` is remembered. Answers and memory maps are forgotten every minute (PIDs are
+//! reused, libraries loaded), the whole blazesym instance every 30 minutes (bounded memory).
 
 use std::{
     collections::{HashMap, HashSet},
@@ -31,6 +32,11 @@ use loupe_store::{Frame, StackSample};
 /// How long a `(pid, address)` → frame answer is reused (a PID may be reused, a library
 /// re-mapped, but not many times a minute).
 const MEMO_TTL: Duration = Duration::from_secs(60);
+/// How long one blazesym instance is kept. It parses each binary once (its cache is keyed by
+/// device and inode, so every process running `libc.so.6` shares one parse) but remembers every
+/// `/proc/PID/map_files/…` path it was shown; starting afresh now and then bounds that memory
+/// on hosts that run many short-lived processes, at the price of parsing binaries again.
+const SYMBOLIZER_TTL: Duration = Duration::from_secs(30 * 60);
 
 pub struct Symbolizer {
     blazesym: Blazesym,
@@ -41,6 +47,7 @@ pub struct Symbolizer {
     /// address was most of the sampler's cost.
     vmas_cached: HashSet<u32>,
     memo_since: Instant,
+    blazesym_since: Instant,
 }
 
 impl Default for Symbolizer {
@@ -65,6 +72,7 @@ impl Symbolizer {
             memo: HashMap::new(),
             vmas_cached: HashSet::new(),
             memo_since: Instant::now(),
+            blazesym_since: Instant::now(),
         }
     }
 
@@ -75,6 +83,11 @@ impl Symbolizer {
             self.memo.clear();
             self.vmas_cached.clear();
             self.memo_since = Instant::now();
+        }
+        if self.blazesym_since.elapsed() > SYMBOLIZER_TTL {
+            self.blazesym = Blazesym::new();
+            self.vmas_cached.clear();
+            self.blazesym_since = Instant::now();
         }
         let mut frames = Vec::with_capacity(raw.kernel.len() + raw.user.len());
         frames.extend(self.frames(0, &raw.kernel, true));
