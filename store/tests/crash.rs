@@ -6,9 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use loupe_store::{Retention, RunId, Store, TimeRange};
@@ -47,38 +45,12 @@ fn crash_child_writer() {
 #[test]
 fn crash_safety_under_sigkill() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut total_acked = 0;
     for round in 1..=4u64 {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "crash_child_writer", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(DIR_VAR, dir.path())
-            .env(ROUND_VAR, round.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // Wait for the first acknowledged put, then let it run and kill it mid-stream.
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut acked: Vec<RunId> = Vec::new();
-        // (libtest prints its own header lines first.)
-        let first = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| l.strip_prefix("PUT ").map(str::to_owned))
-            .expect("child exited without writing a run");
-        acked.push(first.parse().unwrap());
-        let deadline = Instant::now() + Duration::from_millis(300 + 37 * round);
-        let reader = std::thread::spawn(move || {
-            lines
-                .map_while(Result::ok)
-                .filter_map(|l| l.strip_prefix("PUT ").and_then(|s| s.parse::<RunId>().ok()))
-                .collect::<Vec<_>>()
-        });
-        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        acked.extend(reader.join().unwrap());
+        let env = [(DIR_VAR, dir.path().display().to_string()), (ROUND_VAR, round.to_string())];
+        let run_for = Duration::from_millis(300 + 37 * round);
+        let acked: Vec<RunId> =
+            kill_writer_mid_stream("crash_child_writer", &env, run_for).into_iter().map(RunId).collect();
         total_acked += acked.len();
 
         let store = Store::open(dir.path(), retention()).unwrap();

@@ -8,9 +8,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::samples::*;
 use common::*;
@@ -55,35 +53,10 @@ fn samples_crash_child() {
 #[test]
 fn samples_crash_safety_under_sigkill() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut total_acked = 0;
     for round in 1..=4u64 {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "samples_crash_child", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(DIR_VAR, dir.path())
-            .env(ROUND_VAR, round.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| l.strip_prefix("PUT ").map(str::to_owned))
-            .expect("child exited without writing a batch");
-        let mut acked: Vec<u64> = vec![first.parse().unwrap()];
-        let deadline = Instant::now() + Duration::from_millis(400 + 53 * round);
-        let reader = std::thread::spawn(move || {
-            lines
-                .map_while(Result::ok)
-                .filter_map(|l| l.strip_prefix("PUT ").and_then(|s| s.parse::<u64>().ok()))
-                .collect::<Vec<_>>()
-        });
-        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        acked.extend(reader.join().unwrap());
+        let env = [(DIR_VAR, dir.path().display().to_string()), (ROUND_VAR, round.to_string())];
+        let acked = kill_writer_mid_stream("samples_crash_child", &env, Duration::from_millis(400 + 53 * round));
         total_acked += acked.len();
 
         let store = Store::open(dir.path(), retention()).unwrap();

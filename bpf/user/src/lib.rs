@@ -29,3 +29,13 @@ pub(crate) static STACKS_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env
 
 /// The tc filter's compiled kernel object, embedded at build time.
 pub(crate) static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-traffic"));
+
+/// A typed view of one of a loaded object's maps, with an error that names the map.
+pub(crate) fn map_mut<'a, T>(ebpf: &'a mut aya::Ebpf, name: &str) -> Result<T, SamplerError>
+where
+    T: TryFrom<&'a mut aya::maps::Map>,
+    <T as TryFrom<&'a mut aya::maps::Map>>::Error: std::fmt::Display,
+{
+    let map = ebpf.map_mut(name).ok_or_else(|| SamplerError::Load(format!("map {name} missing")))?;
+    T::try_from(map).map_err(|e| SamplerError::Load(format!("map {name}: {e}")))
+}

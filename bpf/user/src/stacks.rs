@@ -21,7 +21,7 @@ use loupe_bpf_common::stacks::{
     StackEvent,
 };
 
-use crate::{SamplerError, clock::ClockPair};
+use crate::{SamplerError, clock::ClockPair, map_mut};
 
 /// Sampling frequencies accepted, per CPU.
 pub const MIN_FREQUENCY: u64 = 1;
@@ -212,15 +212,6 @@ impl StackSampler {
         let values = map.get(&0, 0).map_err(|e| SamplerError::Read(format!("lost counter: {e}")))?;
         Ok(values.iter().sum())
     }
-}
-
-fn map_mut<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<T, SamplerError>
-where
-    T: TryFrom<&'a mut aya::maps::Map>,
-    <T as TryFrom<&'a mut aya::maps::Map>>::Error: std::fmt::Display,
-{
-    let map = ebpf.map_mut(name).ok_or_else(|| SamplerError::Load(format!("map {name} missing")))?;
-    T::try_from(map).map_err(|e| SamplerError::Load(format!("map {name}: {e}")))
 }
 
 /// A comm as the kernel stores it: at most 15 bytes, NUL-padded to 16.

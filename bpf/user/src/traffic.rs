@@ -310,8 +310,7 @@ impl TrafficSampler {
         T: TryFrom<&'a mut aya::maps::Map>,
         <T as TryFrom<&'a mut aya::maps::Map>>::Error: std::fmt::Display,
     {
-        let map = self.ebpf.map_mut(name).ok_or_else(|| SamplerError::Load(format!("map {name} missing")))?;
-        T::try_from(map).map_err(|e| SamplerError::Load(format!("map {name}: {e}")))
+        crate::map_mut(&mut self.ebpf, name)
     }
 }
 

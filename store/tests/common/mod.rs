@@ -133,3 +133,32 @@ pub fn with_counts(mut run: NewRun, rng: &mut StdRng) -> NewRun {
     });
     run
 }
+
+/// Re-runs this test binary's ignored test `child_test` as a child process that writes to
+/// `dir` and prints `PUT <id>` after each acknowledged write; waits for its first write, lets
+/// it go on for `run_for`, SIGKILLs it, and returns every id it acknowledged.
+#[allow(dead_code)]
+pub fn kill_writer_mid_stream(child_test: &str, env: &[(&str, String)], run_for: std::time::Duration) -> Vec<u64> {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(&exe)
+        .args(["--exact", child_test, "--ignored", "--nocapture", "--test-threads=1"])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let parse = |l: String| l.strip_prefix("PUT ").and_then(|s| s.parse::<u64>().ok());
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // (libtest prints its own header lines first.)
+    let first = lines.by_ref().map_while(Result::ok).find_map(parse).expect("child exited without writing");
+    let deadline = std::time::Instant::now() + run_for;
+    let reader = std::thread::spawn(move || lines.map_while(Result::ok).filter_map(parse).collect::<Vec<_>>());
+    std::thread::sleep(deadline.saturating_duration_since(std::time::Instant::now()));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let mut acked = vec![first];
+    acked.extend(reader.join().unwrap());
+    acked
+}
