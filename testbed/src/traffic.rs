@@ -154,3 +154,18 @@ pub fn tcp_info(stream: &TcpStream) -> Result<libc::tcp_info> {
         Ok(info)
     }
 }
+
+/// Pins the calling thread to one CPU. A veth delivers each packet on the CPU that sent it, so
+/// a sender that migrates between CPUs reorders its own flow on the receiving side; tests
+/// whose ground truth assumes in-order delivery pin the sender.
+pub fn pin_current_thread(cpu: usize) -> Result<()> {
+    // SAFETY: a zeroed cpu_set_t with one bit set, passed with its exact size.
+    unsafe {
+        let mut set: libc::cpu_set_t = mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error()).context("sched_setaffinity");
+        }
+    }
+    Ok(())
+}

@@ -68,7 +68,14 @@ fn retx_match(tag: &str, dst: IpAddr) {
     let mut report = None;
     let (ra, rb) = run_both(&mut samplers, Duration::from_millis(10), 500, || {
         let client = pair.a.run(|| TcpStream::connect(SocketAddr::new(dst, 5002))).unwrap().unwrap();
-        report = Some(traffic::tcp_transfer(listener, client, 16 << 20).unwrap());
+        // The ingress method calls any segment below the highest seen a retransmission, so a
+        // flow reordered on the way (a sender hopping CPUs) would count extra: keep it on one.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                traffic::pin_current_thread(0).unwrap();
+                report = Some(traffic::tcp_transfer(listener, client, 16 << 20).unwrap());
+            });
+        });
     });
     let report = report.unwrap();
     let tally = pair.b.run(|| dropper.tally()).unwrap().unwrap();
