@@ -241,3 +241,20 @@ fn frames_without_symbols_are_kept_as_module_and_offset() {
     assert!(u64::from_str_radix(offset, 16).is_ok_and(|o| o > 0), "{top}");
     assert!(view["functions"][0]["self"].as_u64().unwrap() as f64 >= 0.8 * view["samples"].as_u64().unwrap() as f64);
 }
+
+#[test]
+fn cpp_names_are_demangled() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    // The same program compiled as C++: its functions carry mangled names in the binary.
+    let cpp = build_busy_with(dir.path(), "busy-cpp", &["-x", "c++", "-fno-exceptions"]);
+    let data = dir.path().join("data");
+    let sampler = start_sampling(&data, 3.5, &[]);
+    let out = Command::new(&cpp).args(["spin", "2", "1"]).output().unwrap();
+    let (pid, _) = pid_and_cpu(&out);
+    finish(sampler);
+    let view = profile(&data, &["--pid", &pid]);
+    assert_eq!(view["functions"][0]["name"], "loupe_hot_spin(double)", "{}", view["functions"]);
+    let placed = under(&view["flamegraph"], "loupe_cold_caller(double)", "loupe_hot_spin(double)");
+    assert!(placed as f64 >= 0.9 * view["samples"].as_u64().unwrap() as f64);
+}
