@@ -79,12 +79,9 @@ pub struct SampleArgs {
 pub struct ProfileArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Earliest sample (RFC 3339, Unix ns, "now", or "-1h").
-    #[arg(long, allow_hyphen_values = true)]
-    pub from: Option<TimeArg>,
-    /// Latest sample, exclusive.
-    #[arg(long, allow_hyphen_values = true)]
-    pub to: Option<TimeArg>,
+    /// Samples taken in this range.
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Only this process.
     #[arg(long)]
     pub pid: Option<u32>,
@@ -194,16 +191,24 @@ pub enum RunsCommand {
     Export(ExportArgs),
 }
 
+/// A time range `[--from, --to)`, open-ended where not given.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct RangeArgs {
+    /// Earliest time (RFC 3339, Unix ns, "now", or "-1h" for an hour ago).
+    #[arg(long, allow_hyphen_values = true)]
+    pub from: Option<TimeArg>,
+    /// Latest time, exclusive.
+    #[arg(long, allow_hyphen_values = true)]
+    pub to: Option<TimeArg>,
+}
+
 #[derive(Debug, Args)]
 pub struct ListArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Earliest start (RFC 3339, Unix ns, "now", or "-1h" for an hour ago).
-    #[arg(long, allow_hyphen_values = true)]
-    pub from: Option<TimeArg>,
-    /// Latest start, exclusive.
-    #[arg(long, allow_hyphen_values = true)]
-    pub to: Option<TimeArg>,
+    /// Runs that started in this range.
+    #[command(flatten)]
+    pub range: RangeArgs,
     /// Only runs of this slot width.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub interval: Option<Duration>,

@@ -15,12 +15,12 @@ use loupe_store::{NewRun, Profile, ProfileQuery, Retention, RunId, RunMeta, Stor
 use serde::Serialize;
 
 use crate::{
-    cli::{ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RunArgs, SampleArgs, ShowArgs, StoreArgs},
+    cli::{ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RangeArgs, RunArgs, SampleArgs, ShowArgs, StoreArgs},
     control::{AgentClient, Request, Response},
     millisampler,
     profile::ProfileView,
     stacks::StackCollector,
-    timearg::{TimeArg, format_interval, format_unix_ns, now_unix_ns},
+    timearg::{format_interval, format_unix_ns, now_unix_ns},
     view::{self, RunView},
 };
 
@@ -158,15 +158,15 @@ pub fn run(args: RunArgs) -> Result<()> {
 }
 
 /// `[--from, --to)`, open-ended where not given.
-fn time_range(from: Option<TimeArg>, to: Option<TimeArg>) -> Result<TimeRange> {
-    let from = from.map_or(0, |t| t.unix_ns());
-    let to = to.map_or(u64::MAX, |t| t.unix_ns());
+fn time_range(args: RangeArgs) -> Result<TimeRange> {
+    let from = args.from.map_or(0, |t| t.unix_ns());
+    let to = args.to.map_or(u64::MAX, |t| t.unix_ns());
     TimeRange::new(from, to)
         .map_err(|_| anyhow!("bad time range: --from {} is after --to {}", format_unix_ns(from), format_unix_ns(to)))
 }
 
 pub fn list(args: ListArgs) -> Result<()> {
-    let range = time_range(args.from, args.to)?;
+    let range = time_range(args.range)?;
     let interval = args.interval.map(|d| d.as_nanos() as u64);
     let runs = Backend::open(&args.store)?.list(range, interval, args.iface)?;
     if args.json {
@@ -311,7 +311,7 @@ pub fn sample(args: SampleArgs) -> Result<()> {
 }
 
 pub fn profile(args: ProfileArgs) -> Result<()> {
-    let range = time_range(args.from, args.to)?;
+    let range = time_range(args.range)?;
     if args.frequency == 0 {
         bail!("--frequency must be at least 1");
     }

@@ -63,31 +63,8 @@ impl VethPair {
             ns.exec(&["ip", "addr", "add", &format!("{v4}/8"), "dev", dev])?;
             ns.exec(&["ip", "-6", "addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"])?;
             ns.exec(&["ip", "link", "set", dev, "up"])?;
-            ns.exec(&[
-                "ip",
-                "neigh",
-                "replace",
-                &peer_v4.to_string(),
-                "lladdr",
-                peer_mac,
-                "dev",
-                dev,
-                "nud",
-                "permanent",
-            ])?;
-            ns.exec(&[
-                "ip",
-                "-6",
-                "neigh",
-                "replace",
-                &peer_v6.to_string(),
-                "lladdr",
-                peer_mac,
-                "dev",
-                dev,
-                "nud",
-                "permanent",
-            ])?;
+            static_neighbour(ns, dev, peer_v4.into(), peer_mac)?;
+            static_neighbour(ns, dev, peer_v6.into(), peer_mac)?;
         }
         let pair = Self { a, b };
         pair.wait_quiet()?;
@@ -105,8 +82,7 @@ impl VethPair {
             args.push("nodad");
         }
         self.a.exec(&args)?;
-        let a = addr.to_string();
-        self.b.exec(&["ip", family, "neigh", "replace", &a, "lladdr", A_MAC, "dev", B_IF, "nud", "permanent"])?;
+        static_neighbour(&self.b, B_IF, addr, A_MAC)?;
         self.wait_quiet()
     }
 
@@ -135,6 +111,13 @@ impl VethPair {
         }
         Ok(())
     }
+}
+
+/// A permanent neighbour entry in `ns`: `addr` is reached at `mac` through `dev`, no ARP or NDP.
+fn static_neighbour(ns: &Netns, dev: &str, addr: IpAddr, mac: &str) -> Result<()> {
+    let family = if addr.is_ipv4() { "-4" } else { "-6" };
+    let addr = addr.to_string();
+    ns.exec(&["ip", family, "neigh", "replace", &addr, "lladdr", mac, "dev", dev, "nud", "permanent"]).map(drop)
 }
 
 /// One interface's counters from `/proc/thread-self/net/dev` (the calling thread's namespace).
