@@ -120,7 +120,10 @@ impl Loop {
             }
             if Instant::now() >= due[next].0 {
                 let request = RunRequest { interval: due[next].1, samples: self.schedule.samples, start: StartAt::Now };
-                if let Err(e) = self.one_run(&request) {
+                // (A run cut short by shutdown was already reported as such.)
+                if let Err(e) = self.one_run(&request)
+                    && !self.shutdown.load(Ordering::Relaxed)
+                {
                     error!(iface = self.sampler.iface(), "run failed: {e:#}");
                 }
                 due[next].0 = Instant::now() + self.schedule.next_wait(&mut rng);
