@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::{
     cli::{ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RangeArgs, RunArgs, SampleArgs, ShowArgs, StoreArgs},
-    control::{AgentClient, Request, Response},
+    control::{AgentClient, Request, Response, import_runs, show_run},
     millisampler,
     profile::ProfileView,
     stacks::StackCollector,
@@ -69,10 +69,7 @@ impl Backend {
         let id =
             RunId::from_str(id).map_err(|_| anyhow!("bad run id '{id}': expected a number from `loupe runs list`"))?;
         match self {
-            Self::Local(store) => {
-                let run = store.run(id)?.with_context(|| format!("no run with id {id}"))?;
-                Ok(RunView::new(&run, per_cpu))
-            }
+            Self::Local(store) => show_run(store, id, per_cpu),
             Self::Agent(agent) => match agent.call(&Request::Show { id: id.0, per_cpu })? {
                 Response::Run(view) => Ok(*view),
                 other => bail!("unexpected answer from the agent: {other:?}"),
@@ -102,10 +99,7 @@ impl Backend {
 
     fn import(&self, runs: Vec<NewRun>) -> Result<Vec<Result<u64, String>>> {
         match self {
-            Self::Local(store) => Ok(runs
-                .into_iter()
-                .map(|r| store.put_run(r, now_unix_ns()).map(|m| m.id.0).map_err(|e| e.to_string()))
-                .collect()),
+            Self::Local(store) => Ok(import_runs(store, runs)),
             Self::Agent(agent) => match agent.call(&Request::Import { runs })? {
                 Response::Import(ids) => Ok(ids),
                 other => bail!("unexpected answer from the agent: {other:?}"),
@@ -130,8 +124,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             let counters = sampler.run(&request)?;
             drop(sampler);
             let meta = store.put_run(view::new_run(&counters, &view::hostname()), now_unix_ns())?;
-            let run = store.run(meta.id)?.context("the run just stored is missing")?;
-            RunView::new(&run, false)
+            show_run(&store, meta.id, false)?
         }
         Backend::Agent(agent) => {
             if !local_prefixes.is_empty() {
@@ -292,9 +285,7 @@ pub fn sample(args: SampleArgs) -> Result<()> {
         bail!("--seconds {} out of bounds (more than 0, at most 86400)", args.seconds);
     }
     let options = args.stacks.options();
-    if !(loupe_bpf::MIN_FREQUENCY..=loupe_bpf::MAX_FREQUENCY).contains(&options.frequency_hz) {
-        return Err(loupe_bpf::SamplerError::FrequencyOutOfBounds(options.frequency_hz).into());
-    }
+    options.validate()?; // before the store is opened: a bad request touches nothing
     let store = open_store(&args.store).map_err(|e| match e.downcast_ref::<StoreError>() {
         Some(StoreError::Locked { .. }) => anyhow!("{e:#}; a running agent already samples stacks into it"),
         _ => e,

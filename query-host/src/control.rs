@@ -79,27 +79,29 @@ impl Handler {
                 };
                 let meta = worker.request(request).recv().map_err(|_| anyhow!("the agent is shutting down"))?;
                 let meta = meta.map_err(|e| anyhow!(e))?;
-                Response::Run(Box::new(self.view(meta.id.0, false)?))
+                Response::Run(Box::new(show_run(&self.store, meta.id, false)?))
             }
             Request::List { from_unix_ns, to_unix_ns, interval_ns, iface } => {
                 let range = TimeRange::new(from_unix_ns, to_unix_ns)?;
                 Response::List(self.store.runs(range, interval_ns, iface.as_deref())?)
             }
-            Request::Show { id, per_cpu } => Response::Run(Box::new(self.view(id, per_cpu)?)),
+            Request::Show { id, per_cpu } => Response::Run(Box::new(show_run(&self.store, RunId(id), per_cpu)?)),
             Request::Profile { query } => Response::Profile(self.store.profile(&query)?),
             Request::Pids { range } => Response::Pids(self.store.pids(range)?),
-            Request::Import { runs } => Response::Import(
-                runs.into_iter()
-                    .map(|r| self.store.put_run(r, now_unix_ns()).map(|m| m.id.0).map_err(|e| e.to_string()))
-                    .collect(),
-            ),
+            Request::Import { runs } => Response::Import(import_runs(&self.store, runs)),
         })
     }
+}
 
-    fn view(&self, id: u64, per_cpu: bool) -> Result<RunView> {
-        let run = self.store.run(RunId(id))?.with_context(|| format!("no run with id {id}"))?;
-        Ok(RunView::new(&run, per_cpu))
-    }
+/// One stored run as users see it; shared by the agent's handler and the CLI's local path.
+pub fn show_run(store: &Store, id: RunId, per_cpu: bool) -> Result<RunView> {
+    let run = store.run(id)?.with_context(|| format!("no run with id {id}"))?;
+    Ok(RunView::new(&run, per_cpu))
+}
+
+/// Stores runs one atomic put each: a bad one is reported, the others land.
+pub fn import_runs(store: &Store, runs: Vec<NewRun>) -> Vec<Result<u64, String>> {
+    runs.into_iter().map(|r| store.put_run(r, now_unix_ns()).map(|m| m.id.0).map_err(|e| e.to_string())).collect()
 }
 
 /// Serves the socket until `shutdown`; removes it afterwards. Accepting blocks (no polling while

@@ -45,6 +45,16 @@ pub struct StackSamplerOptions {
     pub deny: DenyList,
 }
 
+impl StackSamplerOptions {
+    /// Checks the options before anything is loaded.
+    pub fn validate(&self) -> Result<(), SamplerError> {
+        if !(MIN_FREQUENCY..=MAX_FREQUENCY).contains(&self.frequency_hz) {
+            return Err(SamplerError::FrequencyOutOfBounds(self.frequency_hz));
+        }
+        Ok(())
+    }
+}
+
 impl Default for StackSamplerOptions {
     fn default() -> Self {
         Self { frequency_hz: 10, deny: DenyList::default() }
@@ -95,9 +105,7 @@ impl StackSampler {
     /// Loads the sampler, fills the deny list and starts sampling on every online CPU.
     pub fn start(options: &StackSamplerOptions) -> Result<Self, SamplerError> {
         let hz = options.frequency_hz;
-        if !(MIN_FREQUENCY..=MAX_FREQUENCY).contains(&hz) {
-            return Err(SamplerError::FrequencyOutOfBounds(hz));
-        }
+        options.validate()?;
         let cgroup_ids = options.deny.cgroups.iter().map(|p| cgroup_id(p)).collect::<Result<Vec<_>, _>>()?;
         let mut ebpf = Ebpf::load(crate::STACKS_OBJECT)
             .map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
