@@ -73,6 +73,7 @@ pub use model::{
 };
 
 use keys::Totals;
+pub use samples::{RawSample, SampleCursor};
 pub use samples::model::{Frame, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample};
 pub use verify::VerifyReport;
 

@@ -159,3 +159,53 @@ fn profile_aggregates_identical_stacks_across_batches_and_cpus() {
     want.sort();
     assert_eq!(p.stacks, want);
 }
+
+/// The cursor yields exactly the samples `samples()` returns (after resolving its ids), for
+/// filtered and cut ranges, and the lost count of `profile()`.
+#[test]
+fn sample_cursor_pages_match_brute_force() {
+    let f = fixture();
+    let mut rng = rng(11);
+    let mut queries = vec![ProfileQuery { include_idle: true, ..ProfileQuery::range(TimeRange::ALL) }];
+    for _ in 0..20 {
+        let a = f.all[rng.random_range(0..f.all.len())].time_unix_ns;
+        let range = TimeRange::new(a, a + rng.random_range(0..25 * SEC)).unwrap();
+        let cpu = if rng.random_bool(0.3) { Some(rng.random_range(0..6)) } else { None };
+        let pid = if rng.random_bool(0.3) { Some(f.all[rng.random_range(0..f.all.len())].pid) } else { None };
+        queries.push(ProfileQuery { cpu, pid, include_idle: rng.random_bool(0.5), ..ProfileQuery::range(range) });
+    }
+    let mut pages_seen = 0;
+    for q in &queries {
+        let mut want: Vec<StackSample> = f.all.iter().filter(|s| matches(s, q)).cloned().collect();
+        sort_samples(&mut want);
+        let mut cursor = f.store.sample_cursor(q.clone()).unwrap();
+        assert_eq!(cursor.lost(), f.store.profile(q).unwrap().lost, "{q:?}");
+        let mut got = Vec::new();
+        while let Some(page) = cursor.next_page().unwrap() {
+            assert!(!page.is_empty());
+            assert!(page.windows(2).all(|w| (w[0].time_unix_ns, w[0].cpu) <= (w[1].time_unix_ns, w[1].cpu)));
+            pages_seen += 1;
+            let stacks: Vec<u32> = page.iter().map(|s| s.stack).collect();
+            let comms: Vec<u32> = page.iter().map(|s| s.comm).collect();
+            let frames = f.store.stack_frames(&stacks).unwrap();
+            let names = f.store.comm_names(&comms).unwrap();
+            for ((s, frames), comm) in page.iter().zip(frames).zip(names) {
+                let cgroup_id = f.all.iter().find(|a| a.tid == s.tid && a.pid == s.pid).unwrap().cgroup_id;
+                got.push(StackSample {
+                    time_unix_ns: s.time_unix_ns,
+                    cpu: s.cpu,
+                    pid: s.pid,
+                    tid: s.tid,
+                    comm,
+                    cgroup_id,
+                    idle: s.idle,
+                    frames,
+                });
+            }
+        }
+        sort_samples(&mut got);
+        assert_eq!(got, want, "{q:?}");
+    }
+    assert!(pages_seen > 20, "{pages_seen} pages");
+    assert!(f.store.stack_frames(&[u32::MAX]).is_err(), "an unknown stack id is an error");
+}

@@ -74,6 +74,7 @@
 
 pub(crate) mod bits;
 pub(crate) mod codec;
+mod cursor;
 pub(crate) mod dict;
 pub mod model;
 mod query;
@@ -86,6 +87,7 @@ use crate::keys::{self, SampleTotals};
 use crate::{Inner, Store, StoreError, TimeRange};
 use codec::{BatchRow, Entry, Part, Table, ThreadRec};
 use dict::{Dict, FxMap, Staged};
+pub use cursor::{RawSample, SampleCursor};
 use model::{Frame, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample};
 
 /// The most samples one batch may hold (a 10-s batch of a 1,000-CPU host at 100 Hz is 1 M).

@@ -9,7 +9,7 @@ use super::{check_range, dict};
 use crate::{Inner, StoreError, TimeRange};
 
 /// How a batch meets the query range.
-enum Cut {
+pub(super) enum Cut {
     /// Wholly inside: count from the table (or whole blocks) without decoding times.
     Inside,
     /// Partly inside: decode times and keep those in range.
@@ -19,7 +19,7 @@ enum Cut {
 impl Inner {
     /// Calls `each(start, id, row, cut)` for every batch that may hold samples in `range`,
     /// and `lost(row)` for every batch whose time is in `range`.
-    fn overlapping(
+    pub(super) fn overlapping(
         &self,
         range: TimeRange,
         mut lost: impl FnMut(&BatchRow),
@@ -218,11 +218,11 @@ impl Inner {
         Ok(out)
     }
 
-    fn missing(&self, what: &str, id: u32) -> StoreError {
+    pub(super) fn missing(&self, what: &str, id: u32) -> StoreError {
         self.corrupt(format!("sample dictionary {what} {id}"), "referenced but missing".into())
     }
 
-    fn frames_of(&self, d: &Dict, id: u32) -> Result<Vec<Frame>, StoreError> {
+    pub(super) fn frames_of(&self, d: &Dict, id: u32) -> Result<Vec<Frame>, StoreError> {
         let ids = d.stack(id).ok_or_else(|| self.missing("stack", id))?;
         ids.iter().map(|&f| d.frame(f).cloned().ok_or_else(|| self.missing("frame", f))).collect()
     }
@@ -239,7 +239,7 @@ impl Inner {
 }
 
 /// The per-entry part of a query (time and CPU are handled by the scan).
-struct Filter<'d> {
+pub(super) struct Filter<'d> {
     dict: &'d Dict,
     pid: Option<u32>,
     /// `Some(None)`: a comm was asked for that no sample ever had.
@@ -248,7 +248,7 @@ struct Filter<'d> {
 }
 
 impl<'d> Filter<'d> {
-    fn new(q: &ProfileQuery, d: &'d dict::Dict) -> Filter<'d> {
+    pub(super) fn new(q: &ProfileQuery, d: &'d dict::Dict) -> Filter<'d> {
         Filter {
             dict: d,
             pid: q.pid,
@@ -261,7 +261,7 @@ impl<'d> Filter<'d> {
     /// dictionary is wanted only by queries without pid or comm (the corruption then surfaces
     /// when the sample is resolved, or in `verify`).
     #[inline]
-    fn wants(&self, e: &Entry) -> bool {
+    pub(super) fn wants(&self, e: &Entry) -> bool {
         if !self.include_idle && e.idle {
             return false;
         }
