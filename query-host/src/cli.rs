@@ -13,8 +13,52 @@ use crate::timearg::TimeArg;
     about = "Fine-grained per-host telemetry: Millisampler runs, kept on disk, queried on demand."
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Client mode: ask a remote host's API instead of a local store.
+#[derive(Debug, Clone, Args)]
+pub struct RemoteArgs {
+    /// Query this Loupe server (e.g. http://host:7878) instead of the local data dir.
+    #[arg(long, global = true, env = "LOUPE_SERVER")]
+    pub server: Option<String>,
+    /// Bearer token for --server (see `loupe token add`).
+    #[arg(long, global = true, env = "LOUPE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+/// The HTTP API of `agent` and `serve`.
+#[derive(Debug, Clone, Args)]
+pub struct HttpArgs {
+    /// Address of the HTTP API.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    pub listen: std::net::SocketAddr,
+    /// Serve reads and analyses without a token (only on a loopback address).
+    #[arg(long)]
+    pub no_auth: bool,
+    /// Wall-clock limit of one analysis invocation.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub udf_time_limit: Duration,
+    /// Memory limit of one analysis invocation, e.g. 256MiB.
+    #[arg(long, default_value = "256MiB", value_parser = parse_bytes)]
+    pub udf_memory_limit: u64,
+    /// Analyses one team may run at once.
+    #[arg(long, default_value_t = 2)]
+    pub udf_team_concurrency: usize,
+}
+
+impl HttpArgs {
+    pub fn options(&self) -> crate::server::ServerOptions {
+        let mut o = crate::server::ServerOptions { listen: self.listen, no_auth: self.no_auth, ..Default::default() };
+        o.limits.time = self.udf_time_limit;
+        o.limits.memory_bytes = self.udf_memory_limit as usize;
+        o.limits.per_team_invocations = self.udf_team_concurrency;
+        o.limits.total_invocations = o.limits.total_invocations.max(self.udf_team_concurrency);
+        o
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -33,6 +77,74 @@ pub enum Command {
     Sample(SampleArgs),
     /// Aggregate stored stack samples: hot functions, flame graph, pprof.
     Profile(ProfileArgs),
+    /// Serve a store's HTTP API without collecting (e.g. a copied data dir).
+    Serve(ServeArgs),
+    /// Teams' bearer tokens for the HTTP API.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Analyses (WebAssembly UDFs) on a server: upload, list, invoke, delete.
+    #[command(subcommand)]
+    Udf(UdfCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DataDirArg {
+    #[arg(long, env = "LOUPE_DATA_DIR", default_value = "/var/lib/loupe")]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token for a team and print it (only its hash is kept).
+    Add {
+        team: String,
+        #[command(flatten)]
+        dir: DataDirArg,
+    },
+    /// Tokens by id and team.
+    List {
+        #[command(flatten)]
+        dir: DataDirArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by the id `token list` shows.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        dir: DataDirArg,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UdfCommand {
+    /// Upload (or replace) an analysis: a wasm32-wasip2 component.
+    Upload { name: String, file: PathBuf },
+    /// Analyses on the server.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run an analysis over a range; params as NAME=VALUE (numbers, true/false, or text).
+    Invoke {
+        name: String,
+        #[command(flatten)]
+        range: RangeArgs,
+        #[arg(long = "param", short = 'p')]
+        params: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete an analysis (its owning team only).
+    Delete { name: String },
 }
 
 #[derive(Debug, Clone, Args)]
@@ -154,6 +266,11 @@ pub struct AgentArgs {
     pub no_stacks: bool,
     #[command(flatten)]
     pub stacks: StackArgs,
+    #[command(flatten)]
+    pub http: HttpArgs,
+    /// Do not serve the HTTP API.
+    #[arg(long)]
+    pub no_http: bool,
 }
 
 #[derive(Debug, Args)]

@@ -15,8 +15,13 @@ use loupe_store::{NewRun, Profile, ProfileQuery, Retention, RunId, RunMeta, Stor
 use serde::Serialize;
 
 use crate::{
-    cli::{ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RangeArgs, RunArgs, SampleArgs, ShowArgs, StoreArgs},
+    cli::{
+        ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RangeArgs, RemoteArgs, RunArgs, SampleArgs, ShowArgs,
+        StoreArgs,
+    },
+    client::Client,
     control::{AgentClient, Request, Response, import_runs, show_run},
+    server::api::RunListEntry,
     millisampler,
     profile::ProfileView,
     stacks::StackCollector,
@@ -30,14 +35,32 @@ pub fn open_store(args: &StoreArgs) -> Result<Store> {
 }
 
 /// Where a command's data lives: the store on disk, or — when a running agent holds it — the
-/// agent, asked through its control socket.
+/// agent, asked through its control socket; or a remote server (`--server`).
 enum Backend {
     Local(Store),
     Agent(AgentClient),
+    Remote(Client),
+}
+
+/// The client for `--server`, if given.
+pub fn remote_client(remote: &RemoteArgs) -> Result<Option<Client>> {
+    remote.server.as_deref().map(|s| Client::new(s, remote.token.clone())).transpose()
+}
+
+/// Query parameters of a range, as the API takes them (Unix ns).
+fn range_query(range: TimeRange) -> Vec<(&'static str, String)> {
+    let mut q = vec![("from", range.from_unix_ns.to_string())];
+    if range.to_unix_ns != u64::MAX {
+        q.push(("to", range.to_unix_ns.to_string()));
+    }
+    q
 }
 
 impl Backend {
-    fn open(args: &StoreArgs) -> Result<Self> {
+    fn open(args: &StoreArgs, remote: &RemoteArgs) -> Result<Self> {
+        if let Some(client) = remote_client(remote)? {
+            return Ok(Self::Remote(client));
+        }
         match open_store(args) {
             Ok(store) => Ok(Self::Local(store)),
             Err(e) => match (e.downcast_ref::<StoreError>(), AgentClient::find(&args.data_dir)) {
@@ -47,9 +70,20 @@ impl Backend {
         }
     }
 
-    fn list(&self, range: TimeRange, interval_ns: Option<u64>, iface: Option<String>) -> Result<Vec<RunMeta>> {
+    fn list(&self, range: TimeRange, interval_ns: Option<u64>, iface: Option<String>) -> Result<Vec<RunListEntry>> {
+        let entries = |metas: Vec<RunMeta>| metas.iter().map(RunListEntry::from).collect();
         match self {
-            Self::Local(store) => Ok(store.runs(range, interval_ns, iface.as_deref())?),
+            Self::Local(store) => Ok(entries(store.runs(range, interval_ns, iface.as_deref())?)),
+            Self::Remote(client) => {
+                let mut q = range_query(range);
+                if let Some(i) = interval_ns {
+                    q.push(("interval", format!("{i}ns")));
+                }
+                if let Some(i) = iface {
+                    q.push(("iface", i));
+                }
+                client.get("/api/v1/runs", &q)
+            }
             Self::Agent(agent) => {
                 let request = Request::List {
                     from_unix_ns: range.from_unix_ns,
@@ -58,7 +92,7 @@ impl Backend {
                     iface,
                 };
                 match agent.call(&request)? {
-                    Response::List(runs) => Ok(runs),
+                    Response::List(runs) => Ok(entries(runs)),
                     other => bail!("unexpected answer from the agent: {other:?}"),
                 }
             }
@@ -70,6 +104,7 @@ impl Backend {
             RunId::from_str(id).map_err(|_| anyhow!("bad run id '{id}': expected a number from `loupe runs list`"))?;
         match self {
             Self::Local(store) => show_run(store, id, per_cpu),
+            Self::Remote(client) => client.get(&format!("/api/v1/runs/{id}"), &[("per_cpu", per_cpu.to_string())]),
             Self::Agent(agent) => match agent.call(&Request::Show { id: id.0, per_cpu })? {
                 Response::Run(view) => Ok(*view),
                 other => bail!("unexpected answer from the agent: {other:?}"),
@@ -80,6 +115,7 @@ impl Backend {
     fn profile(&self, query: &ProfileQuery) -> Result<Profile> {
         match self {
             Self::Local(store) => Ok(store.profile(query)?),
+            Self::Remote(_) => unreachable!("remote profiles are read as views (see `profile`)"),
             Self::Agent(agent) => match agent.call(&Request::Profile { query: query.clone() })? {
                 Response::Profile(profile) => Ok(profile),
                 other => bail!("unexpected answer from the agent: {other:?}"),
@@ -90,6 +126,7 @@ impl Backend {
     fn pids(&self, range: TimeRange) -> Result<BTreeSet<u32>> {
         match self {
             Self::Local(store) => Ok(store.pids(range)?),
+            Self::Remote(client) => client.get("/api/v1/pids", &range_query(range)),
             Self::Agent(agent) => match agent.call(&Request::Pids { range })? {
                 Response::Pids(pids) => Ok(pids),
                 other => bail!("unexpected answer from the agent: {other:?}"),
@@ -100,6 +137,7 @@ impl Backend {
     fn import(&self, runs: Vec<NewRun>) -> Result<Vec<Result<u64, String>>> {
         match self {
             Self::Local(store) => Ok(import_runs(store, runs)),
+            Self::Remote(_) => bail!("import writes to a local data dir; run it on the host (without --server)"),
             Self::Agent(agent) => match agent.call(&Request::Import { runs })? {
                 Response::Import(ids) => Ok(ids),
                 other => bail!("unexpected answer from the agent: {other:?}"),
@@ -108,7 +146,7 @@ impl Backend {
     }
 }
 
-pub fn run(args: RunArgs) -> Result<()> {
+pub fn run(args: RunArgs, remote: &RemoteArgs) -> Result<()> {
     let request = RunRequest {
         interval: args.interval,
         samples: args.samples,
@@ -117,7 +155,31 @@ pub fn run(args: RunArgs) -> Result<()> {
     // Cheap checks first: nothing is loaded or attached for a request that cannot run.
     request.validate(loupe_bpf::MAX_CAPACITY)?;
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
-    let view = match Backend::open(&args.store)? {
+    let view = match Backend::open(&args.store, remote)? {
+        Backend::Remote(client) => {
+            if !local_prefixes.is_empty() {
+                bail!("a remote agent samples with its own --local-prefix list; drop --local-prefix here");
+            }
+            #[derive(Serialize)]
+            struct Body {
+                iface: String,
+                interval: String,
+                samples: u32,
+                start: Option<String>,
+            }
+            let body = Body {
+                iface: args.iface.clone(),
+                interval: format!("{}ns", args.interval.as_nanos()),
+                samples: args.samples,
+                start: args.at.map(|t| t.unix_ns().to_string()),
+            };
+            #[derive(serde::Deserialize)]
+            struct Started {
+                id: u64,
+            }
+            let started: Started = client.post("/api/v1/runs", &body)?;
+            client.get(&format!("/api/v1/runs/{}", started.id), &[])?
+        }
         Backend::Local(store) => {
             let options = SamplerOptions { capacity: args.samples, local_prefixes };
             let mut sampler = TrafficSampler::attach(&args.iface, &options)?;
@@ -158,12 +220,12 @@ fn time_range(args: RangeArgs) -> Result<TimeRange> {
         .map_err(|_| anyhow!("bad time range: --from {} is after --to {}", format_unix_ns(from), format_unix_ns(to)))
 }
 
-pub fn list(args: ListArgs) -> Result<()> {
+pub fn list(args: ListArgs, remote: &RemoteArgs) -> Result<()> {
     let range = time_range(args.range)?;
     let interval = args.interval.map(|d| d.as_nanos() as u64);
-    let runs = Backend::open(&args.store)?.list(range, interval, args.iface)?;
+    let runs = Backend::open(&args.store, remote)?.list(range, interval, args.iface)?;
     if args.json {
-        return print_json(&runs.iter().map(ListEntry::from).collect::<Vec<_>>());
+        return print_json(&runs);
     }
     println!(
         "{:>20}  {:<27}  {:<12} {:>9} {:>8} {:>5} {:>10}",
@@ -184,36 +246,8 @@ pub fn list(args: ListArgs) -> Result<()> {
     Ok(())
 }
 
-/// One line of `loupe runs list --json`.
-#[derive(Serialize)]
-struct ListEntry<'a> {
-    id: u64,
-    iface: &'a str,
-    host: &'a str,
-    start_unix_ns: u64,
-    interval_ns: u64,
-    samples: u32,
-    cpus: &'a [u32],
-    stored_bytes: u64,
-}
-
-impl<'a> From<&'a loupe_store::RunMeta> for ListEntry<'a> {
-    fn from(m: &'a loupe_store::RunMeta) -> Self {
-        Self {
-            id: m.id.0,
-            iface: &m.iface,
-            host: &m.host,
-            start_unix_ns: m.start_unix_ns,
-            interval_ns: m.interval_ns,
-            samples: m.samples,
-            cpus: &m.cpus,
-            stored_bytes: m.stored_bytes,
-        }
-    }
-}
-
-pub fn show(args: ShowArgs) -> Result<()> {
-    let view = Backend::open(&args.store)?.show(&args.id, args.per_cpu)?;
+pub fn show(args: ShowArgs, remote: &RemoteArgs) -> Result<()> {
+    let view = Backend::open(&args.store, remote)?.show(&args.id, args.per_cpu)?;
     if args.json {
         print_json(&view)
     } else {
@@ -222,8 +256,8 @@ pub fn show(args: ShowArgs) -> Result<()> {
     }
 }
 
-pub fn export(args: ExportArgs) -> Result<()> {
-    let view = Backend::open(&args.store)?.show(&args.id, false)?;
+pub fn export(args: ExportArgs, remote: &RemoteArgs) -> Result<()> {
+    let view = Backend::open(&args.store, remote)?.show(&args.id, false)?;
     let Format::Millisampler = args.format;
     let text = serde_json::to_string(&millisampler::export(&view))?;
     match args.output {
@@ -232,8 +266,8 @@ pub fn export(args: ExportArgs) -> Result<()> {
     }
 }
 
-pub fn import_millisampler(args: ImportArgs) -> Result<()> {
-    let backend = Backend::open(&args.store)?;
+pub fn import_millisampler(args: ImportArgs, remote: &RemoteArgs) -> Result<()> {
+    let backend = Backend::open(&args.store, remote)?;
     let start = args.start.map_or_else(now_unix_ns, |t| t.unix_ns());
     let interval = args.interval.as_nanos() as u64;
     // Each file is one atomic put: a bad file is reported and skipped, the good ones land.
@@ -280,7 +314,10 @@ fn print_line(text: &str) -> Result<()> {
     }
 }
 
-pub fn sample(args: SampleArgs) -> Result<()> {
+pub fn sample(args: SampleArgs, remote: &RemoteArgs) -> Result<()> {
+    if remote.server.is_some() {
+        bail!("sample collects on this host; a remote agent samples stacks by itself (drop --server)");
+    }
     if !(args.seconds > 0.0 && args.seconds <= 86_400.0) {
         bail!("--seconds {} out of bounds (more than 0, at most 86400)", args.seconds);
     }
@@ -301,12 +338,31 @@ pub fn sample(args: SampleArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn profile(args: ProfileArgs) -> Result<()> {
+pub fn profile(args: ProfileArgs, remote: &RemoteArgs) -> Result<()> {
     let range = time_range(args.range)?;
     if args.frequency == 0 {
         bail!("--frequency must be at least 1");
     }
-    let backend = Backend::open(&args.store)?;
+    let backend = Backend::open(&args.store, remote)?;
+    if let Backend::Remote(client) = &backend {
+        let mut q = range_query(range);
+        q.extend(args.pid.map(|p| ("pid", p.to_string())));
+        q.extend(args.comm.clone().map(|c| ("comm", c)));
+        q.extend(args.cpu.map(|c| ("cpu", c.to_string())));
+        q.push(("idle", args.idle.to_string()));
+        let view: ProfileView = client.get("/api/v1/profile", &q)?;
+        if let Some(path) = &args.pprof {
+            q.push(("frequency", args.frequency.to_string()));
+            let bytes = client.get_bytes("/api/v1/profile/pprof", &q)?;
+            fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
+        }
+        return if args.json {
+            print_json(&view)
+        } else {
+            print!("{}", view.summary(args.top));
+            Ok(())
+        };
+    }
     if let Some(pid) = args.pid
         && !backend.pids(range)?.contains(&pid)
     {

@@ -5,6 +5,7 @@
 
 mod agent;
 mod cli;
+mod client;
 mod commands;
 mod control;
 mod millisampler;
@@ -12,6 +13,11 @@ mod profile;
 mod stacks;
 mod symbolize;
 mod timearg;
+mod metrics;
+mod server;
+mod server_commands;
+mod tokens;
+mod udf;
 mod view;
 
 use clap::Parser;
@@ -24,15 +30,19 @@ fn main() {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    let remote = &cli.remote;
     let result = match cli.command {
         Command::Agent(args) => agent::main(args),
-        Command::Run(args) => commands::run(args),
-        Command::Runs(RunsCommand::List(args)) => commands::list(args),
-        Command::Runs(RunsCommand::Show(args)) => commands::show(args),
-        Command::Runs(RunsCommand::Export(args)) => commands::export(args),
-        Command::Import(ImportCommand::Millisampler(args)) => commands::import_millisampler(args),
-        Command::Sample(args) => commands::sample(args),
-        Command::Profile(args) => commands::profile(args),
+        Command::Run(args) => commands::run(args, remote),
+        Command::Runs(RunsCommand::List(args)) => commands::list(args, remote),
+        Command::Runs(RunsCommand::Show(args)) => commands::show(args, remote),
+        Command::Runs(RunsCommand::Export(args)) => commands::export(args, remote),
+        Command::Import(ImportCommand::Millisampler(args)) => commands::import_millisampler(args, remote),
+        Command::Sample(args) => commands::sample(args, remote),
+        Command::Profile(args) => commands::profile(args, remote),
+        Command::Serve(args) => server_commands::serve(args),
+        Command::Token(cmd) => server_commands::token(cmd),
+        Command::Udf(cmd) => server_commands::udf(cmd, remote),
     };
     if let Err(e) = result {
         // One line, naming the problem: scripts read it.

@@ -27,6 +27,7 @@ use crate::{
     cli::AgentArgs,
     commands::open_store,
     control::{self, Handler},
+    server::{AppState, Server},
     stacks::StackCollector,
     view::hostname,
 };
@@ -81,6 +82,13 @@ pub fn main(args: AgentArgs) -> Result<()> {
     };
     let handler = Arc::new(Handler { store: store.clone(), workers });
     let control = control::serve(&args.store.data_dir, Arc::clone(&handler), Arc::clone(&shutdown))?;
+    let http = if args.no_http {
+        None
+    } else {
+        let options = args.http.options();
+        let state = AppState::new(&args.store.data_dir, store.clone(), Some(Arc::clone(&handler)), &options)?;
+        Some(Server::start(state, &options)?)
+    };
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
 
     let deadline = args.duration.map(|d| Instant::now() + d);
@@ -92,6 +100,9 @@ pub fn main(args: AgentArgs) -> Result<()> {
         thread::sleep(Duration::from_millis(500));
     }
     info!("shutting down");
+    if let Some(http) = http {
+        http.stop()?;
+    }
     control::wake(&args.store.data_dir);
     let _ = control.join();
     for worker in handler.workers.values() {

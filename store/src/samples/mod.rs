@@ -192,6 +192,18 @@ impl Store {
         Ok(out)
     }
 
+    /// Samples the kernel dropped, summed over the retained batches (reads every batch's
+    /// metadata record: ~9k per retained day of a host, not the samples).
+    pub fn lost_samples(&self) -> Result<u64, StoreError> {
+        let _r = self.inner.read_lock();
+        let mut lost = 0;
+        self.inner.for_each_batch(0, u64::MAX, |_, _, row| {
+            lost += row.lost;
+            Ok(())
+        })?;
+        Ok(lost)
+    }
+
     /// Sample totals, from the running counters (no scan).
     pub fn sample_stats(&self) -> Result<SampleStats, StoreError> {
         let t = self.inner.sample_totals()?;

@@ -1,0 +1,199 @@
+//! Analyses over HTTP: upload (`PUT`), list, describe, delete, invoke.
+
+use std::sync::Arc;
+
+use axum::{
+    body::Bytes,
+    extract::{Path, State, rejection::BytesRejection},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::{
+    AppState,
+    api::{ApiJson, range},
+    auth::Caller,
+    blocking,
+    error::{ApiError, ErrorBody},
+    negotiate::Format,
+};
+use crate::{
+    metrics::{AnalysisLabels, FailureLabels},
+    udf::{
+        UdfError,
+        output::AnalysisOutput,
+        registry::{UdfMeta, check_name},
+        sandbox::LogLine,
+    },
+};
+
+pub fn routes() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::new()
+        .routes(routes!(list_udfs))
+        .routes(routes!(put_udf, get_udf, delete_udf))
+        .routes(routes!(invoke))
+}
+
+/// Analyses on this host: name, owner, version, size, hash, description.
+#[utoipa::path(get, path = "/api/v1/udfs", tag = "analyses", responses((status = 200, body = Vec<UdfMeta>), (status = 401, body = ErrorBody)))]
+async fn list_udfs(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format) -> Response {
+    fmt.reply(&state.registry.list())
+}
+
+/// One analysis' listing.
+#[utoipa::path(get, path = "/api/v1/udfs/{name}", tag = "analyses", params(("name" = String, Path)), responses((status = 200, body = UdfMeta), (status = 404, body = ErrorBody)))]
+async fn get_udf(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let loaded = state.registry.get(&name).ok_or(UdfError::NotFound(name))?;
+    Ok(fmt.reply(&loaded.meta))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Uploaded {
+    #[serde(flatten)]
+    pub meta: UdfMeta,
+    /// Whether an earlier version was replaced.
+    pub replaced: bool,
+}
+
+/// Uploads (or replaces, for its owning team) an analysis: the body is the component
+/// (`application/wasm`). It is validated, compiled and kept, precompiled, across restarts.
+#[utoipa::path(put, path = "/api/v1/udfs/{name}", tag = "analyses", params(("name" = String, Path)),
+    request_body(content = Vec<u8>, content_type = "application/wasm"),
+    responses((status = 201, body = Uploaded), (status = 200, body = Uploaded, description = "replaced"),
+        (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn put_udf(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    fmt: Format,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_name(&name)?;
+    let limit = state.runtime.limits().module_bytes;
+    let body = body.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "module_too_large",
+            format!("component exceeds the module size limit of {limit} bytes"),
+        ),
+        status => ApiError::new(status, "bad_body", e.body_text()),
+    })?;
+    if let Some(ty) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok())
+        && !matches!(ty, "application/wasm" | "application/octet-stream")
+    {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "bad_content_type",
+            format!("send the component as application/wasm, not {ty}"),
+        ));
+    }
+    let s = Arc::clone(&state);
+    let team = caller.team.clone();
+    let (meta, replaced) = blocking(move || {
+        let info = s.host_info()?;
+        Ok(s.registry.put(&name, &team, &body, &s.runtime, &s.store, &info)?)
+    })
+    .await?;
+    state.metrics.uploads.inc();
+    let status = if replaced { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, fmt.reply(&Uploaded { meta, replaced })).into_response())
+}
+
+/// Deletes an analysis (its owning team only).
+#[utoipa::path(delete, path = "/api/v1/udfs/{name}", tag = "analyses", params(("name" = String, Path)),
+    responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn delete_udf(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    blocking(move || Ok(state.registry.delete(&name, &caller.team)?)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/v1/udfs/{name}/invoke`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InvokeRequest {
+    /// Start (inclusive): RFC 3339, Unix ns (number or string), `now`, `-1h`.
+    #[schema(value_type = String)]
+    pub from: Option<Value>,
+    /// End (exclusive), same forms.
+    #[schema(value_type = String)]
+    pub to: Option<Value>,
+    /// Parameters by name, as the analysis declares them (`GET /api/v1/udfs/{name}`).
+    #[serde(default)]
+    pub params: Map<String, Value>,
+}
+
+fn time_text(v: Option<&Value>, name: &str) -> Result<Option<String>, ApiError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Number(n)) if n.is_u64() => Ok(Some(n.to_string())),
+        Some(other) => Err(ApiError::bad_request("bad_time", format!("{name}: expected a time string or Unix ns, got {other}"))),
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct InvokeResponse {
+    #[serde(flatten)]
+    pub output: AnalysisOutput,
+    #[schema(value_type = Vec<Object>)]
+    pub log: Vec<LogLine>,
+    pub log_dropped: u64,
+    pub elapsed_ns: u64,
+    pub peak_memory_bytes: usize,
+    pub output_bytes: usize,
+}
+
+/// Runs an analysis next to the data and returns its typed result
+/// (`{"kind": "table" | "series" | "flamegraph" | "text", …}`).
+#[utoipa::path(post, path = "/api/v1/udfs/{name}/invoke", tag = "analyses", params(("name" = String, Path)),
+    request_body = InvokeRequest,
+    responses((status = 200, body = InvokeResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 408, body = ErrorBody, description = "time limit"), (status = 422, body = ErrorBody, description = "memory, stack or output limit, trap, analysis error"),
+        (status = 429, body = ErrorBody, description = "concurrency limit")))]
+async fn invoke(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    fmt: Format,
+    Path(name): Path<String>,
+    ApiJson(req): ApiJson<InvokeRequest>,
+) -> Result<Response, ApiError> {
+    let from = time_text(req.from.as_ref(), "from")?;
+    let to = time_text(req.to.as_ref(), "to")?;
+    let range = range(from.as_deref(), to.as_deref())?;
+    let loaded = state.registry.get(&name).ok_or_else(|| UdfError::NotFound(name.clone()))?;
+    let s = Arc::clone(&state);
+    let outcome = blocking(move || {
+        let info = s.host_info()?;
+        Ok(s.runtime.invoke(&loaded.compiled, &caller.team, &s.store, &info, range, &req.params))
+    })
+    .await?;
+    state.metrics.invocations.get_or_create(&AnalysisLabels { analysis: name.clone() }).inc();
+    match outcome {
+        Ok(report) => Ok(fmt.reply(&InvokeResponse {
+            output: report.output,
+            log: report.log.lines,
+            log_dropped: report.log.dropped,
+            elapsed_ns: report.elapsed_ns,
+            peak_memory_bytes: report.peak_memory_bytes,
+            output_bytes: report.output_bytes,
+        })),
+        Err(e) => {
+            state.metrics.failures.get_or_create(&FailureLabels { analysis: name, cause: e.code().into() }).inc();
+            Err(e.into())
+        }
+    }
+}
