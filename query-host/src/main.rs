@@ -1,27 +1,12 @@
-//! `loupe`: the agent and the query commands of Loupe, a per-host fine-grained telemetry system.
-//!
-//! Where things are: packets are counted in `bpf/ebpf` (the tc filter), runs are stored by
-//! `store/`, the agent's scheduling is in [`agent`], and every command's code is in [`commands`].
-
-mod agent;
-mod cli;
-mod client;
-mod commands;
-mod control;
-mod millisampler;
-mod profile;
-mod stacks;
-mod symbolize;
-mod timearg;
-mod metrics;
-mod server;
-mod server_commands;
-mod tokens;
-mod udf;
-mod view;
+//! `loupe`: the agent, the HTTP API and the query commands (see the library's docs for where
+//! things are).
 
 use clap::Parser;
-use cli::{Cli, Command, ImportCommand, RunsCommand};
+use loupe_query_host::{
+    agent,
+    cli::{Cli, Command, ImportCommand, RunsCommand},
+    commands, server_commands,
+};
 use tracing_subscriber::EnvFilter;
 
 fn main() {

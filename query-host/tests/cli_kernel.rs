@@ -200,7 +200,8 @@ fn agent_runs_on_schedule_and_answers_cli_calls() {
             "--jitter",
             "0.1",
             "--duration",
-            "5s",
+            "7s",
+            "--no-auth",
         ],
     )
     .stdout(Stdio::null())
@@ -226,6 +227,22 @@ fn agent_runs_on_schedule_and_answers_cli_calls() {
         traffic::udp_send(&sender, SocketAddr::new(B_V4.into(), 7001), 20, 500, Duration::from_millis(2)).unwrap();
     let run = json(&on_demand.wait_with_output().unwrap());
     assert_eq!(sum(&run["metrics"]["in_bytes"]), expected, "on-demand run through the agent");
+    // The same through the agent's HTTP API (POST /api/v1/runs), with the CLI in client mode.
+    // (Far enough ahead that a periodic run (≤ 0.5 s) still in progress ends before it.)
+    let remote = loupe_in(
+        &pair.b.name,
+        &data,
+        &["--server", "http://127.0.0.1:7878", "run", "--iface", B_IF, "--interval", "1ms", "--samples", "400", "--at", "+900ms", "--json"],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    thread::sleep(Duration::from_millis(1050));
+    let expected =
+        traffic::udp_send(&sender, SocketAddr::new(B_V4.into(), 7001), 30, 400, Duration::from_millis(2)).unwrap();
+    let run = json(&remote.wait_with_output().unwrap());
+    assert_eq!(sum(&run["metrics"]["in_bytes"]), expected, "on-demand run through the HTTP API");
     let list = json(&loupe_in(&pair.b.name, &data, &["runs", "list", "--json"]).output().unwrap());
     // The agent samples stacks too; its profile is served through the control socket. (Stacks
     // are written every 10 s and at shutdown: ask again after it stopped for the full set.)
@@ -237,7 +254,7 @@ fn agent_runs_on_schedule_and_answers_cli_calls() {
     // Periodic runs of both intervals, one per period or so, and the on-demand one.
     let of = |ns: u64| runs.iter().filter(|r| r["interval_ns"] == ns).count();
     assert!(of(100_000) >= 1, "no 100us runs: {list}");
-    assert!(of(1_000_000) >= 2, "no periodic 1ms runs besides the on-demand one: {list}");
+    assert!(of(1_000_000) >= 3, "no periodic 1ms runs besides the two on-demand ones: {list}");
     // Runs on one interface never overlap.
     let mut spans: Vec<(u64, u64)> = runs
         .iter()

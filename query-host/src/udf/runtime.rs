@@ -104,11 +104,14 @@ impl Runtime {
         config.epoch_interruption(true);
         config.max_wasm_stack(limits.stack_bytes);
         if allocation == Allocation::Pooling {
+            // Slots for the concurrent invocations plus uploads being described (which do not
+            // take an invocation slot); a full pool fails an instantiation, it never waits.
+            let slots = (limits.total_invocations as u32 + 16) * 2;
             let mut pool = wasmtime::PoolingAllocationConfig::default();
-            pool.total_component_instances(limits.total_invocations as u32 * 2 + 2);
-            pool.total_core_instances(limits.total_invocations as u32 * 8 + 8);
-            pool.total_memories(limits.total_invocations as u32 * 4 + 4);
-            pool.total_tables(limits.total_invocations as u32 * 4 + 4);
+            pool.total_component_instances(slots);
+            pool.total_core_instances(slots * 8);
+            pool.total_memories(slots * 2);
+            pool.total_tables(slots * 4);
             pool.max_memory_size(limits.memory_bytes);
             config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
         }

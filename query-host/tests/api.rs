@@ -1,0 +1,194 @@
+//! The read API against a real `loupe serve`: the same JSON as the CLI, MessagePack on
+//! request, clear errors, an OpenAPI document covering every route, the CLI's client mode,
+//! and the token/ownership matrix.
+
+mod common;
+
+use common::{data::*, *};
+use serde_json::{Value, json};
+
+fn cli_json(args: &[&str]) -> Value {
+    let out = loupe(args);
+    assert!(out.status.success(), "loupe {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn reads_match_the_cli_in_json_and_msgpack() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = fill(dir.path());
+    let d = dir.path().to_str().unwrap();
+    // What the CLI prints from the store directly, before the server owns it.
+    let list_cli = cli_json(&["runs", "list", "--json", "--data-dir", d]);
+    let show_cli = cli_json(&["runs", "show", &a.to_string(), "--json", "--per-cpu", "--data-dir", d]);
+    let to = (T0 + 3600 * SEC).to_string();
+    let profile_cli = cli_json(&["profile", "--json", "--from", "0", "--to", &to, "--data-dir", d]);
+    let profile_pid_cli = cli_json(&["profile", "--json", "--pid", "200", "--data-dir", d]);
+
+    let server = Server::start(dir.path(), &[]);
+    let token = server.token("sre");
+    let http = Http::new(&server.url, Some(&token));
+
+    assert_eq!(http.get("/api/v1/runs").json(), list_cli);
+    assert_eq!(http.get(&format!("/api/v1/runs/{a}?per_cpu=true")).json(), show_cli);
+    assert_eq!(http.get(&format!("/api/v1/profile?from=0&to={to}")).json(), profile_cli);
+    assert_eq!(http.get("/api/v1/profile?pid=200").json(), profile_pid_cli);
+    let run_b = http.get(&format!("/api/v1/runs/{b}")).json();
+    assert_eq!(run_b["metrics"]["in_bytes"][10], 200_000);
+    assert!(run_b.get("per_cpu").is_none());
+
+    // Ranges and filters.
+    let listed = |q: &str| -> Vec<u64> {
+        http.get(&format!("/api/v1/runs?{q}")).json().as_array().unwrap().iter().map(|r| r["id"].as_u64().unwrap()).collect()
+    };
+    assert_eq!(listed(&format!("from={}&to={}", T0, T0 + SEC)), [a]);
+    assert_eq!(listed("interval=10ms"), [b]);
+    assert_eq!(listed("from=2026-11-23T00:00:30Z"), [b]);
+    assert_eq!(listed("iface=nope"), Vec::<u64>::new());
+
+    // MessagePack carries the same values.
+    let mp = http.get_with(&format!("/api/v1/runs/{a}"), &[("Accept", "application/msgpack")]);
+    assert_eq!(mp.status, 200);
+    assert_eq!(mp.content_type, "application/msgpack");
+    let decoded: Value = rmp_serde::from_slice(&mp.body).unwrap();
+    assert_eq!(decoded, http.get(&format!("/api/v1/runs/{a}")).json());
+    let mp = http.get_with("/api/v1/runs", &[("Accept", "application/msgpack, application/json;q=0.5")]);
+    assert_eq!(rmp_serde::from_slice::<Value>(&mp.body).unwrap(), list_cli);
+    // Day maps keep their integer keys in MessagePack (JSON must make them strings).
+    #[derive(serde::Deserialize)]
+    struct Day {
+        runs_by_interval: std::collections::BTreeMap<u64, u64>,
+        samples: u64,
+    }
+    let mp = http.get_with("/api/v1/days", &[("Accept", "application/msgpack")]);
+    let days: Vec<Day> = rmp_serde::from_slice(&mp.body).unwrap();
+    assert_eq!((days[0].runs_by_interval.get(&1_000_000), days[0].samples), (Some(&1), 504));
+
+    // Days: one, with both runs and every sample.
+    let days = http.get("/api/v1/days").json();
+    assert_eq!(days.as_array().unwrap().len(), 1, "{days}");
+    assert_eq!(days[0]["date"], "2026-11-23");
+    assert_eq!(days[0]["runs_by_interval"], json!({"1000000": 1, "10000000": 1}));
+    assert_eq!(days[0]["samples"], 504);
+    assert!(days[0]["run_bytes"].as_u64().unwrap() > 0);
+
+    // pprof download is gzip; pids.
+    let pprof = http.get("/api/v1/profile/pprof?from=0");
+    assert_eq!((pprof.status, &pprof.body[..2]), (200, &[0x1f, 0x8b][..]));
+    assert_eq!(http.get("/api/v1/pids").json(), json!([0, 100, 200]));
+
+    // Errors: JSON, fitting status, naming the problem.
+    http.get("/api/v1/runs/999").assert_error(404, "not_found", "no run with id 999");
+    http.get("/api/v1/runs/abc").assert_error(400, "bad_id", "bad run id 'abc'");
+    http.get("/api/v1/runs?from=10&to=5").assert_error(400, "bad_range", "is after");
+    http.get("/api/v1/runs?from=soon").assert_error(400, "bad_time", "RFC 3339");
+    http.get("/api/v1/runs?interval=fast").assert_error(400, "bad_interval", "bad interval 'fast'");
+    http.get("/api/v1/profile?pid=4242").assert_error(404, "no_samples", "no samples of PID 4242");
+    http.get("/api/v1/nope").assert_error(404, "no_route", "no such route");
+    http.post("/api/v1/runs", &json!({"interval": "1ms"})).assert_error(409, "not_collecting", "only serves a store");
+    http.post("/api/v1/runs", &json!({"interval": 5})).assert_error(422, "bad_body", "interval");
+
+    // The CLI's client mode prints what the local commands print.
+    let remote = ["--server", server.url.as_str(), "--token", token.as_str()];
+    let with = |args: &[&str]| -> Vec<String> { remote.iter().chain(args).map(|s| s.to_string()).collect() };
+    let run = |args: Vec<String>| cli_json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(run(with(&["runs", "list", "--json"])), list_cli);
+    assert_eq!(run(with(&["runs", "show", &a.to_string(), "--json", "--per-cpu"])), show_cli);
+    assert_eq!(run(with(&["profile", "--json", "--from", "0", "--to", &to])), profile_cli);
+    let bad = loupe(&["--server", &server.url, "--token", "loupe_nope", "runs", "list"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown or revoked token (HTTP 401"), "{bad:?}");
+
+    // The OpenAPI document is generated and covers every route the server answers.
+    let doc = http.get("/api/v1/openapi.json").json();
+    let paths = doc["paths"].as_object().unwrap();
+    let want = [
+        ("/api/v1/health", "get"),
+        ("/api/v1/days", "get"),
+        ("/api/v1/stats", "get"),
+        ("/api/v1/runs", "get"),
+        ("/api/v1/runs", "post"),
+        ("/api/v1/runs/{id}", "get"),
+        ("/api/v1/profile", "get"),
+        ("/api/v1/profile/pprof", "get"),
+        ("/api/v1/pids", "get"),
+        ("/api/v1/udfs", "get"),
+        ("/api/v1/udfs/{name}", "put"),
+        ("/api/v1/udfs/{name}", "get"),
+        ("/api/v1/udfs/{name}", "delete"),
+        ("/api/v1/udfs/{name}/invoke", "post"),
+    ];
+    let mut n = 0;
+    for (path, ops) in paths {
+        for op in ops.as_object().unwrap().keys() {
+            assert!(want.contains(&(path.as_str(), op.as_str())), "undocumented test gap: {op} {path}");
+            assert!(ops[op]["responses"].as_object().is_some_and(|r| !r.is_empty()), "{op} {path} has no responses");
+            n += 1;
+        }
+    }
+    assert_eq!(n, want.len(), "{:?}", paths.keys().collect::<Vec<_>>());
+    for (path, op) in want {
+        assert!(paths.get(path).and_then(|p| p.get(op)).is_some(), "{op} {path} missing from the document");
+    }
+    server.stop();
+}
+
+#[test]
+fn tokens_and_ownership() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path());
+    let server = Server::start(dir.path(), &[]);
+    let net = server.token("netops");
+    let perf = server.token("perf");
+    let netops = Http::new(&server.url, Some(&net));
+    let perfs = Http::new(&server.url, Some(&perf));
+    let nobody = Http::new(&server.url, None);
+    let stranger = Http::new(&server.url, Some("loupe_0000"));
+
+    // Health needs no token; data does.
+    assert_eq!(nobody.get("/api/v1/health").status, 200);
+    nobody.get("/api/v1/runs").assert_error(401, "unauthorized", "missing bearer token");
+    stranger.get("/api/v1/runs").assert_error(401, "unauthorized", "unknown or revoked token");
+    nobody.put_wasm("/api/v1/udfs/x", &wasm("noop")).assert_error(401, "unauthorized", "missing bearer token");
+    assert_eq!(perfs.get("/api/v1/runs").status, 200);
+
+    // netops owns 'bursts'; perf may run it but not change it.
+    netops.upload("bursts", "burst_detector");
+    let body = json!({"params": {"threshold_bps": 10_000_000}});
+    assert_eq!(perfs.invoke("bursts", body.clone()).status, 200, "reading and running is shared");
+    perfs.put_wasm("/api/v1/udfs/bursts", &wasm("noop")).assert_error(403, "not_owner", "belongs to team 'netops'");
+    perfs.delete("/api/v1/udfs/bursts").assert_error(403, "not_owner", "belongs to team 'netops'");
+    assert_eq!(netops.invoke("bursts", body.clone()).json()["kind"], "table", "still the burst detector");
+    let replaced = netops.put_wasm("/api/v1/udfs/bursts", &wasm("noop"));
+    assert_eq!((replaced.status, replaced.json()["replaced"].clone()), (200, json!(true)));
+    assert_eq!(netops.get("/api/v1/udfs/bursts").json()["description"]["name"], "noop");
+    assert_eq!(netops.delete("/api/v1/udfs/bursts").status, 204);
+    netops.delete("/api/v1/udfs/bursts").assert_error(404, "not_found", "no analysis named 'bursts'");
+
+    // A revoked token stops working at once; the team's other tokens do not.
+    let list = cli_json(&["token", "list", "--json", "--data-dir", dir.path().to_str().unwrap()]);
+    let perf_id = list.as_array().unwrap().iter().find(|t| t["team"] == "perf").unwrap()["id"].as_str().unwrap().to_string();
+    let stored = std::fs::read_to_string(dir.path().join("tokens.json")).unwrap();
+    assert!(!stored.contains(&perf) && !stored.contains(&net), "only hashes are stored");
+    let out = loupe(&["token", "revoke", &perf_id, "--data-dir", dir.path().to_str().unwrap()]);
+    assert!(out.status.success());
+    perfs.get("/api/v1/runs").assert_error(401, "unauthorized", "unknown or revoked token");
+    assert_eq!(netops.get("/api/v1/runs").status, 200);
+    let out = loupe(&["token", "revoke", "nope", "--data-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no token with id 'nope'"));
+    let out = loupe(&["token", "add", "bad team", "--data-dir", dir.path().to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad team name"));
+    server.stop();
+
+    // --no-auth: reads without a token on loopback; refused on other addresses.
+    let open = Server::start(dir.path(), &["--no-auth"]);
+    let anon = Http::new(&open.url, None);
+    assert_eq!(anon.get("/api/v1/runs").status, 200);
+    assert_eq!(anon.get("/api/v1/health").json()["auth"], false);
+    Http::new(&open.url, Some("loupe_0000")).get("/api/v1/runs").assert_error(401, "unauthorized", "unknown");
+    open.stop();
+    let out = loupe(&["serve", "--no-auth", "--listen", "0.0.0.0:0", "--data-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-auth is only allowed on a loopback address"));
+}

@@ -1,0 +1,198 @@
+//! Write Loupe analyses (UDFs) in Rust.
+//!
+//! An analysis is a WebAssembly component targeting the `analysis` world of `wit/loupe.wit`: it
+//! says what it is ([`Analysis::describe`]) and answers one invocation over a time range
+//! ([`Analysis::run`]). The query host owns the data; the analysis reads it through the host's
+//! cursors and returns one typed [`Output`] (a table, series, a flame graph or text) that the web
+//! UI knows how to draw.
+//!
+//! ```no_run
+//! use loupe_udf::{Analysis, Context, Description, Output, Param, ResultKind};
+//!
+//! struct BusyRuns;
+//!
+//! impl Analysis for BusyRuns {
+//!     fn describe() -> Description {
+//!         Description::new("busy-runs", ResultKind::Text)
+//!             .summary("How many runs carried more than `min_bytes` of ingress")
+//!             .param(Param::unsigned("min_bytes", "ingress bytes over the whole run").default(1_000_000u64))
+//!     }
+//!
+//!     fn run(ctx: &Context) -> Result<Output, String> {
+//!         let min = ctx.params.u64("min_bytes")?;
+//!         let mut busy = 0;
+//!         for run in ctx.runs().open()? {
+//!             if run.metrics.in_bytes.iter().sum::<u64>() > min {
+//!                 busy += 1;
+//!             }
+//!         }
+//!         loupe_udf::info!("{busy} busy runs");
+//!         Ok(Output::text(busy.to_string()))
+//!     }
+//! }
+//!
+//! loupe_udf::export_analysis!(BusyRuns);
+//! ```
+//!
+//! # Why it looks like this
+//!
+//! - **Batches, not rows.** Every call across the sandbox boundary costs far more than reading a
+//!   number, so the host hands out runs and samples a batch at a time. [`Runs`] and [`Samples`]
+//!   are plain iterators over those batches: one host call per batch (a few runs, or about ten
+//!   seconds of samples of every CPU), never one per item.
+//! - **Ids, resolved once.** A sample carries a stack id and a comm id, not strings: a day holds
+//!   millions of samples but only thousands of distinct stacks. Count per id while streaming,
+//!   then resolve the distinct ids with [`Stacks`] / [`Comms`], which ask the host once per batch
+//!   of unknown ids and cache the answers.
+//! - **Typed parameters.** The host checks each parameter against [`Analysis::describe`] and fills
+//!   in defaults before `run` is called, so [`Params`] lookups only fail on a programming error
+//!   (a name or type that the description does not declare) and say which.
+//! - **Nothing but the host's data.** The sandbox has no filesystem, network or clock: don't use
+//!   `std::fs`, `std::net` or `std::time` (a component importing them is refused at upload).
+//!   `println!`/`eprintln!` and panic messages go to the invocation's log; prefer [`info!`] and
+//!   friends, which carry a level.
+//!
+//! Build with `cargo build --release --target wasm32-wasip2`; the component is
+//! `target/wasm32-wasip2/release/<crate_name>.wasm`.
+
+mod data;
+pub mod log;
+mod output;
+mod params;
+
+/// The raw bindings generated from `wit/loupe.wit`. [`export_analysis!`] uses them; analyses
+/// rarely need to.
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "analysis",
+        pub_export_macro: true,
+        export_macro_name: "export",
+        default_bindings_module: "loupe_udf::bindings",
+        additional_derives: [PartialEq],
+        generate_all,
+    });
+}
+
+/// Every type of the WIT `types` interface, as generated (records, variants, enums).
+pub mod types {
+    pub use crate::bindings::loupe::udf::types::*;
+}
+
+pub use bindings::loupe::udf::data::{HostInfo, Level};
+pub use data::{Comms, OptionalText, RunQuery, Runs, SampleQuery, Samples, Stacks, host_info, runs, samples};
+pub use output::Flamegraph;
+pub use params::Params;
+/// A parameter's declaration (the WIT `param-spec`), built with [`Param::unsigned`],
+/// [`Param::float`], [`Param::text`] or [`Param::flag`], then [`Param::default`].
+pub use types::ParamSpec as Param;
+pub use types::{
+    Cell, Column, CpuMetrics, Description, Frame, Metrics, Output, ParamKind, ParamValue, Point, ResultKind, Run,
+    Sample, SampleFilter, Series, Table, TimeRange, WeightedStack,
+};
+
+/// One analysis: implement it on a unit struct and export it with [`export_analysis!`].
+pub trait Analysis {
+    /// Name, version, summary, parameters and result kind. Must not read data (the host calls
+    /// it at upload, outside any invocation). A [`Description`] left without a version gets the
+    /// crate's `CARGO_PKG_VERSION`.
+    fn describe() -> Description;
+
+    /// Answers one invocation over `ctx.range` with `ctx.params`. An `Err` reaches the caller as
+    /// an HTTP 422 with its message; a panic traps (its message goes to the invocation log).
+    fn run(ctx: &Context) -> Result<Output, String>;
+}
+
+/// What an invocation is about: the time range and the parameters.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// `[from_ns, to_ns)` in Unix nanoseconds.
+    pub range: TimeRange,
+    /// Every declared parameter, defaults filled in and types checked by the host.
+    pub params: Params,
+}
+
+impl Context {
+    pub fn new(range: TimeRange, params: Params) -> Self {
+        Self { range, params }
+    }
+
+    /// Runs that started in the invocation's range (narrow with [`RunQuery`]'s methods).
+    pub fn runs(&self) -> RunQuery {
+        runs(self.range)
+    }
+
+    /// Stack samples in the invocation's range (narrow with [`SampleQuery`]'s methods).
+    pub fn samples(&self) -> SampleQuery {
+        samples(self.range)
+    }
+}
+
+impl TimeRange {
+    pub fn new(from_ns: u64, to_ns: u64) -> Self {
+        Self { from_ns, to_ns }
+    }
+
+    /// `to_ns - from_ns` (0 for an empty or inverted range).
+    pub fn duration_ns(&self) -> u64 {
+        self.to_ns.saturating_sub(self.from_ns)
+    }
+
+    pub fn contains(&self, t_ns: u64) -> bool {
+        self.from_ns <= t_ns && t_ns < self.to_ns
+    }
+}
+
+/// Exports a type implementing [`Analysis`] as the component's `describe` and `run`.
+/// Use it once, in the crate that is built as the `cdylib`.
+///
+/// ```ignore
+/// loupe_udf::export_analysis!(MyAnalysis);
+/// ```
+#[macro_export]
+macro_rules! export_analysis {
+    ($ty:ty) => {
+        const _: () = {
+            struct __LoupeUdfExport;
+            impl $crate::bindings::Guest for __LoupeUdfExport {
+                fn describe() -> $crate::Description {
+                    $crate::__private::describe::<$ty>(::core::env!("CARGO_PKG_VERSION"))
+                }
+                fn run(
+                    range: $crate::TimeRange,
+                    params: $crate::__private::Vec<$crate::types::Param>,
+                ) -> ::core::result::Result<$crate::Output, $crate::__private::String> {
+                    $crate::__private::run::<$ty>(range, params)
+                }
+            }
+    $crate::bindings::export!(__LoupeUdfExport with_types_in $crate::bindings);
+        };
+    };
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use std::{string::String, vec::Vec};
+
+    use crate::{Analysis, Context, Description, Output, Params, TimeRange, types};
+
+    pub fn describe<A: Analysis>(crate_version: &str) -> Description {
+        let mut d = A::describe();
+        if d.version.is_empty() {
+            d.version = crate_version.to_string();
+        }
+        for (i, p) in d.params.iter().enumerate() {
+            assert!(
+                !d.params[..i].iter().any(|q| q.name == p.name),
+                "analysis `{}` declares parameter `{}` twice",
+                d.name,
+                p.name
+            );
+        }
+        d
+    }
+
+    pub fn run<A: Analysis>(range: TimeRange, params: Vec<types::Param>) -> Result<Output, String> {
+        A::run(&Context::new(range, Params::new(params)))
+    }
+}
