@@ -117,6 +117,8 @@ fn reads_match_the_cli_in_json_and_msgpack() {
         ("/api/v1/udfs/{name}", "get"),
         ("/api/v1/udfs/{name}", "delete"),
         ("/api/v1/udfs/{name}/invoke", "post"),
+        ("/api/v1/openapi.json", "get"),
+        ("/metrics", "get"),
     ];
     let mut n = 0;
     for (path, ops) in paths {

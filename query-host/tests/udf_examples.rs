@@ -146,7 +146,7 @@ fn every_example_answers_what_the_data_holds() {
 
     // Sample count (idle included), whole range and one 10-s batch.
     assert_eq!(ok(http.invoke("sample-count", all.clone()))["text"], "504");
-    let first = json!({"from": T0 + 10 * SEC, "to": T0 + 20 * SEC});
+    let first = json!({"from": SAMPLES_START, "to": SAMPLES_START + 10 * SEC});
     assert_eq!(ok(http.invoke("sample-count", first))["text"], "168");
     assert_eq!(ok(http.invoke("noop", json!({})))["text"], "ok");
 

@@ -39,6 +39,7 @@ impl Neighbour {
         });
         // Let it get going before the hostile call.
         while ok.load(Ordering::Relaxed) == 0 {
+            assert!(!thread.is_finished(), "the neighbour's first invocation failed");
             thread::sleep(Duration::from_millis(5));
         }
         Neighbour { stop, ok, thread: Some(thread) }
@@ -52,82 +53,132 @@ impl Neighbour {
     }
 }
 
-#[test]
-fn hostile_modules_are_stopped_and_neighbours_do_not_notice() {
+/// A server with lowered limits (2 s, 64 MiB), team "mallory" for the hostile side and
+/// team "alice" whose `count` analysis is the neighbour.
+struct Setup {
+    _dir: tempfile::TempDir,
+    server: Server,
+    hostile: Http,
+    alice: String,
+}
+
+fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     fill(dir.path());
     let server = Server::start(dir.path(), &["--udf-time-limit", "2s", "--udf-memory-limit", "64MiB"]);
-    let a = Http::new(&server.url, Some(&server.token("mallory")));
-    let b_token = server.token("alice");
-    let b = Http::new(&server.url, Some(&b_token));
-    b.upload("count", "sample_count");
+    let hostile = Http::new(&server.url, Some(&server.token("mallory")));
+    let alice = server.token("alice");
+    Http::new(&server.url, Some(&alice)).upload("count", "sample_count");
+    Setup { _dir: dir, server, hostile, alice }
+}
 
-    // Runtime limits: upload (allowed: they are valid components), then invoke.
-    let runtime_cases: &[(&str, u16, &str, &str)] = &[
-        ("hostile_infinite_loop", 408, "time_limit", "time limit of 2s exceeded"),
-        ("hostile_memory_bomb", 422, "memory_limit", "memory limit of 67108864 bytes exceeded"),
-        ("hostile_deep_recursion", 422, "stack_limit", "wasm stack limit of 1048576 bytes exceeded"),
-        ("hostile_huge_output", 422, "output_limit", "exceeds the output limit of 4194304 bytes"),
-        ("hostile_panic", 422, "trap", "hostile module panicked on purpose"),
-    ];
-    for (krate, status, code, needle) in runtime_cases {
-        let name = krate.replace('_', "-");
-        a.upload(&name, krate);
-        let neighbour = Neighbour::start(&server.url, &b_token);
-        let before = neighbour.ok.load(Ordering::Relaxed);
-        let started = Instant::now();
-        // Fast failures are repeated so they overlap the neighbour's calls.
-        let rounds = if *code == "time_limit" { 1 } else { 5 };
-        for _ in 0..rounds {
-            a.invoke(&name, json!({})).assert_error(*status, code, needle);
-        }
-        let elapsed = started.elapsed();
-        let during = neighbour.finish(before);
-        assert!(during >= 1, "{krate}: the neighbour made no progress");
-        if *code == "time_limit" {
-            assert!(elapsed >= Duration::from_secs(2) && elapsed < Duration::from_secs(4), "{krate}: {elapsed:?}");
-        }
-        assert_eq!(a.get("/api/v1/health").json()["status"], "ok", "{krate}: server still answers");
+/// Uploads `krate` (a valid component), invokes it while the neighbour runs, and checks the
+/// error, that the neighbour progressed, and that the server still answers.
+fn stopped_at_runtime(krate: &str, status: u16, code: &str, needle: &str) {
+    let s = setup();
+    let name = krate.replace('_', "-");
+    s.hostile.upload(&name, krate);
+    let neighbour = Neighbour::start(&s.server.url, &s.alice);
+    let before = neighbour.ok.load(Ordering::Relaxed);
+    let started = Instant::now();
+    // Fast failures are repeated so they overlap the neighbour's calls.
+    let rounds = if code == "time_limit" { 1 } else { 5 };
+    for _ in 0..rounds {
+        s.hostile.invoke(&name, json!({})).assert_error(status, code, needle);
     }
+    let elapsed = started.elapsed();
+    assert!(neighbour.finish(before) >= 1, "{krate}: the neighbour made no progress");
+    if code == "time_limit" {
+        assert!(elapsed >= Duration::from_secs(2) && elapsed < Duration::from_secs(4), "{krate}: {elapsed:?}");
+    }
+    assert_eq!(s.hostile.get("/api/v1/health").json()["status"], "ok", "{krate}: server still answers");
+    let m = String::from_utf8(s.hostile.get("/metrics").body).unwrap();
+    assert!(m.contains(&format!("cause=\"{code}\"")), "{code} missing from /metrics:\n{m}");
+    s.server.stop();
+}
 
-    // A log flood is capped, not fatal.
-    a.upload("flood", "hostile_log_flood");
-    let v = a.invoke("flood", json!({})).json();
+/// Uploads bytes that must be refused, while the neighbour runs; nothing is stored.
+fn refused_at_upload(bytes: &[u8], status: u16, code: &str, needle: &str) {
+    let s = setup();
+    let neighbour = Neighbour::start(&s.server.url, &s.alice);
+    let before = neighbour.ok.load(Ordering::Relaxed);
+    for _ in 0..3 {
+        s.hostile.put_wasm("/api/v1/udfs/refused", bytes).assert_error(status, code, needle);
+    }
+    assert!(neighbour.finish(before) >= 1, "the neighbour made no progress");
+    s.hostile.get("/api/v1/udfs/refused").assert_error(404, "not_found", "no analysis named 'refused'");
+    let entries: Vec<String> = std::fs::read_dir(s.server.data.join("udfs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(entries, ["count"], "nothing of the refused upload is left");
+    s.server.stop();
+}
+
+#[test]
+fn infinite_loop_hits_the_time_limit() {
+    stopped_at_runtime("hostile_infinite_loop", 408, "time_limit", "time limit of 2s exceeded");
+}
+
+#[test]
+fn memory_growth_bomb_hits_the_memory_limit() {
+    stopped_at_runtime("hostile_memory_bomb", 422, "memory_limit", "memory limit of 67108864 bytes exceeded");
+}
+
+#[test]
+fn deep_recursion_hits_the_stack_limit() {
+    stopped_at_runtime("hostile_deep_recursion", 422, "stack_limit", "wasm stack limit of 1048576 bytes exceeded");
+}
+
+#[test]
+fn huge_output_hits_the_output_limit() {
+    stopped_at_runtime("hostile_huge_output", 422, "output_limit", "exceeds the output limit of 4194304 bytes");
+}
+
+#[test]
+fn a_panic_is_a_trap_with_its_message() {
+    stopped_at_runtime("hostile_panic", 422, "trap", "hostile module panicked on purpose");
+}
+
+#[test]
+fn malformed_bytes_are_refused() {
+    refused_at_upload(b"this is not wasm", 400, "malformed_wasm", "not a WebAssembly binary");
+    let mut truncated = wasm("noop");
+    truncated.truncate(truncated.len() / 2);
+    refused_at_upload(&truncated, 400, "malformed_wasm", "malformed WebAssembly");
+}
+
+#[test]
+fn a_core_module_is_refused_with_how_to_build_a_component() {
+    // The smallest valid core module: magic and version 1.
+    refused_at_upload(b"\0asm\x01\0\0\0", 422, "not_a_component", "--target wasm32-wasip2");
+}
+
+#[test]
+fn a_component_importing_the_filesystem_is_refused() {
+    refused_at_upload(&wasm("hostile_filesystem"), 422, "forbidden_import", "wasi:filesystem/");
+}
+
+#[test]
+fn a_component_importing_sockets_is_refused() {
+    refused_at_upload(&wasm("hostile_sockets"), 422, "forbidden_import", "wasi:sockets/");
+}
+
+#[test]
+fn an_oversized_upload_is_refused() {
+    refused_at_upload(&vec![0u8; 33 << 20], 413, "module_too_large", "module size limit of 33554432 bytes");
+}
+
+#[test]
+fn a_log_flood_is_capped_not_fatal() {
+    let s = setup();
+    s.hostile.upload("flood", "hostile_log_flood");
+    let v = s.hostile.invoke("flood", json!({})).json();
     assert_eq!(v["text"], "done", "{v}");
     assert!(v["log_dropped"].as_u64().unwrap() > 900_000, "{}", v["log_dropped"]);
     let kept: usize = v["log"].as_array().unwrap().iter().map(|l| l["message"].as_str().unwrap().len()).sum();
-    assert!(kept <= 64 << 10, "{kept} log bytes kept");
-
-    // Uploads that are refused, with the neighbour running.
-    let neighbour = Neighbour::start(&server.url, &b_token);
-    let before = neighbour.ok.load(Ordering::Relaxed);
-    a.put_wasm("/api/v1/udfs/junk", b"this is not wasm").assert_error(400, "malformed_wasm", "not a WebAssembly binary");
-    let mut truncated = wasm("noop");
-    truncated.truncate(truncated.len() / 2);
-    a.put_wasm("/api/v1/udfs/junk", &truncated).assert_error(400, "malformed_wasm", "malformed WebAssembly");
-    // The smallest valid core module: magic and version 1.
-    a.put_wasm("/api/v1/udfs/core", b"\0asm\x01\0\0\0").assert_error(422, "not_a_component", "core WebAssembly module");
-    a.put_wasm("/api/v1/udfs/fs", &wasm("hostile_filesystem")).assert_error(422, "forbidden_import", "wasi:filesystem/");
-    a.put_wasm("/api/v1/udfs/net", &wasm("hostile_sockets")).assert_error(422, "forbidden_import", "wasi:sockets/");
-    a.put_wasm("/api/v1/udfs/big", &vec![0u8; 33 << 20]).assert_error(413, "module_too_large", "module size limit");
-    a.put_wasm("/api/v1/udfs/Bad.Name", &wasm("noop")).assert_error(400, "bad_name", "bad analysis name");
-    assert!(neighbour.finish(before) >= 1);
-    let names: Vec<String> =
-        a.get("/api/v1/udfs").json().as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap().into()).collect();
-    for refused in ["junk", "core", "fs", "net", "big"] {
-        assert!(!names.contains(&refused.to_string()), "{refused} must not be stored: {names:?}");
-    }
-    assert!(!std::fs::read_dir(dir.path().join("udfs")).unwrap().any(|e| {
-        let n = e.unwrap().file_name();
-        n.to_string_lossy().starts_with('.')
-    }));
-
-    // Failures by cause, in the metrics.
-    let m = String::from_utf8(a.get("/metrics").body).unwrap();
-    for cause in ["time_limit", "memory_limit", "stack_limit", "output_limit", "trap"] {
-        assert!(m.contains(&format!("cause=\"{cause}\"")), "{cause} missing from /metrics:\n{m}");
-    }
-    server.stop();
+    assert!(kept > 0 && kept <= 64 << 10, "{kept} log bytes kept");
+    s.server.stop();
 }
 
 /// One team cannot crowd out the others: its second concurrent invocation gets 429 while

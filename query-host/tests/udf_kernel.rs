@@ -60,3 +60,48 @@ fn burst_detector_finds_the_bytes_the_testbed_sent() {
     assert!(rows[0][1].as_u64().unwrap() >= start);
     server.stop();
 }
+
+/// An upload onto a full disk fails with 507 and leaves what was stored serving; with room
+/// again, the upload works. (Root: mounts a small tmpfs.)
+#[test]
+fn an_upload_onto_a_full_disk_fails_cleanly() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let mount_point = dir.path().join("small");
+    std::fs::create_dir(&mount_point).unwrap();
+    let mounted =
+        Command::new("mount").args(["-t", "tmpfs", "-o", "size=16m", "loupe-udf-full"]).arg(&mount_point).status().unwrap();
+    assert!(mounted.success(), "mounting a tmpfs");
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&mount_point);
+    let data = mount_point.join("data");
+    common::data::fill(&data);
+    let server = Server::start(&data, &[]);
+    let http = Http::new(&server.url, Some(&server.token("ops")));
+    http.upload("noop", "noop");
+    // Fill what is left.
+    let filler = mount_point.join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let chunk = vec![0u8; 64 << 10];
+        while f.write_all(&chunk).is_ok() {}
+    }
+    http.put_wasm("/api/v1/udfs/bursts", &wasm("burst_detector")).assert_error(507, "no_space", "storing analysis 'bursts'");
+    http.put_wasm("/api/v1/udfs/noop", &wasm("sample_count")).assert_error(507, "no_space", "storing analysis 'noop'");
+    // The stored one still serves, unchanged; nothing half-written is left.
+    let list = http.get("/api/v1/udfs").json();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list[0]["description"]["name"], "noop");
+    assert_eq!(http.invoke("noop", json!({})).json()["text"], "ok");
+    let leftovers: Vec<_> = std::fs::read_dir(data.join("udfs")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers, [std::ffi::OsString::from("noop")]);
+    std::fs::remove_file(&filler).unwrap();
+    http.upload("bursts", "burst_detector");
+    server.stop();
+}

@@ -6,10 +6,12 @@
 //! * [`traffic`] — generators whose bytes, packets, ECN bits and flows are known.
 //! * [`faults`] — eBPF fault injectors: CE marking and segment drops.
 //! * [`privilege`] — the root check that turns kernel tests into clear skips elsewhere.
+//! * [`synthetic`] — stored data with known answers (API and browser tests, `loupe-synth`).
 
 pub mod faults;
 pub mod netns;
 pub mod privilege;
+pub mod synthetic;
 pub mod topology;
 pub mod traffic;
 

@@ -4,6 +4,7 @@
 //!
 //! - [`api`]: read routes (health, days, runs, profiles) and on-demand runs.
 //! - [`udfs`]: upload, list, delete and invoke analyses.
+//! - [`web`]: the embedded web UI at `/`.
 //! - [`auth`]: bearer tokens → teams. [`negotiate`]: JSON or MessagePack. [`error`]: errors.
 //!
 //! Store reads and analyses are blocking work: handlers move them to tokio's blocking pool.
@@ -13,6 +14,7 @@ pub mod auth;
 pub mod error;
 pub mod negotiate;
 pub mod udfs;
+pub mod web;
 
 use std::{
     net::SocketAddr,
@@ -87,6 +89,9 @@ pub struct AppState {
     info: Mutex<(Instant, HostInfo)>,
 }
 
+/// Largest JSON request body (invocation parameters, run requests).
+const MAX_JSON_BODY: usize = 1 << 20;
+
 /// How long the retained range in [`HostInfo`] may be stale.
 const INFO_TTL: Duration = Duration::from_secs(10);
 
@@ -160,29 +165,34 @@ impl utoipa::Modify for BearerAuth {
 
 /// The routes and their OpenAPI document, generated from the handlers' annotations.
 pub fn routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(api::routes()).merge(udfs::routes()).split_for_parts()
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(api::routes())
+        .merge(udfs::routes())
+        .routes(utoipa_axum::routes!(openapi_json))
+        .routes(utoipa_axum::routes!(metrics))
+        .split_for_parts()
+}
+
+/// This document (generated from the handlers' annotations, not hand-written).
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "host", security(()), responses((status = 200, body = Object)))]
+async fn openapi_json() -> Response {
+    static DOC: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let doc = DOC.get_or_init(|| serde_json::to_vec(&routes().1).expect("the document serializes"));
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], doc.clone()).into_response()
 }
 
 /// The whole application: routes, the OpenAPI document, `/metrics`, and the layers.
 pub fn app(state: Arc<AppState>, options: &ServerOptions) -> Router {
-    let (api, openapi) = routes();
-    let openapi = Arc::new(openapi);
-    let doc = {
-        let openapi = Arc::clone(&openapi);
-        move || {
-            let openapi = Arc::clone(&openapi);
-            async move { axum::Json(openapi.as_ref().clone()) }
-        }
-    };
+    let (api, _) = routes();
     // Invocations may take the analysis' time limit; everything else the request timeout.
     let invoke_timeout = state.runtime.limits().time + Duration::from_secs(10);
     let timeout = options.request_timeout.max(invoke_timeout);
     Router::new()
         .merge(api)
-        .route("/api/v1/openapi.json", axum::routing::get(doc))
-        .route("/metrics", axum::routing::get(metrics))
-        .fallback(|| async { ApiError::not_found("no_route", "no such route (see /api/v1/openapi.json)") })
-        .layer(DefaultBodyLimit::max(state.runtime.limits().module_bytes))
+        // Everything else is the web UI (and a JSON 404 under /api/).
+        .fallback(web::serve)
+        // JSON bodies are small; uploads read their body themselves, up to the module limit.
+        .layer(DefaultBodyLimit::max(MAX_JSON_BODY))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), count_requests))
         .layer(
             ServiceBuilder::new()
@@ -212,6 +222,8 @@ async fn count_requests(State(state): State<Arc<AppState>>, request: Request, ne
     response
 }
 
+/// Self-metrics in the Prometheus text format. Needs no token.
+#[utoipa::path(get, path = "/metrics", tag = "host", security(()), responses((status = 200, content_type = "text/plain", body = String)))]
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let s = Arc::clone(&state);
     match tokio::task::spawn_blocking(move || s.metrics.render(&s.store)).await {

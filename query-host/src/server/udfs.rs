@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use axum::{
-    body::Bytes,
-    extract::{Path, State, rejection::BytesRejection},
+    body::{Body, Bytes},
+    extract::{Path, State},
     http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Response},
 };
+use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
@@ -76,18 +77,11 @@ async fn put_udf(
     fmt: Format,
     Path(name): Path<String>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    check_name(&name)?;
     let limit = state.runtime.limits().module_bytes;
-    let body = body.map_err(|e| match e.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "module_too_large",
-            format!("component exceeds the module size limit of {limit} bytes"),
-        ),
-        status => ApiError::new(status, "bad_body", e.body_text()),
-    })?;
+    let body = read_upload(body, limit).await?;
+    check_name(&name)?;
     if let Some(ty) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok())
         && !matches!(ty, "application/wasm" | "application/octet-stream")
     {
@@ -107,6 +101,32 @@ async fn put_udf(
     state.metrics.uploads.inc();
     let status = if replaced { StatusCode::OK } else { StatusCode::CREATED };
     Ok((status, fmt.reply(&Uploaded { meta, replaced })).into_response())
+}
+
+/// Reads an upload of at most `limit` bytes. Beyond the limit it keeps reading (and dropping)
+/// up to 4× the limit before answering 413: a client that sends the whole body before reading
+/// the answer (most do) then gets the error instead of a broken pipe.
+async fn read_upload(mut body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    let mut kept = Vec::new();
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::bad_request("bad_body", format!("reading the upload: {e}")))?;
+        let Ok(data) = frame.into_data() else { continue };
+        total += data.len();
+        if total <= limit {
+            kept.extend_from_slice(&data);
+        } else if total > limit.saturating_mul(4) {
+            break;
+        }
+    }
+    if total > limit {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "module_too_large",
+            format!("component exceeds the module size limit of {limit} bytes"),
+        ));
+    }
+    Ok(kept.into())
 }
 
 /// Deletes an analysis (its owning team only).

@@ -57,6 +57,8 @@ pub enum UdfError {
     TeamBusy { team: String, limit: usize },
     #[error("the server already runs {limit} analyses at once; retry shortly")]
     ServerBusy { limit: usize },
+    #[error("no space left on the data dir: {0}")]
+    NoSpace(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -83,6 +85,7 @@ impl UdfError {
             CoreModule | ForbiddenImport { .. } | Incompatible(_) => 422,
             MemoryLimit { .. } | TableLimit { .. } | StackLimit { .. } | OutputTooLarge { .. } => 422,
             Trap { .. } | AnalysisFailed { .. } => 422,
+            NoSpace(_) => 507,
             Internal(_) => 500,
         }
     }
@@ -109,6 +112,7 @@ impl UdfError {
             AnalysisFailed { .. } => "analysis_error",
             TeamBusy { .. } => "team_concurrency_limit",
             ServerBusy { .. } => "server_concurrency_limit",
+            NoSpace(_) => "no_space",
             Internal(_) => "internal",
         }
     }

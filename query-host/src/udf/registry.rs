@@ -130,13 +130,20 @@ impl Registry {
             description: compiled.description.clone(),
         };
         // Write beside, then swap: readers of the old version are never disturbed.
-        let io = |e: std::io::Error| UdfError::Internal(format!("writing analysis '{name}': {e}"));
-        let staging = self.dir.join(format!(".new-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&staging);
-        fs::create_dir_all(&staging).map_err(io)?;
-        fs::write(staging.join("component.wasm"), bytes).map_err(io)?;
-        fs::write(staging.join("compiled.cwasm"), &artifact).map_err(io)?;
-        fs::write(staging.join("meta.json"), serde_json::to_vec_pretty(&meta).expect("meta serializes")).map_err(io)?;
+        let staging = self.dir.join(format!(".new-{name}-{}", unique()));
+        let written = (|| {
+            fs::create_dir_all(&staging)?;
+            fs::write(staging.join("component.wasm"), bytes)?;
+            fs::write(staging.join("compiled.cwasm"), &artifact)?;
+            fs::write(staging.join("meta.json"), serde_json::to_vec_pretty(&meta).expect("meta serializes"))?;
+            fs::File::open(&staging)?.sync_all()
+        })();
+        if let Err(e) = written {
+            // A full disk (or any write error) leaves the old version as it was.
+            let _ = fs::remove_dir_all(&staging);
+            return Err(io_error(name, e));
+        }
+        let io = |e: std::io::Error| io_error(name, e);
         let mut loaded = self.loaded.write().unwrap_or_else(|e| e.into_inner());
         // Checked again under the lock: another team may have taken the name meanwhile.
         if let Some(l) = loaded.get(name)
@@ -148,7 +155,7 @@ impl Registry {
         let target = self.dir.join(name);
         let replaced = target.exists();
         if replaced {
-            let old = self.dir.join(format!(".old-{name}-{}", std::process::id()));
+            let old = self.dir.join(format!(".old-{name}-{}", unique()));
             fs::rename(&target, &old).map_err(io)?;
             fs::rename(&staging, &target).map_err(io)?;
             let _ = fs::remove_dir_all(&old);
@@ -167,7 +174,7 @@ impl Registry {
         if l.meta.owner != team {
             return Err(UdfError::NotOwner { name: name.to_string(), owner: l.meta.owner.clone() });
         }
-        let gone = self.dir.join(format!(".del-{name}-{}", std::process::id()));
+        let gone = self.dir.join(format!(".del-{name}-{}", unique()));
         fs::rename(self.dir.join(name), &gone)
             .map_err(|e| UdfError::Internal(format!("deleting analysis '{name}': {e}")))?;
         let _ = fs::remove_dir_all(&gone);
@@ -200,6 +207,21 @@ fn load_one(dir: &Path, runtime: &Runtime, store: &Store, info: &HostInfo) -> an
     fs::write(&artifact_path, artifact)?;
     info!(analysis = %meta.name, "recompiled");
     Ok(Loaded { meta, compiled })
+}
+
+fn io_error(name: &str, e: std::io::Error) -> UdfError {
+    if e.kind() == std::io::ErrorKind::StorageFull {
+        UdfError::NoSpace(format!("storing analysis '{name}': {e}"))
+    } else {
+        UdfError::Internal(format!("storing analysis '{name}': {e}"))
+    }
+}
+
+/// A suffix no other staging directory of this process uses (two uploads of one name may run
+/// at once; the second to finish wins).
+fn unique() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
 }
 
 fn sync_dir(dir: &Path) {

@@ -22,7 +22,8 @@ impl Server {
     /// Starts `loupe serve --listen 127.0.0.1:0 <extra>` on `data`; returns once it listens.
     pub fn start(data: &Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_loupe"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            // The synthetic data is dated 2026-11-23: keep it whatever today is.
+            .args(["serve", "--listen", "127.0.0.1:0", "--retention", "36500days", "--data-dir"])
             .arg(data)
             .args(extra)
             .env("RUST_LOG", "warn")

@@ -1,0 +1,28 @@
+//! `loupe-synth --data-dir D [--wide-stacks N]`: fills a data dir with the testbed's synthetic
+//! data (see `loupe_testbed::synthetic`) so a `loupe serve` over it has known answers — for the
+//! web UI's browser tests and for trying the UI without an agent.
+
+use std::path::PathBuf;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut dir: Option<PathBuf> = None;
+    let mut wide = 0usize;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--data-dir" => dir = args.next().map(PathBuf::from),
+            "--wide-stacks" => wide = args.next().and_then(|v| v.parse().ok()).expect("--wide-stacks N"),
+            other => {
+                eprintln!("loupe-synth: unknown argument '{other}'; usage: loupe-synth --data-dir D [--wide-stacks N]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let Some(dir) = dir else {
+        eprintln!("loupe-synth: --data-dir D is required");
+        std::process::exit(2);
+    };
+    let (a, b) = loupe_testbed::synthetic::fill_known(&dir);
+    let wide = if wide > 0 { loupe_testbed::synthetic::fill_wide_profile(&dir, wide, 3) } else { 0 };
+    println!("{{\"run_a\": {a}, \"run_b\": {b}, \"wide_samples\": {wide}}}");
+}

@@ -1,0 +1,226 @@
+// Profile of a time range: flame graph (search, zoom), top functions, filters, pprof download.
+
+import { api, apiBlob, apiUrl, getToken } from '../api';
+import { field, h } from '../dom';
+import { count, percent } from '../format';
+import { FlameGraph } from '../flame';
+import { str } from '../json';
+import type { ViewCtx } from '../main';
+import type { Day, FunctionCount, Profile } from '../types';
+import { NS_PER_DAY, parseTimeInput, rfc3339, timeForInput } from '../time';
+import { errorBox, kv, loading, tableWrap } from '../ui';
+
+export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
+  document.title = 'Profile · Loupe';
+  const q = ctx.query;
+  const timings = window.__loupe.timings;
+  root.append(h('h1', null, 'Profile'));
+
+  const fromIn = h('input', { type: 'text', id: 'profile-from', value: timeForInput(q.get('from')), placeholder: '2026-11-23T00:01:00Z', spellcheck: 'false', class: 'time-input' });
+  const toIn = h('input', { type: 'text', id: 'profile-to', value: timeForInput(q.get('to')), placeholder: '2026-11-23T00:01:30Z', spellcheck: 'false', class: 'time-input' });
+  const pidIn = h('input', { type: 'text', inputmode: 'numeric', id: 'profile-pid', value: q.get('pid') ?? '', list: 'pid-list', pattern: '\\d*', size: '8' });
+  const pidList = h('datalist', { id: 'pid-list' });
+  const commIn = h('input', { type: 'text', id: 'profile-comm', value: q.get('comm') ?? '', size: '12', spellcheck: 'false' });
+  const cpuIn = h('input', { type: 'text', inputmode: 'numeric', id: 'profile-cpu', value: q.get('cpu') ?? '', pattern: '\\d*', size: '5' });
+  const idleIn = h('input', { type: 'checkbox', id: 'profile-idle', checked: q.get('idle') === 'true' });
+  const formError = h('p', { class: 'form-error', role: 'alert' });
+  const form = h(
+    'form',
+    {
+      class: 'filters profile-form',
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        formError.textContent = '';
+        try {
+          const nq = new URLSearchParams();
+          const f = parseTimeInput(fromIn.value);
+          const t = parseTimeInput(toIn.value);
+          if (f) nq.set('from', f);
+          if (t) nq.set('to', t);
+          for (const [k, el] of [
+            ['pid', pidIn],
+            ['comm', commIn],
+            ['cpu', cpuIn],
+          ] as const) {
+            const v = el.value.trim();
+            if (!v) continue;
+            if (k !== 'comm' && !/^\d+$/.test(v)) throw new Error(`${k} must be a number`);
+            nq.set(k, v);
+          }
+          if (idleIn.checked) nq.set('idle', 'true');
+          if (!nq.has('from') && !nq.has('to')) nq.set('from', '0');
+          location.hash = `#/profile?${nq.toString()}`;
+        } catch (err) {
+          formError.textContent = (err as Error).message;
+        }
+      },
+    },
+    field('From (UTC)', fromIn),
+    field('To (UTC)', toIn),
+    field('PID', pidIn),
+    field('Command', commIn),
+    field('CPU', cpuIn),
+    h('label', { class: 'field check' }, idleIn, ' include idle'),
+    h('button', { type: 'submit', class: 'primary' }, 'Load profile'),
+    pidList,
+    formError,
+  );
+  root.append(form, h('p', { class: 'muted small form-note' }, 'Times: RFC 3339 in UTC (2026-11-23T00:01:00Z), Unix ns, now, or an offset (-1h). Idle CPUs are left out unless included.'));
+
+  const from = q.get('from');
+  const to = q.get('to');
+  if (!from && !to) {
+    const hint = h('div', { class: 'card' }, h('p', null, 'Choose a time range and press ', h('strong', null, 'Load profile'), ', or:'), loading());
+    root.append(hint);
+    const days = await api<Day[]>('/api/v1/days', { signal: ctx.signal }).catch((e) => e as Error);
+    if (ctx.signal.aborted) return;
+    const list = h('ul', { class: 'quick' });
+    list.append(h('li', null, h('a', { href: '#/profile?from=-10m&to=now' }, 'the last 10 minutes')));
+    list.append(h('li', null, h('a', { href: '#/profile?from=-1h&to=now' }, 'the last hour')));
+    if (Array.isArray(days)) {
+      for (const d of [...days].reverse().filter((d) => d.samples > 0).slice(0, 5)) {
+        const s = str(d.day_start_unix_ns);
+        list.append(h('li', null, h('a', { href: `#/profile?from=${s}&to=${(BigInt(s) + NS_PER_DAY).toString()}` }, `${d.date} (${count(d.samples)} samples)`)));
+      }
+    }
+    hint.replaceChildren(h('p', null, 'Choose a time range and press ', h('strong', null, 'Load profile'), ', or take:'), list, ...(days instanceof Error ? [errorBox(days)] : []));
+    return;
+  }
+
+  const query = {
+    from: from ?? undefined,
+    to: to ?? undefined,
+    pid: q.get('pid') ?? undefined,
+    comm: q.get('comm') ?? undefined,
+    cpu: q.get('cpu') ?? undefined,
+    idle: q.get('idle') === 'true' ? 'true' : undefined,
+  };
+  const rangeText = `${from && /^\d+$/.test(from) ? rfc3339(from) : from ?? 'the beginning'} → ${to && /^\d+$/.test(to) ? rfc3339(to) : to ?? 'now'}`;
+  const body = h('div', null, loading(`Loading the profile of ${rangeText}…`));
+  root.append(body);
+
+  void api<number[]>(apiUrl('pids', { from: query.from, to: query.to }), { signal: ctx.signal })
+    .then((pids) => pidList.replaceChildren(...pids.slice(0, 500).map((p) => h('option', { value: String(p) }))))
+    .catch(() => undefined);
+
+  const t0 = performance.now();
+  const profile = await api<Profile>(apiUrl('profile', query), { signal: ctx.signal });
+  if (ctx.signal.aborted) return;
+  timings.profileFetched = performance.now() - t0;
+  body.replaceChildren();
+
+  const pprofUrl = apiUrl('profile/pprof', query);
+  const dlError = h('div');
+  const pprofLink = h(
+    'a',
+    {
+      href: pprofUrl,
+      class: 'button',
+      id: 'pprof-download',
+      download: 'loupe.pb.gz',
+      onclick: async (e: Event) => {
+        // With a token the download must carry the Authorization header: fetch it, save a Blob.
+        if (!getToken()) return;
+        e.preventDefault();
+        dlError.replaceChildren();
+        try {
+          const blob = await apiBlob(pprofUrl);
+          const url = URL.createObjectURL(blob);
+          const a = h('a', { href: url, download: 'loupe.pb.gz', hidden: true });
+          document.body.append(a);
+          a.click();
+          a.remove();
+          setTimeout(() => URL.revokeObjectURL(url), 10_000);
+        } catch (err) {
+          dlError.replaceChildren(errorBox(err, 'pprof download'));
+        }
+      },
+    },
+    'Download pprof',
+  );
+  body.append(
+    h(
+      'div',
+      { class: 'profile-summary', 'data-samples': String(profile.samples), 'data-lost': String(profile.lost) },
+      kv([
+        ['range (UTC)', h('span', { class: 'mono' }, rangeText)],
+        ['samples', count(profile.samples)],
+        ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
+        ['filters', [query.pid && `pid ${query.pid}`, query.comm && `comm ${query.comm}`, query.cpu && `cpu ${query.cpu}`, query.idle ? 'idle included' : 'idle excluded'].filter(Boolean).join(', ')],
+      ]),
+      pprofLink,
+    ),
+    dlError,
+  );
+  if (!profile.samples) {
+    body.append(h('p', { class: 'muted', id: 'profile-empty' }, 'No stack samples in this range with these filters.'));
+    return;
+  }
+  const flameSection = h('section', { class: 'flame-section' }, h('h2', null, 'Flame graph'));
+  body.append(flameSection);
+  const fg = renderFlame(flameSection, profile, 'Flame graph of the range');
+  ctx.onCleanup(() => fg.destroy());
+  body.append(functionsTable(profile.functions, profile.samples, (name) => fg.search(name)));
+}
+
+/** Draws a profile's flame graph and records its timings. */
+export function renderFlame(parent: HTMLElement, profile: Profile, title: string): FlameGraph {
+  const fg = new FlameGraph(parent, profile.flamegraph, { title });
+  const t = window.__loupe.timings;
+  t.flameLayout = fg.timings.layoutMs;
+  t.flameDraw = fg.timings.drawMs;
+  t.flameRender = fg.timings.layoutMs + fg.timings.drawMs;
+  t.flameNodes = fg.timings.nodes;
+  return fg;
+}
+
+export function functionsTable(functions: FunctionCount[], samples: number, highlight: (name: string) => void): HTMLElement {
+  let sortKey: 'self' | 'total' = 'self';
+  let limit = 50;
+  const tbody = h('tbody');
+  const more = h('button', { type: 'button' });
+  const selfBtn = h('button', { type: 'button', class: 'linklike sort' }, 'Self');
+  const totalBtn = h('button', { type: 'button', class: 'linklike sort' }, 'Total');
+  const selfTh = h('th', { scope: 'col', class: 'num' }, selfBtn);
+  const totalTh = h('th', { scope: 'col', class: 'num' }, totalBtn);
+  const render = () => {
+    const sorted = [...functions].sort((a, b) => b[sortKey] - a[sortKey] || b.self - a.self || b.total - a.total);
+    tbody.replaceChildren(
+      ...sorted.slice(0, limit).map((f, i) =>
+        h(
+          'tr',
+          { 'data-function': f.name },
+          h('td', { class: 'num muted' }, String(i + 1)),
+          h('th', { scope: 'row', class: 'fn' }, h('button', { type: 'button', class: 'linklike mono', title: 'Highlight in the flame graph', onclick: () => highlight(f.name) }, f.name)),
+          h('td', { class: 'num' }, count(f.self)),
+          h('td', { class: 'num' }, percent(f.self, samples)),
+          h('td', { class: 'num' }, count(f.total)),
+          h('td', { class: 'num' }, percent(f.total, samples)),
+        ),
+      ),
+    );
+    selfTh.setAttribute('aria-sort', sortKey === 'self' ? 'descending' : 'none');
+    totalTh.setAttribute('aria-sort', sortKey === 'total' ? 'descending' : 'none');
+    more.textContent = limit < functions.length ? `Show all ${count(functions.length)}` : 'Show top 50';
+    more.hidden = functions.length <= 50;
+  };
+  selfBtn.addEventListener('click', () => ((sortKey = 'self'), render()));
+  totalBtn.addEventListener('click', () => ((sortKey = 'total'), render()));
+  more.addEventListener('click', () => ((limit = limit < functions.length ? functions.length : 50), render()));
+  render();
+  return h(
+    'section',
+    { class: 'functions' },
+    h('h2', null, 'Top functions'),
+    tableWrap(
+      h(
+        'table',
+        { class: 'data compact', id: 'functions-table', 'data-top-function': functions[0]?.name ?? '' },
+        h('thead', null, h('tr', null, h('th', { scope: 'col', class: 'num' }, '#'), h('th', { scope: 'col' }, 'Function'), selfTh, h('th', { scope: 'col', class: 'num' }, 'Self %'), totalTh, h('th', { scope: 'col', class: 'num' }, 'Total %'))),
+        tbody,
+      ),
+      'Top functions',
+    ),
+    more,
+  );
+}
