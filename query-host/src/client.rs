@@ -72,19 +72,19 @@ impl Client {
 
     pub fn get<T: DeserializeOwned>(&self, path: &str, query: &[(&str, String)]) -> Result<T> {
         let body = self.get_bytes(path, query)?;
-        serde_json::from_slice(&body).with_context(|| format!("{path}: unexpected answer"))
+        crate::deep_json::from_slice(&body).with_context(|| format!("{path}: unexpected answer"))
     }
 
     pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T> {
         let req = self.auth(self.agent.post(self.url(path)));
         let body = self.finish(path, req.send_json(body))?;
-        serde_json::from_slice(&body).with_context(|| format!("{path}: unexpected answer"))
+        crate::deep_json::from_slice(&body).with_context(|| format!("{path}: unexpected answer"))
     }
 
     pub fn put_wasm<T: DeserializeOwned>(&self, path: &str, bytes: &[u8]) -> Result<T> {
         let req = self.auth(self.agent.put(self.url(path))).header("Content-Type", "application/wasm");
         let body = self.finish(path, req.send(bytes))?;
-        serde_json::from_slice(&body).with_context(|| format!("{path}: unexpected answer"))
+        crate::deep_json::from_slice(&body).with_context(|| format!("{path}: unexpected answer"))
     }
 
     pub fn delete(&self, path: &str) -> Result<()> {

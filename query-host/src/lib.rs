@@ -10,6 +10,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod control;
+pub mod deep_json;
 pub mod metrics;
 pub mod millisampler;
 pub mod profile;

@@ -11,7 +11,7 @@ use std::{
     collections::HashMap,
     sync::{
         Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     thread,
     time::{Duration, Instant},
@@ -60,7 +60,25 @@ pub struct Runtime {
     linker: wasmtime::component::Linker<State>,
     limits: Limits,
     running: Mutex<Running>,
-    ticker_stop: Arc<AtomicBool>,
+    ticker: Arc<Ticker>,
+    ticker_thread: thread::Thread,
+}
+
+/// The epoch ticker sleeps while no guest code runs: an idle agent must not wake 100 times a
+/// second for nothing.
+struct Ticker {
+    stop: AtomicBool,
+    /// Invocations and upload-time `describe()` calls under way.
+    active: AtomicUsize,
+}
+
+/// Keeps the ticker ticking while guest code may run.
+struct Ticking<'a>(&'a Runtime);
+
+impl Drop for Ticking<'_> {
+    fn drop(&mut self) {
+        self.0.ticker.active.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[derive(Default)]
@@ -117,18 +135,34 @@ impl Runtime {
         }
         let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:#}"))?;
         let linker = sandbox::linker(&engine).map_err(|e| anyhow::anyhow!("linking host functions: {e:#}"))?;
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        {
+        let ticker = Arc::new(Ticker { stop: AtomicBool::new(false), active: AtomicUsize::new(0) });
+        let ticker_thread = {
             let engine = engine.clone();
-            let stop = Arc::clone(&ticker_stop);
-            thread::Builder::new().name("loupe-udf-epoch".into()).spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    thread::sleep(TICK);
-                    engine.increment_epoch();
-                }
-            })?;
+            let ticker = Arc::clone(&ticker);
+            thread::Builder::new()
+                .name("loupe-udf-epoch".into())
+                .spawn(move || {
+                    while !ticker.stop.load(Ordering::Relaxed) {
+                        if ticker.active.load(Ordering::SeqCst) == 0 {
+                            thread::park();
+                            continue;
+                        }
+                        thread::sleep(TICK);
+                        engine.increment_epoch();
+                    }
+                })?
+                .thread()
+                .clone()
+        };
+        Ok(Runtime { engine, linker, limits, running: Mutex::new(Running::default()), ticker, ticker_thread })
+    }
+
+    /// Starts the epoch ticker for the lifetime of the guard.
+    fn ticking(&self) -> Ticking<'_> {
+        if self.ticker.active.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.ticker_thread.unpark();
         }
-        Ok(Runtime { engine, linker, limits, running: Mutex::new(Running::default()), ticker_stop })
+        Ticking(self)
     }
 
     pub fn limits(&self) -> &Limits {
@@ -171,6 +205,7 @@ impl Runtime {
         let pre = AnalysisPre::new(pre).map_err(|e| UdfError::Incompatible(format!("{e:#}")))?;
         let mut limits = self.limits.clone();
         limits.time = DESCRIBE_TIME;
+        let _ticking = self.ticking();
         let mut st = self.new_store(store, info, limits);
         let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
         let d = analysis.call_describe(&mut st).map_err(|e| self.classify(e, &mut st, "describe()"))?;
@@ -221,6 +256,7 @@ impl Runtime {
     ) -> Result<InvocationReport, UdfError> {
         let params = resolve_params(&compiled.description.params, params)?;
         let _slot = self.slot(team)?;
+        let _ticking = self.ticking();
         let started = Instant::now();
         let mut st = self.new_store(store, info, self.limits.clone());
         let analysis: Analysis =
@@ -275,7 +311,8 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
+        self.ticker.stop.store(true, Ordering::Relaxed);
+        self.ticker_thread.unpark();
     }
 }
 
