@@ -396,9 +396,10 @@ test('run view: exact totals, bursts and stall, timings; narrow screen', async (
   assert.equal(href, `#/profile?from=${start}&to=${start + BigInt(run.samples) * BigInt(run.interval_ns)}`);
   // Zoom via a burst button: every chart follows.
   await page.click('.spans.bursts button >> nth=0');
-  const ranges = await page.evaluate(() => [...document.querySelectorAll('#run-charts .u-over')].length);
-  assert.equal(ranges, 11);
+  const ranges = () => page.evaluate(() => [...new Set([...document.querySelectorAll('#run-charts .uplot')].map((u) => u.dataset.xRange))]);
+  assert.deepEqual(await ranges(), ['0.06,0.15'], 'every chart zoomed to the first burst (slots 100–109 ± 40)');
   await page.click('text=Reset zoom');
+  assert.deepEqual(await ranges(), ['0,1.999']);
   await shoot(page, 'run');
   // Narrow laptop screen: no horizontal page overflow.
   await page.setViewportSize({ width: 800, height: 720 });
@@ -537,5 +538,62 @@ test('analyses: a time-limited module shows 408 time_limit plainly', async () =>
   await shoot(page, 'analysis-error');
   await page.close();
   allowed = [];
+  assertNoConsoleErrors();
+});
+
+test('analyses: series, flame graph and text results render', async () => {
+  const page = await newPage();
+  await withToken(page);
+  await go(page, '#/analyses');
+  for (const [file, name] of [
+    ['cross_region_share.wasm', 'xr'],
+    ['flame.wasm', 'flame'],
+    ['noop.wasm', 'noop'],
+  ]) {
+    await page.setInputFiles('#upload-file', join(WASM_DIR, file));
+    await page.fill('#upload-name', name);
+    await page.click('#upload-form button[type=submit]');
+    await page.waitForSelector(`[data-uploaded="${name}"]`, { timeout: 60_000 });
+  }
+  const invoke = async (name, range) => {
+    await go(page, `#/analyses/${name}`);
+    if (range) {
+      await page.fill('#invoke-from', range[0]);
+      await page.fill('#invoke-to', range[1]);
+    }
+    await page.click('#invoke-run');
+    await page.waitForFunction(() => document.querySelector('#invoke-result')?.dataset.status, null, { timeout: 60_000 });
+    assert.equal(await page.getAttribute('#invoke-result', 'data-status'), '200');
+  };
+  await invoke('xr');
+  assert.equal(await page.getAttribute('#invoke-result', 'data-kind'), 'series');
+  assert.ok((await page.locator('#result-series .uplot').count()) >= 1);
+  await shoot(page, 'analysis-series');
+  // RFC 3339 input: run B's window (the flame graph of its samples: hot_leaf on top).
+  await invoke('flame', ['2026-11-23T00:01:00Z', '2026-11-23T00:01:20Z']);
+  assert.equal(await page.getAttribute('#invoke-result', 'data-kind'), 'flamegraph');
+  assert.ok(Number(await page.getAttribute('#result-flame .flame', 'data-nodes')) > 1);
+  assert.equal(await page.getAttribute('#functions-table', 'data-top-function'), 'hot_leaf');
+  await shoot(page, 'analysis-flame');
+  await invoke('noop');
+  assert.equal(await page.getAttribute('#invoke-result', 'data-kind'), 'text');
+  assert.equal((await page.textContent('#result-text')).trim(), 'ok');
+  await page.close();
+  assertNoConsoleErrors();
+});
+
+test('every view fits a narrow laptop screen (800 px) without horizontal page overflow', async () => {
+  const page = await newPage({ width: 800, height: 720 });
+  await withToken(page);
+  const from = (T0 + 60n * S).toString();
+  const to = (T0 + 80n * S).toString();
+  for (const hash of ['#/', '#/day/2026-11-23', `#/run/${synth.run_a}`, `#/profile?from=${from}&to=${to}`, '#/analyses/burst-detector']) {
+    await go(page, hash);
+    await page.waitForTimeout(200);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 1, `${hash} overflows by ${overflow}px at 800 px`);
+  }
+  await page.screenshot({ path: join(SHOTS, 'analyses-800px-light.png'), fullPage: true });
+  await page.close();
   assertNoConsoleErrors();
 });

@@ -172,9 +172,11 @@ export class ChartGroup {
         ],
         setScale: [
           (u, key) => {
-            if (key !== 'x' || this.syncing) return;
+            if (key !== 'x') return;
             const { min, max } = u.scales.x;
             if (min == null || max == null) return;
+            u.root.dataset.xRange = `${+min.toFixed(6)},${+max.toFixed(6)}`;
+            if (this.syncing) return;
             this.syncing = true;
             for (const o of this.charts) if (o !== u) o.setScale('x', { min, max });
             this.syncing = false;

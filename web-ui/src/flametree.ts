@@ -20,31 +20,31 @@ export interface FlatTree {
   total: number;
 }
 
+function grow<T extends Float64Array | Int32Array | Uint16Array>(a: T, size: number): T {
+  const g = new (a.constructor as new (n: number) => T)(size);
+  g.set(a);
+  return g;
+}
+
+/** One pass over the tree (arrays grow by doubling): no separate counting walk. */
 export function flattenTree(root: FlameNode): FlatTree {
-  // First pass: count the nodes.
-  let n = 0;
-  const countStack: FlameNode[] = [root];
-  while (countStack.length) {
-    const node = countStack.pop()!;
-    n++;
-    const ch = node.children;
-    if (ch) for (let i = 0; i < ch.length; i++) countStack.push(ch[i]);
-  }
-  const depth = new Uint16Array(n);
-  const xs = new Float64Array(n);
-  const val = new Float64Array(n);
-  const selfv = new Float64Array(n);
-  const parent = new Int32Array(n);
-  const nameId = new Int32Array(n);
+  let cap = 1024;
+  let depth = new Uint16Array(cap);
+  let xs = new Float64Array(cap);
+  let val = new Float64Array(cap);
+  let selfv = new Float64Array(cap);
+  let parent = new Int32Array(cap);
+  let nameId = new Int32Array(cap);
   const names: string[] = [];
   const nameIds = new Map<string, number>();
 
   // Pre-order with an explicit stack; children pushed right to left so the leftmost comes out
   // first, which keeps every depth's nodes in increasing x.
-  const stackNode: FlameNode[] = new Array(n);
-  const stackParent = new Int32Array(n);
-  const stackX = new Float64Array(n);
-  const stackDepth = new Int32Array(n);
+  let scap = 1024;
+  const stackNode: FlameNode[] = [];
+  let stackParent = new Int32Array(scap);
+  let stackX = new Float64Array(scap);
+  let stackDepth = new Int32Array(scap);
   let sp = 0;
   stackNode[sp] = root;
   stackParent[sp] = -1;
@@ -62,6 +62,15 @@ export function flattenTree(root: FlameNode): FlatTree {
     const d = stackDepth[sp];
     const raw = node.value;
     const v = typeof raw === 'number' ? raw : num(raw);
+    if (i === cap) {
+      cap *= 2;
+      depth = grow(depth, cap);
+      xs = grow(xs, cap);
+      val = grow(val, cap);
+      selfv = grow(selfv, cap);
+      parent = grow(parent, cap);
+      nameId = grow(nameId, cap);
+    }
     depth[i] = d;
     xs[i] = x;
     val[i] = v;
@@ -74,11 +83,7 @@ export function flattenTree(root: FlameNode): FlatTree {
     }
     nameId[i] = id;
     if (d > maxDepth) maxDepth = d;
-    if (d >= depthCount.length) {
-      const grown = new Int32Array(depthCount.length * 2);
-      grown.set(depthCount);
-      depthCount = grown;
-    }
+    if (d >= depthCount.length) depthCount = grow(depthCount, depthCount.length * 2);
     depthCount[d]++;
     let childSum = 0;
     const ch = node.children;
@@ -86,6 +91,12 @@ export function flattenTree(root: FlameNode): FlatTree {
       for (let k = 0; k < ch.length; k++) {
         const cv = ch[k].value;
         childSum += typeof cv === 'number' ? cv : num(cv);
+      }
+      if (sp + ch.length > scap) {
+        while (sp + ch.length > scap) scap *= 2;
+        stackParent = grow(stackParent, scap);
+        stackX = grow(stackX, scap);
+        stackDepth = grow(stackDepth, scap);
       }
       // Right to left: each child starts where the ones after it begin, minus its value.
       let cx = x + childSum;
@@ -103,6 +114,7 @@ export function flattenTree(root: FlameNode): FlatTree {
     selfv[i] = Math.max(0, v - childSum);
     i++;
   }
+  const n = i;
   const byDepth: Int32Array[] = [];
   for (let d = 0; d <= maxDepth; d++) byDepth.push(new Int32Array(depthCount[d]));
   const fill = new Int32Array(maxDepth + 1);
@@ -110,5 +122,17 @@ export function flattenTree(root: FlameNode): FlatTree {
     const d = depth[k];
     byDepth[d][fill[d]++] = k;
   }
-  return { n, depth, x: xs, val, selfv, parent, nameId, names, byDepth, maxDepth, total: val[0] || 0 };
+  return {
+    n,
+    depth: depth.subarray(0, n),
+    x: xs.subarray(0, n),
+    val: val.subarray(0, n),
+    selfv: selfv.subarray(0, n),
+    parent: parent.subarray(0, n),
+    nameId: nameId.subarray(0, n),
+    names,
+    byDepth,
+    maxDepth,
+    total: val[0] || 0,
+  };
 }

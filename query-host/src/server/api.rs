@@ -138,11 +138,25 @@ async fn days(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format) 
     Ok(fmt.reply(&view))
 }
 
-/// Store totals (running counters, no scan).
-#[utoipa::path(get, path = "/api/v1/stats", tag = "host", responses((status = 200, body = Object)))]
+/// Store totals and the retention they are kept under.
+#[derive(Serialize, ToSchema)]
+pub struct StatsView {
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub stats: loupe_store::StoreStats,
+    /// The byte cap `total_bytes` is kept under (oldest deleted first).
+    pub max_bytes: u64,
+    /// How long data is kept, in seconds.
+    pub max_age_s: u64,
+}
+
+/// Store totals (running counters, no scan) and the retention cap.
+#[utoipa::path(get, path = "/api/v1/stats", tag = "host", responses((status = 200, body = StatsView)))]
 async fn stats(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format) -> Result<Response, ApiError> {
-    let stats = blocking(move || Ok(state.store.stats()?)).await?;
-    Ok(fmt.reply(&stats))
+    let s = Arc::clone(&state);
+    let stats = blocking(move || Ok(s.store.stats()?)).await?;
+    let retention = state.store.retention();
+    Ok(fmt.reply(&StatsView { stats, max_bytes: retention.max_bytes, max_age_s: retention.max_age.as_secs() }))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -11,7 +11,7 @@ use rust_embed::Embed;
 use super::error::ApiError;
 
 #[derive(Embed)]
-#[folder = "$CARGO_MANIFEST_DIR/../web-ui/dist/"]
+#[folder = "../web-ui/dist/"]
 #[allow_missing = true]
 struct Assets;
 

@@ -185,11 +185,11 @@ function paramInput(p: ParamSpec): HTMLInputElement {
     case 'flag':
       return h('input', { type: 'checkbox', id, name: p.name, checked: def === true });
     case 'unsigned':
-      return h('input', { type: 'text', inputmode: 'numeric', pattern: '\\d+', id, name: p.name, value: def == null ? '' : str(def), required: def == null, size: '22' });
+      return h('input', { type: 'text', inputmode: 'numeric', pattern: '\\d+', id, name: p.name, value: def == null ? '' : str(def), required: def == null, placeholder: def == null ? 'required' : '', size: '22' });
     case 'float':
-      return h('input', { type: 'text', inputmode: 'decimal', id, name: p.name, value: def == null ? '' : String(def), required: def == null, size: '14' });
+      return h('input', { type: 'text', inputmode: 'decimal', id, name: p.name, value: def == null ? '' : String(def), required: def == null, placeholder: def == null ? 'required' : '', size: '14' });
     default:
-      return h('input', { type: 'text', id, name: p.name, value: def == null ? '' : String(def), required: def == null, size: '22' });
+      return h('input', { type: 'text', id, name: p.name, value: def == null ? '' : String(def), required: def == null, placeholder: def == null ? 'required' : '', size: '22' });
   }
 }
 
@@ -298,7 +298,7 @@ function invokePanel(udf: Udf, ctx: ViewCtx): HTMLElement {
             inputs.map(({ p, input }) =>
               p.kind === 'flag'
                 ? h('label', { class: 'field check' }, input, ` ${p.name}`, h('span', { class: 'hint' }, p.description))
-                : field(`${p.name} (${p.kind})`, input, p.description + (p.default !== null ? ` — default ${str(p.default) || JSON.stringify(p.default)}` : ''), p.default === null),
+                : field(`${p.name} (${p.kind})`, input, p.description + (p.default !== null ? ` — default ${p.default === '' ? '(empty)' : str(p.default) || JSON.stringify(p.default)}` : ''), p.default === null),
             ),
           ),
         )
