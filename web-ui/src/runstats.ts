@@ -1,9 +1,20 @@
 // What a run's series mean: units, totals, bursts and ingress stalls.
 //
-// Bursts: slots whose ingress (in_bytes) is above 4 × the run's median slot AND above a floor
-// of 10 Mbit/s (so a near-idle run's noise is not a burst); consecutive slots form one burst.
+// Bursts: slots whose ingress (in_bytes) is above 4 × the run's *busy baseline* AND above a
+// floor of 10 Mbit/s; consecutive slots form one burst. The busy baseline is the median of the
+// slots that carried any ingress at all (in_bytes > 0), not of all slots: idle slots say the
+// link was quiet, not how big its traffic usually is when it flows. For steady traffic (no
+// idle slots) this is the plain median, as before; for sparse traffic — a 10 ms run where 70 %
+// of slots are empty, say — the median of all slots is 0, so "4 × median" was 0 and the floor
+// alone decided, and every ordinary packet train above 10 Mbit/s was called a burst (hundreds
+// of them, shading the whole chart). Judged against its own busy slots, sparse traffic has
+// bursts only where a slot is several times bigger than its typical busy slot. The median (not
+// the mean, nor mean + k·σ) keeps the baseline blind to the bursts themselves, and it moves
+// smoothly as the share of idle slots grows, with no jump at 50 % idle. The floor keeps a
+// near-idle run's noise (a few hundred bytes, 4 × of almost nothing) from being a burst.
 // Stalls: 3 or more consecutive slots with no ingress packets in a run whose median slot has
-// some (a NIC or queue that stopped delivering while traffic was flowing).
+// some (a NIC or queue that stopped delivering while traffic was flowing; in sparse traffic,
+// empty slots are just idle).
 
 import type { MetricName, Metrics } from './types';
 
@@ -70,10 +81,27 @@ export interface Span {
   total: number;
 }
 
-export function bursts(inBytes: ArrayLike<number>, intervalNs: number): { spans: Span[]; threshold: number; median: number } {
-  const med = median(inBytes);
+/** The median of the non-zero slots (0 when every slot is 0) and how many there are. */
+export function busyBaseline(a: ArrayLike<number>): { baseline: number; busy: number } {
+  const busy: number[] = [];
+  for (let i = 0; i < a.length; i++) if (a[i] > 0) busy.push(a[i]);
+  return { baseline: median(busy), busy: busy.length };
+}
+
+export interface Bursts {
+  spans: Span[];
+  /** Bytes per slot a burst slot exceeds: max(BURST_FACTOR × baseline, the floor). */
+  threshold: number;
+  /** Median of the slots with ingress (bytes). */
+  baseline: number;
+  /** Slots with ingress. */
+  busy: number;
+}
+
+export function bursts(inBytes: ArrayLike<number>, intervalNs: number): Bursts {
+  const { baseline, busy } = busyBaseline(inBytes);
   const floor = (BURST_FLOOR_BPS * intervalNs) / 8e9;
-  const threshold = Math.max(BURST_FACTOR * med, floor);
+  const threshold = Math.max(BURST_FACTOR * baseline, floor);
   const spans: Span[] = [];
   let cur: Span | null = null;
   for (let i = 0; i < inBytes.length; i++) {
@@ -89,7 +117,7 @@ export function bursts(inBytes: ArrayLike<number>, intervalNs: number): { spans:
     }
   }
   if (cur) spans.push(cur);
-  return { spans, threshold, median: med };
+  return { spans, threshold, baseline, busy };
 }
 
 export function stalls(inPackets: ArrayLike<number>): Span[] {

@@ -151,7 +151,7 @@ export async function runView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
       h(
         'p',
         { class: 'muted small' },
-        `Burst: a slot whose ingress is above ${BURST_FACTOR}× the run's median slot (${bytes(b.median)}) and above ${si(BURST_FLOOR_BPS, 'bit/s')} — threshold ${bytes(b.threshold)}/slot. `,
+        `Burst: a slot whose ingress is above ${BURST_FACTOR}× the run's typical busy slot (the median of the ${count(b.busy)} slots with ingress: ${bytes(b.baseline)}) and above ${si(BURST_FLOOR_BPS, 'bit/s')} — threshold ${bytes(b.threshold)}/slot. `,
         `Stall: ≥ ${STALL_MIN_SLOTS} consecutive slots without ingress packets while the median slot has some. Both are shaded in the charts; click one to zoom.`,
       ),
     ),
