@@ -228,6 +228,12 @@ impl TimeRange {
     pub fn contains(&self, t_unix_ns: u64) -> bool {
         self.from_unix_ns <= t_unix_ns && t_unix_ns < self.to_unix_ns
     }
+
+    /// [`StoreError::BadRange`] if `from > to` (the fields are public, so a range may not have
+    /// come through [`TimeRange::new`]).
+    pub(crate) fn check(self) -> Result<(), StoreError> {
+        TimeRange::new(self.from_unix_ns, self.to_unix_ns).map(drop)
+    }
 }
 
 /// What [`crate::Store::enforce_retention`] removed.

@@ -10,13 +10,27 @@
 //! records plus the totals), so a crash mid-retention never leaves a half-deleted run or batch.
 //! When enough batches went, the unreferenced part of the sample dictionary is swept.
 
-use crate::{Inner, RetentionReport, RunId, RunMeta, StoreError, keys};
+use crate::{Inner, RetentionReport, RunId, RunMeta, Store, StoreError, keys};
 
 /// What the write that triggered retention stored; never deleted by that pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Protect {
     Run(RunId),
     Batch(u64),
+}
+
+impl Store {
+    /// Deletes runs and sample batches that started before `now - max_age`, then the oldest
+    /// of either until the stored bytes (runs, samples and their dictionary) fit the cap. Each
+    /// run and each batch goes in one atomic batch.
+    pub fn enforce_retention(&self, now_unix_ns: u64) -> Result<RetentionReport, StoreError> {
+        let _w = self.inner.lock_writer();
+        let report = self.inner.enforce_retention(now_unix_ns, None)?;
+        if report.deleted_runs > 0 || report.deleted_sample_batches > 0 {
+            self.inner.flush("flush retention deletes")?;
+        }
+        Ok(report)
+    }
 }
 
 impl Inner {

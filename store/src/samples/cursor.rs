@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use super::codec::Entry;
 use super::model::{Frame, ProfileQuery};
 use super::query::Filter;
-use super::check_range;
 use crate::{Inner, Store, StoreError, keys};
 
 /// One sample with dictionary ids: what a [`SampleCursor`] yields.
@@ -46,7 +45,7 @@ impl Store {
     /// Opens a cursor over the samples matching `query` (same semantics as
     /// [`Store::samples`]). Lists the batches up front (metadata only).
     pub fn sample_cursor(&self, query: ProfileQuery) -> Result<SampleCursor, StoreError> {
-        check_range(query.range)?;
+        query.range.check()?;
         let _r = self.inner.read_lock();
         let mut pending = Vec::new();
         let mut lost = 0;
@@ -104,8 +103,9 @@ impl Inner {
         let _r = self.read_lock();
         self.ensure_dict()?;
         let row = match self.runs.get(keys::batch_key(keys::BATCH, start, id)) {
-            Ok(Some(v)) => super::codec::decode_batch(&v)
-                .map_err(|d| self.corrupt(format!("sample batch {id} metadata"), d))?,
+            Ok(Some(v)) => {
+                super::codec::decode_batch(&v).map_err(|d| self.corrupt(format!("sample batch {id} metadata"), d))?
+            }
             Ok(None) => return Ok(Vec::new()), // deleted by retention since the cursor opened
             Err(e) => return Err(self.storage("read sample batch metadata", e)),
         };
@@ -139,4 +139,3 @@ impl Inner {
         Ok(out)
     }
 }
-

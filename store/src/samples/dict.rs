@@ -16,8 +16,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-use super::codec::ThreadRec;
+use super::codec::{self, ThreadRec};
 use super::model::Frame;
+use crate::{StoreError, keys};
 
 /// FxHash-style hasher (fast on short strings), seeded per process.
 #[derive(Clone, Copy)]
@@ -262,6 +263,41 @@ impl Staged {
         for (id, t) in self.threads {
             dict.insert_thread(id, t);
         }
+    }
+}
+
+impl crate::Inner {
+    pub(crate) fn dict_read(&self) -> std::sync::RwLockReadGuard<'_, Dict> {
+        self.dict.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Loads the dictionary cache if it is not yet loaded.
+    pub(crate) fn ensure_dict(&self) -> Result<(), StoreError> {
+        if self.dict_read().loaded {
+            return Ok(());
+        }
+        let mut d = self.dict.write().unwrap_or_else(|e| e.into_inner());
+        if d.loaded {
+            return Ok(());
+        }
+        let mut fresh = Dict::default();
+        for item in self.runs.scan_prefix([keys::DICT]) {
+            let (k, v) = item.map_err(|e| self.storage("load the sample dictionary", e))?;
+            let Some((kind, id)) = keys::parse_dict_key(&k) else {
+                return Err(self.corrupt("dictionary key".into(), format!("{:?}", k.as_ref())));
+            };
+            let bad = |d: String| self.corrupt(format!("dictionary entry {}/{id}", kind as char), d);
+            match kind {
+                keys::DICT_FRAME => fresh.insert_frame(id, codec::decode_frame(&v).map_err(bad)?),
+                keys::DICT_COMM => fresh.insert_comm(id, codec::decode_comm(&v).map_err(bad)?),
+                keys::DICT_STACK => fresh.insert_stack(id, Arc::from(codec::decode_stack(&v).map_err(bad)?)),
+                keys::DICT_THREAD => fresh.insert_thread(id, codec::decode_thread(&v).map_err(bad)?),
+                _ => return Err(bad("unknown kind".into())),
+            }
+        }
+        fresh.loaded = true;
+        *d = fresh;
+        Ok(())
     }
 }
 

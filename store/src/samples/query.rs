@@ -3,10 +3,31 @@
 use std::collections::BTreeSet;
 
 use super::codec::{BatchRow, Entry, Table, ThreadRec};
+use super::dict;
 use super::dict::{Dict, FxMap};
 use super::model::{Frame, Profile, ProfileQuery, StackSample};
-use super::{check_range, dict};
-use crate::{Inner, StoreError, TimeRange};
+use crate::{Inner, Store, StoreError, TimeRange};
+
+impl Store {
+    /// Sums the samples matching `query` per distinct stack, and the lost counts of the
+    /// batches whose time lies in the range. Batches wholly inside the range are counted from
+    /// their tables without decoding a sample (unless a CPU is given); batches cut by the
+    /// range are decoded sample by sample.
+    pub fn profile(&self, query: &ProfileQuery) -> Result<Profile, StoreError> {
+        self.inner.profile(query)
+    }
+
+    /// The samples matching `query`, in time order (then CPU). Decodes every sample in the
+    /// range: meant for tests and small ranges.
+    pub fn samples(&self, query: &ProfileQuery) -> Result<Vec<StackSample>, StoreError> {
+        self.inner.samples(query)
+    }
+
+    /// PIDs that have at least one sample (idle ones included) in `range`.
+    pub fn pids(&self, range: TimeRange) -> Result<BTreeSet<u32>, StoreError> {
+        self.inner.pids(range)
+    }
+}
 
 /// How a batch meets the query range.
 pub(super) enum Cut {
@@ -25,7 +46,7 @@ impl Inner {
         mut lost: impl FnMut(&BatchRow),
         mut each: impl FnMut(u64, u64, &BatchRow, Cut) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        check_range(range)?;
+        range.check()?;
         let TimeRange { from_unix_ns: from, to_unix_ns: to } = range;
         let span = self.sample_totals()?.max_span_ns;
         self.for_each_batch(from.saturating_sub(span), to, |start, id, row| {
@@ -94,7 +115,7 @@ impl Inner {
     }
 
     pub(crate) fn profile(&self, q: &ProfileQuery) -> Result<Profile, StoreError> {
-        check_range(q.range)?;
+        q.range.check()?;
         let _r = self.read_lock();
         self.ensure_dict()?;
         let d = self.dict_read();
@@ -126,7 +147,7 @@ impl Inner {
     }
 
     pub(crate) fn pids(&self, range: TimeRange) -> Result<BTreeSet<u32>, StoreError> {
-        check_range(range)?;
+        range.check()?;
         let _r = self.read_lock();
         self.ensure_dict()?;
         let d = self.dict_read();
@@ -175,7 +196,7 @@ impl Inner {
     }
 
     pub(crate) fn samples(&self, q: &ProfileQuery) -> Result<Vec<StackSample>, StoreError> {
-        check_range(q.range)?;
+        q.range.check()?;
         let _r = self.read_lock();
         self.ensure_dict()?;
         let d = self.dict_read();

@@ -1,0 +1,106 @@
+//! Opening a store: the directory, sled's configuration and the schema version.
+//!
+//! *Why these choices:* sled runs in `LowSpace` mode (a week of runs on every host matters more
+//! than write speed) and without its flush timer (every put flushes before it returns, so the
+//! timer would only add wakeups). A second tree, `meta`, holds the schema version
+//! ([`SCHEMA_VERSION`]); a store written by an unknown version is refused rather than misread.
+//! Every failure names the directory, and a full disk or a store held by another process get
+//! their own errors (see [`crate::faults`]). After a failed open on a full disk the sled handle
+//! is leaked rather than closed, for the reason given in [`crate::faults`].
+
+use std::io;
+use std::mem::ManuallyDrop;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::faults::{Fault, classify};
+use crate::{Inner, Retention, Store, StoreError};
+
+/// Schema version written into the `meta` tree; bump when the layout or encoding changes.
+pub const SCHEMA_VERSION: u32 = 1;
+const SCHEMA_KEY: &[u8] = b"schema_version";
+
+impl Store {
+    /// Opens (creating if needed) the store in `dir`.
+    ///
+    /// Fails with an error naming `dir` when it cannot be created, is not a directory, cannot
+    /// be written, the disk is full, or it holds a store of an unknown schema version.
+    pub fn open(dir: &Path, retention: Retention) -> Result<Store, StoreError> {
+        let path = dir.to_path_buf();
+        if dir.exists() && !dir.is_dir() {
+            return Err(StoreError::CreateDir {
+                source: io::Error::new(io::ErrorKind::NotADirectory, "it exists and is not a directory"),
+                path,
+            });
+        }
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir { path: path.clone(), source })?;
+        let open_err = |source: sled::Error| match classify(&source) {
+            Fault::NoSpace => StoreError::NoSpace { path: path.clone(), op: "open".into(), source },
+            Fault::Locked => StoreError::Locked { path: path.clone() },
+            Fault::Other => StoreError::Open { path: path.clone(), source },
+        };
+        let db = sled::Config::new()
+            .path(dir)
+            .mode(sled::Mode::LowSpace)
+            // Every put flushes before it returns; sled's own timer would only add wakeups.
+            .flush_every_ms(None)
+            .open()
+            .map_err(open_err)?;
+        let trees = (|| {
+            let runs = db.open_tree("runs").map_err(open_err)?;
+            let meta = db.open_tree("meta").map_err(open_err)?;
+            match meta.get(SCHEMA_KEY).map_err(open_err)? {
+                None => {
+                    meta.insert(SCHEMA_KEY, &SCHEMA_VERSION.to_be_bytes()).map_err(open_err)?;
+                    db.flush().map_err(open_err)?;
+                }
+                Some(v) => {
+                    let found = <[u8; 4]>::try_from(v.as_ref()).ok().map(u32::from_be_bytes);
+                    if found != Some(SCHEMA_VERSION) {
+                        return Err(StoreError::UnknownSchema {
+                            found: match found {
+                                Some(n) => n.to_string(),
+                                None => format!("{:?} (unreadable)", v.as_ref()),
+                            },
+                            path: path.clone(),
+                            supported: SCHEMA_VERSION,
+                        });
+                    }
+                }
+            }
+            Ok(runs)
+        })();
+        let runs = match trees {
+            Ok(runs) => runs,
+            Err(e) => {
+                if matches!(e, StoreError::NoSpace { .. }) {
+                    std::mem::forget(db); // see `crate::faults`
+                }
+                return Err(e);
+            }
+        };
+        Ok(Store {
+            inner: Arc::new(Inner {
+                path,
+                db: ManuallyDrop::new(db),
+                runs: ManuallyDrop::new(runs),
+                retention,
+                writer: Mutex::new(()),
+                visibility: RwLock::new(()),
+                dict: RwLock::new(Default::default()),
+                out_of_space: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The directory this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The retention policy given at open.
+    pub fn retention(&self) -> &Retention {
+        &self.inner.retention
+    }
+}

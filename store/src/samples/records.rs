@@ -1,0 +1,143 @@
+//! A sample batch's records by key: listing batches, reading a table or a block, deleting a
+//! batch.
+//!
+//! *Why apart:* every reader (profiles, raw samples, cursors, days, verify) and the writer's
+//! retention reach the `B`, `h` and `b` records through these few functions, which turn a
+//! missing or undecodable record into [`StoreError::Corrupt`] naming the batch.
+
+use crate::keys;
+use crate::{Inner, Store, StoreError, TimeRange};
+
+use super::codec::{self, BatchRow, Table};
+use super::model::SampleBatchMeta;
+
+impl Store {
+    /// Metadata of the sample batches whose time (earliest sample) lies in `range`, in time
+    /// order.
+    pub fn sample_batches(&self, range: TimeRange) -> Result<Vec<SampleBatchMeta>, StoreError> {
+        range.check()?;
+        let _r = self.inner.read_lock();
+        let mut out = Vec::new();
+        self.inner.for_each_batch(range.from_unix_ns, range.to_unix_ns, |start, id, row| {
+            out.push(meta_of(start, id, row));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+pub(crate) fn meta_of(start: u64, id: u64, row: &BatchRow) -> SampleBatchMeta {
+    SampleBatchMeta {
+        id,
+        start_unix_ns: start,
+        end_unix_ns: row.end,
+        samples: row.samples,
+        lost: row.lost,
+        cpus: row.cpus.clone(),
+        stored_bytes: row.stored_bytes,
+    }
+}
+
+impl Inner {
+    /// Calls `each(start, id, row)` for every batch whose start lies in `[from, to)`, in order.
+    pub(crate) fn for_each_batch(
+        &self,
+        from: u64,
+        to: u64,
+        mut each: impl FnMut(u64, u64, &BatchRow) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        if from >= to {
+            return Ok(());
+        }
+        let lo = keys::batch_bound(keys::BATCH, from);
+        let hi = keys::batch_bound(keys::BATCH, to);
+        for item in self.runs.range(lo..hi) {
+            let (k, v) = item.map_err(|e| self.storage("list sample batches", e))?;
+            let (start, id) = self.decode_batch_key(&k)?;
+            let row = codec::decode_batch(&v).map_err(|d| self.corrupt(format!("sample batch {id} metadata"), d))?;
+            each(start, id, &row)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn decode_batch_key(&self, k: &[u8]) -> Result<(u64, u64), StoreError> {
+        keys::parse_batch_key(k).ok_or_else(|| self.corrupt("sample batch key".into(), format!("{k:?}")))
+    }
+
+    pub(crate) fn read_table(&self, start: u64, id: u64) -> Result<Table, StoreError> {
+        let what = || format!("sample batch {id} table");
+        let v = self
+            .runs
+            .get(keys::batch_key(keys::TABLE, start, id))
+            .map_err(|e| self.storage("read a sample batch table", e))?
+            .ok_or_else(|| self.corrupt(what(), "missing".into()))?;
+        codec::decode_table(&v).map_err(|d| self.corrupt(what(), d))
+    }
+
+    pub(crate) fn read_block(
+        &self,
+        start: u64,
+        cpu: u32,
+        id: u64,
+        table: &Table,
+        with_times: bool,
+    ) -> Result<codec::Block, StoreError> {
+        let what = || format!("sample batch {id} cpu {cpu} block");
+        let v = self
+            .runs
+            .get(keys::block_key(start, cpu, id))
+            .map_err(|e| self.storage("read a sample block", e))?
+            .ok_or_else(|| self.corrupt(what(), "missing".into()))?;
+        codec::decode_block(&v, start, table, cpu, with_times).map_err(|d| self.corrupt(what(), d))
+    }
+
+    /// Deletes every record of a batch in one atomic batch with the totals. Caller holds the
+    /// writer lock. Returns the bytes freed.
+    pub(crate) fn delete_batch_locked(&self, start: u64, id: u64, row: &BatchRow) -> Result<u64, StoreError> {
+        let op = format!("delete sample batch {id}");
+        let mut batch = sled::Batch::default();
+        // Whatever blocks exist under the batch's time (not only `row.cpus`), so a delete
+        // never leaves anything behind.
+        for k in self.runs.scan_prefix(keys::batch_bound(keys::BLOCK, start)).keys() {
+            let k = k.map_err(|e| self.storage(&op, e))?;
+            if keys::parse_block_key(&k).is_some_and(|(_, _, b)| b == id) {
+                batch.remove(k);
+            }
+        }
+        batch.remove(&keys::batch_key(keys::TABLE, start, id));
+        batch.remove(&keys::batch_key(keys::BATCH, start, id));
+        let mut t = self.sample_totals()?;
+        t.batches = t.batches.saturating_sub(1);
+        t.samples = t.samples.saturating_sub(row.samples);
+        t.batch_bytes = t.batch_bytes.saturating_sub(row.stored_bytes);
+        t.deleted_since_gc += 1;
+        batch.insert(keys::SAMPLE_TOTALS, t.encode());
+        self.apply(batch, &op)?;
+        Ok(row.stored_bytes)
+    }
+
+    /// The oldest batch other than `protect`.
+    pub(crate) fn oldest_batch(&self, protect: Option<u64>) -> Result<Option<(u64, u64, BatchRow)>, StoreError> {
+        let mut found = None;
+        self.for_each_batch_until(|start, id, row| {
+            if Some(id) == protect {
+                return true;
+            }
+            found = Some((start, id, row));
+            false
+        })?;
+        Ok(found)
+    }
+
+    fn for_each_batch_until(&self, mut each: impl FnMut(u64, u64, BatchRow) -> bool) -> Result<(), StoreError> {
+        for item in self.runs.scan_prefix([keys::BATCH]) {
+            let (k, v) = item.map_err(|e| self.storage("scan sample batches", e))?;
+            let (start, id) = self.decode_batch_key(&k)?;
+            let row = codec::decode_batch(&v).map_err(|d| self.corrupt(format!("sample batch {id} metadata"), d))?;
+            if !each(start, id, row) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,275 @@
+//! Writing a sample batch: deduplicating it into the dictionary, encoding its table and
+//! per-CPU blocks, and storing it with its new dictionary entries and the updated totals.
+//!
+//! *Why all in one sled batch:* a block refers to table entries, the table to thread and stack
+//! ids, stacks to frame ids; if any of these could land without the others a crash would leave
+//! a batch that names a missing stack. So the batch's `B`, `h`, `b` records, the dictionary
+//! entries it adds and the `x` totals go in one atomic batch, and the new entries enter the
+//! in-memory dictionary only after that batch was applied ([`super::dict`]).
+
+use crate::keys::{self, SampleTotals};
+use crate::retention::Protect;
+use crate::{Inner, Store, StoreError};
+
+use super::MAX_BATCH_SAMPLES;
+use super::codec::{self, BatchRow, Entry, Part, Table, ThreadRec};
+use super::dict::{FxMap, Staged};
+use super::model::{Frame, SampleBatchMeta, StackSample};
+use super::records::meta_of;
+
+impl Store {
+    /// Appends a batch of samples (any CPUs, any order; typically ~10 s of every CPU)
+    /// atomically, flushes it, then applies retention (which never deletes this batch).
+    ///
+    /// `lost` is the number of samples the kernel dropped since the previous batch; it is
+    /// recorded at this batch's time (its earliest sample, or `now_unix_ns` when the batch has
+    /// no sample). An empty batch with nothing lost is a no-op and returns a meta with `id 0`.
+    ///
+    /// Errors: [`StoreError::TooLarge`] when the batch and its new dictionary entries alone
+    /// exceed the byte cap (nothing written); a storage error from the retention pass comes
+    /// after the batch was durably stored.
+    pub fn put_samples(
+        &self,
+        samples: &[StackSample],
+        lost: u64,
+        now_unix_ns: u64,
+    ) -> Result<SampleBatchMeta, StoreError> {
+        if samples.is_empty() && lost == 0 {
+            return Ok(SampleBatchMeta::default());
+        }
+        let inner = &*self.inner;
+        let _w = inner.lock_writer();
+        inner.ensure_dict()?;
+        let totals = inner.sample_totals()?;
+        let built = inner.build_batch(samples, lost, now_unix_ns, &totals)?;
+        let id = inner.db.generate_id().map_err(|e| inner.storage("allocate a batch id", e))? + 1;
+        let (meta, writes) = built.finish(id);
+        let new_dict_bytes: u64 = writes.dict.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        let bytes = meta.stored_bytes + new_dict_bytes;
+        let max_bytes = inner.retention.max_bytes;
+        if bytes > max_bytes {
+            return Err(StoreError::TooLarge { bytes, max_bytes });
+        }
+        let staged = writes.staged;
+        let mut t = totals;
+        t.batches += 1;
+        t.samples += meta.samples;
+        t.batch_bytes += meta.stored_bytes;
+        t.dict_bytes += new_dict_bytes;
+        t.frames += staged.frames.len() as u64;
+        t.comms += staged.comms.len() as u64;
+        t.stacks += staged.stacks.len() as u64;
+        t.threads += staged.threads.len() as u64;
+        t.next_thread = staged.next_thread;
+        t.next_frame = staged.next_frame;
+        t.next_comm = staged.next_comm;
+        t.next_stack = staged.next_stack;
+        t.max_span_ns = t.max_span_ns.max(meta.end_unix_ns - meta.start_unix_ns);
+        let mut batch = sled::Batch::default();
+        for (k, v) in writes.records.into_iter().chain(writes.dict) {
+            batch.insert(k, v);
+        }
+        batch.insert(keys::SAMPLE_TOTALS, t.encode());
+        let op = format!("write sample batch {id}");
+        inner.apply_then(batch, &op, || {
+            if !staged.is_empty() {
+                staged.commit(&mut inner.dict.write().unwrap_or_else(|e| e.into_inner()));
+            }
+        })?;
+        inner.flush(&format!("flush sample batch {id}"))?;
+        let report = inner.enforce_retention(now_unix_ns, Some(Protect::Batch(id)))?;
+        if report.deleted_runs > 0 || report.deleted_sample_batches > 0 {
+            inner.flush("flush retention deletes")?;
+        }
+        Ok(meta)
+    }
+}
+
+/// A batch encoded except for its id (which goes into every key).
+struct Built {
+    start: u64,
+    end: u64,
+    lost: u64,
+    samples: u64,
+    /// (cpu, block value)
+    blocks: Vec<(u32, Vec<u8>)>,
+    table: Option<Vec<u8>>,
+    staged: Staged,
+}
+
+struct Writes {
+    records: Vec<(Vec<u8>, Vec<u8>)>,
+    dict: Vec<(Vec<u8>, Vec<u8>)>,
+    staged: Staged,
+}
+
+impl Built {
+    fn finish(self, id: u64) -> (SampleBatchMeta, Writes) {
+        let start = self.start;
+        let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(self.blocks.len() + 2);
+        let cpus: Vec<u32> = self.blocks.iter().map(|(c, _)| *c).collect();
+        for (cpu, v) in self.blocks {
+            records.push((keys::block_key(start, cpu, id).to_vec(), v));
+        }
+        if let Some(t) = self.table {
+            records.push((keys::batch_key(keys::TABLE, start, id).to_vec(), t));
+        }
+        let others: u64 = records.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        let key = keys::batch_key(keys::BATCH, start, id);
+        let mut row = BatchRow { end: self.end, samples: self.samples, lost: self.lost, cpus, stored_bytes: 0 };
+        // stored_bytes counts the metadata record, whose size depends on it: climb to the
+        // fixed point (the encoded size only grows with the value).
+        let mut guess = others + key.len() as u64;
+        let value = loop {
+            row.stored_bytes = guess;
+            let v = codec::encode_batch(&row);
+            let total = others + (key.len() + v.len()) as u64;
+            if total == guess {
+                break v;
+            }
+            guess = total;
+        };
+        records.push((key.to_vec(), value));
+        let mut dict = Vec::new();
+        let st = &self.staged;
+        for (id, f) in &st.frames {
+            dict.push((keys::dict_key(keys::DICT_FRAME, *id).to_vec(), codec::encode_frame(f)));
+        }
+        for (id, c) in &st.comms {
+            dict.push((keys::dict_key(keys::DICT_COMM, *id).to_vec(), codec::encode_comm(c)));
+        }
+        for (id, s) in &st.stacks {
+            dict.push((keys::dict_key(keys::DICT_STACK, *id).to_vec(), codec::encode_stack(s)));
+        }
+        for (id, t) in &st.threads {
+            dict.push((keys::dict_key(keys::DICT_THREAD, *id).to_vec(), codec::encode_thread(t)));
+        }
+        (meta_of(start, id, &row), Writes { records, dict, staged: self.staged })
+    }
+}
+
+impl Inner {
+    /// Dedups and encodes a batch. Caller holds the writer lock; the dictionary is loaded.
+    fn build_batch(
+        &self,
+        samples: &[StackSample],
+        lost: u64,
+        now_unix_ns: u64,
+        totals: &SampleTotals,
+    ) -> Result<Built, StoreError> {
+        if samples.len() > MAX_BATCH_SAMPLES {
+            return Err(StoreError::InvalidSamples(format!(
+                "{} samples in one batch, more than {MAX_BATCH_SAMPLES}; write smaller batches",
+                samples.len()
+            )));
+        }
+        let dict = self.dict_read();
+        let mut staged = Staged::new(totals.next_frame, totals.next_comm, totals.next_stack, totals.next_thread);
+        let full = StoreError::InvalidSamples;
+        let mut stack_of: FxMap<&[Frame], u32> = FxMap::default();
+        let mut comm_of: FxMap<&str, u32> = FxMap::default();
+        let mut thread_of: FxMap<ThreadRec, u32> = FxMap::default();
+        let mut entry_of: FxMap<Entry, u32> = FxMap::default();
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut counts: Vec<u64> = Vec::new();
+        let mut first_cpu: Vec<u32> = Vec::new();
+        let mut sample_entry: Vec<u32> = Vec::with_capacity(samples.len());
+        let mut frame_ids: Vec<u32> = Vec::new();
+        for s in samples {
+            let stack = match stack_of.get(s.frames.as_slice()) {
+                Some(&id) => id,
+                None => {
+                    frame_ids.clear();
+                    for f in &s.frames {
+                        frame_ids.push(staged.frame_id(&dict, f).map_err(full)?);
+                    }
+                    let id = staged.stack_id(&dict, &frame_ids).map_err(full)?;
+                    stack_of.insert(&s.frames, id);
+                    id
+                }
+            };
+            let comm = match comm_of.get(s.comm.as_str()) {
+                Some(&id) => id,
+                None => {
+                    let id = staged.comm_id(&dict, &s.comm).map_err(full)?;
+                    comm_of.insert(&s.comm, id);
+                    id
+                }
+            };
+            let rec = ThreadRec { pid: s.pid, tid: s.tid, comm, cgroup: s.cgroup_id };
+            let thread = match thread_of.get(&rec) {
+                Some(&id) => id,
+                None => {
+                    let id = staged.thread_id(&dict, &rec).map_err(full)?;
+                    thread_of.insert(rec, id);
+                    id
+                }
+            };
+            let e = Entry { thread, idle: s.idle, stack };
+            let idx = *entry_of.entry(e).or_insert_with(|| {
+                entries.push(e);
+                counts.push(0);
+                first_cpu.push(s.cpu);
+                (entries.len() - 1) as u32
+            });
+            counts[idx as usize] += 1;
+            first_cpu[idx as usize] = first_cpu[idx as usize].min(s.cpu);
+            sample_entry.push(idx);
+        }
+        drop(dict);
+        if samples.is_empty() {
+            let blocks = Vec::new();
+            return Ok(Built { start: now_unix_ns, end: now_unix_ns, lost, samples: 0, blocks, table: None, staged });
+        }
+        // Table order: partitions by lowest CPU, sorted within; and each sample's entry in it.
+        let mut order: Vec<u32> = (0..entries.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| (first_cpu[i as usize], entries[i as usize]));
+        let mut remap = vec![0u32; entries.len()];
+        for (new, &old) in order.iter().enumerate() {
+            remap[old as usize] = new as u32;
+        }
+        let mut parts: Vec<Part> = Vec::new();
+        for (pos, &i) in order.iter().enumerate() {
+            let cpu = first_cpu[i as usize];
+            match parts.last_mut() {
+                Some(p) if p.cpu == cpu => p.len += 1,
+                _ => parts.push(Part { cpu, start: pos as u32, len: 1 }),
+            }
+        }
+        let table = Table {
+            entries: order.iter().map(|&i| entries[i as usize]).collect(),
+            counts: order.iter().map(|&i| counts[i as usize]).collect(),
+            parts,
+        };
+        // Per-CPU blocks: samples by CPU, then time (stable: input order breaks ties).
+        let mut by_cpu: Vec<u32> = (0..samples.len() as u32).collect();
+        by_cpu.sort_by_key(|&i| {
+            let s = &samples[i as usize];
+            (s.cpu, s.time_unix_ns)
+        });
+        let start = samples.iter().map(|s| s.time_unix_ns).min().unwrap_or(0);
+        let end = samples.iter().map(|s| s.time_unix_ns).max().unwrap_or(0);
+        let mut blocks = Vec::new();
+        let mut times = Vec::new();
+        let mut idx = Vec::new();
+        for group in by_cpu.chunk_by(|&a, &b| samples[a as usize].cpu == samples[b as usize].cpu) {
+            times.clear();
+            idx.clear();
+            for &i in group {
+                times.push(samples[i as usize].time_unix_ns);
+                idx.push(remap[sample_entry[i as usize] as usize]);
+            }
+            let cpu = samples[group[0] as usize].cpu;
+            blocks.push((cpu, codec::encode_block(start, &times, &idx, table.own_range(cpu))));
+        }
+        Ok(Built {
+            start,
+            end,
+            lost,
+            samples: samples.len() as u64,
+            blocks,
+            table: Some(codec::encode_table(&table)),
+            staged,
+        })
+    }
+}
