@@ -24,7 +24,7 @@
 //! | `h`  | `h` start:u64 batch:u64                    | batch table = histogram            |
 //! | `b`  | `b` start:u64 cpu:u32 batch:u64            | one CPU's samples of the batch     |
 //! | `d`  | `d` kind:u8 id:u32 (`f` frame, `c` comm, `s` stack, `t` thread) | dictionary entry |
-//! | `x`  | `x`                                        | sample totals and id counters      |
+//! | `x`  | `x`                                        | sample totals, lost, id counters   |
 
 use crate::RunId;
 
@@ -122,6 +122,12 @@ pub struct SampleTotals {
     pub deleted_since_gc: u64,
     pub threads: u64,
     pub next_thread: u64,
+    /// Samples the kernel dropped, summed over the retained batches: added when a batch is
+    /// stored, subtracted when retention deletes it. `None` only in a record written before
+    /// this field existed (a 14-element array); `Store::open` recomputes it from the batch
+    /// records then.
+    #[serde(default)]
+    pub lost: Option<u64>,
 }
 
 impl SampleTotals {
@@ -260,8 +266,15 @@ mod tests {
         assert!(batch_bound(BATCH, 7).as_slice() > batch_key(BATCH, 6, u64::MAX).as_slice());
         assert_eq!(parse_batch_key(&batch_key(TABLE, 8, 3)), Some((8, 3)));
         assert_eq!(parse_dict_key(&dict_key(DICT_STACK, 70000)), Some((DICT_STACK, 70000)));
-        let t = SampleTotals { batches: 1, next_stack: u64::MAX, ..Default::default() };
+        let t = SampleTotals { batches: 1, next_stack: u64::MAX, lost: Some(7), ..Default::default() };
         assert_eq!(SampleTotals::decode(&t.encode()), Some(t));
+        // A record written before `lost` existed: the same array, one element shorter.
+        let old = rmp_serde::to_vec(&(
+            1u64, 2u64, 3u64, 4u64, 5u64, 6u64, 7u64, 8u64, 9u64, 10u64, 11u64, 12u64, 13u64, 14u64,
+        ))
+        .unwrap();
+        let t = SampleTotals::decode(&old).unwrap();
+        assert_eq!((t.batches, t.next_thread, t.lost), (1, 14, None));
     }
 
     #[test]

@@ -260,6 +260,11 @@ pub struct StoreStats {
     pub sample_bytes: u64,
     /// `stored_bytes + sample_bytes`: what the retention byte cap applies to.
     pub total_bytes: u64,
+    /// Stack samples the kernel dropped, summed over the retained sample batches (a batch's
+    /// lost count leaves the total when retention deletes the batch). A running counter,
+    /// updated in the same atomic batch as the sample batches it counts; for a store written
+    /// before it existed, recomputed once at open.
+    pub lost_samples: u64,
 }
 
 /// Runs and stack samples of one UTC day.

@@ -80,7 +80,7 @@ impl Store {
                 return Err(e);
             }
         };
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 path,
                 db: ManuallyDrop::new(db),
@@ -91,7 +91,10 @@ impl Store {
                 dict: RwLock::new(Default::default()),
                 out_of_space: AtomicBool::new(false),
             }),
-        })
+        };
+        // Stores written before the lost-sample total existed get it now (see `samples::totals`).
+        store.inner.upgrade_sample_totals()?;
+        Ok(store)
     }
 
     /// The directory this store lives in.

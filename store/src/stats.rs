@@ -2,7 +2,7 @@
 //!
 //! *Why counters:* [`Store::stats`] is asked on every `/metrics` scrape and before every
 //! retention decision, so it must not scan. The `s` record (runs, bytes of runs) and the `x`
-//! record (sample batches, samples, bytes, dictionary) are updated in the same
+//! record (sample batches, samples, bytes, lost samples, dictionary) are updated in the same
 //! atomic batch as every write and delete they count, so they always equal the sums over the
 //! stored records (which [`Store::verify`] checks). [`Store::days`] does scan, but only
 //! metadata records.
@@ -28,6 +28,7 @@ impl Store {
             samples: samples.samples,
             sample_bytes,
             total_bytes: totals.stored_bytes + sample_bytes,
+            lost_samples: samples.lost.unwrap_or(0),
         })
     }
 

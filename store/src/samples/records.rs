@@ -110,6 +110,7 @@ impl Inner {
         t.batches = t.batches.saturating_sub(1);
         t.samples = t.samples.saturating_sub(row.samples);
         t.batch_bytes = t.batch_bytes.saturating_sub(row.stored_bytes);
+        t.lost = t.lost.map(|l| l.saturating_sub(row.lost));
         t.deleted_since_gc += 1;
         batch.insert(keys::SAMPLE_TOTALS, t.encode());
         self.apply(batch, &op)?;

@@ -94,6 +94,7 @@ impl SampleSeen {
             }
         }
         let mut max_span = 0;
+        let mut lost = 0u64;
         for (&(start, id), seen) in &self.batches {
             let Some(meta) = &seen.meta else {
                 p.push(format!("sample batch {id}: records without metadata (half-written or half-deleted)"));
@@ -102,6 +103,7 @@ impl SampleSeen {
             report.sample_batches += 1;
             report.samples += meta.samples;
             report.sample_bytes += meta.stored_bytes;
+            lost = lost.saturating_add(meta.lost);
             max_span = max_span.max(meta.end.saturating_sub(start));
             if seen.bytes != meta.stored_bytes {
                 p.push(format!(
@@ -183,6 +185,9 @@ impl SampleSeen {
             || over(&mut self.threads.keys(), totals.next_thread)
         {
             p.push("a sample dictionary id is not below its counter (ids could be reused)".into());
+        }
+        if self.totals.is_some() && totals.lost != Some(lost) {
+            p.push(format!("sample totals say {:?} lost samples, batches add up to {lost}", totals.lost));
         }
         if max_span > totals.max_span_ns {
             p.push(format!(

@@ -65,6 +65,8 @@ impl Store {
         t.next_comm = staged.next_comm;
         t.next_stack = staged.next_stack;
         t.max_span_ns = t.max_span_ns.max(meta.end_unix_ns - meta.start_unix_ns);
+        // `None` only before the first batch of a new store: `open` upgrades older records.
+        t.lost = Some(t.lost.unwrap_or(0).saturating_add(meta.lost));
         let mut batch = sled::Batch::default();
         for (k, v) in writes.records.into_iter().chain(writes.dict) {
             batch.insert(k, v);
