@@ -161,6 +161,27 @@ impl RunMeta {
     pub fn end_unix_ns(&self) -> u64 {
         self.start_unix_ns.saturating_add((self.samples as u64).saturating_mul(self.interval_ns))
     }
+
+    /// This run's place in listing order, to resume a [`crate::Store::runs_page`] after it.
+    pub fn pos(&self) -> RunPos {
+        RunPos { start_unix_ns: self.start_unix_ns, id: self.id }
+    }
+}
+
+/// A place in the order runs are listed in (start time, then id): the cursor of
+/// [`crate::Store::runs_page`]. Unlike a bare [`RunId`] it stays meaningful after the run it
+/// came from was deleted (say by retention, between two pages of an analysis), since the
+/// store cannot look up where a deleted run was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RunPos {
+    pub start_unix_ns: u64,
+    pub id: RunId,
+}
+
+impl From<&RunMeta> for RunPos {
+    fn from(meta: &RunMeta) -> RunPos {
+        meta.pos()
+    }
 }
 
 /// A run as handed to [`crate::Store::put_run`]; the store assigns the id.

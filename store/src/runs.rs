@@ -7,10 +7,12 @@
 //! run half written or half deleted; deleting a run removes every record under its prefix
 //! (not only the CPUs its metadata lists) together with the updated totals, in one batch.
 
+use std::ops::Bound;
+
 use crate::records::build_records;
 use crate::retention::Protect;
 use crate::validate::validate;
-use crate::{Inner, NewRun, Run, RunId, RunMeta, Store, StoreError, TimeRange, codec, keys};
+use crate::{Inner, NewRun, Run, RunId, RunMeta, RunPos, Store, StoreError, TimeRange, codec, keys};
 
 impl Store {
     /// Validates and stores a run atomically, flushes it to disk, then applies retention
@@ -54,15 +56,39 @@ impl Store {
         interval_ns: Option<u64>,
         iface: Option<&str>,
     ) -> Result<Vec<RunMeta>, StoreError> {
+        self.runs_page(range, interval_ns, iface, None, usize::MAX)
+    }
+
+    /// One page of [`Store::runs`]: at most `limit` metas, in the same order, of the runs that
+    /// come strictly after `after` (from the start of `range` when `None`). Pass the last
+    /// meta's [`RunMeta::pos`] as `after` to get the next page; an empty page means the end.
+    ///
+    /// Seeks straight to `after` in the key order and stops after `limit` matches, so a page
+    /// costs its own metas (plus those the filters skip), never the whole range. Runs stored
+    /// or deleted between pages show up or not according to where they sort; `after` need not
+    /// exist any more.
+    pub fn runs_page(
+        &self,
+        range: TimeRange,
+        interval_ns: Option<u64>,
+        iface: Option<&str>,
+        after: Option<RunPos>,
+        limit: usize,
+    ) -> Result<Vec<RunMeta>, StoreError> {
         range.check()?;
         let TimeRange { from_unix_ns, to_unix_ns } = range;
         let mut out = Vec::new();
-        if from_unix_ns == to_unix_ns {
+        if from_unix_ns == to_unix_ns || limit == 0 || after.is_some_and(|p| p.start_unix_ns >= to_unix_ns) {
             return Ok(out);
         }
-        let lo = keys::meta_bound(from_unix_ns);
-        let hi = keys::meta_bound(to_unix_ns);
-        for item in self.inner.runs.range(lo..hi) {
+        let lo = match after {
+            Some(p) if p.start_unix_ns >= from_unix_ns => {
+                Bound::Excluded(keys::meta_key(p.start_unix_ns, p.id).to_vec())
+            }
+            _ => Bound::Included(keys::meta_bound(from_unix_ns).to_vec()),
+        };
+        let hi = Bound::Excluded(keys::meta_bound(to_unix_ns).to_vec());
+        for item in self.inner.runs.range::<Vec<u8>, _>((lo, hi)) {
             let (k, v) = item.map_err(|e| self.inner.storage("list runs", e))?;
             let meta = self.inner.decode_meta_record(&k, &v)?;
             if interval_ns.is_some_and(|i| i != meta.interval_ns) {
@@ -72,6 +98,9 @@ impl Store {
                 continue;
             }
             out.push(meta);
+            if out.len() >= limit {
+                break;
+            }
         }
         Ok(out)
     }
