@@ -1,6 +1,6 @@
 //! Reading the host's data: run and sample cursors, and the stack / comm dictionaries.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, ops::Deref};
 
 use crate::bindings::loupe::udf::data as host;
 use crate::{Frame, HostInfo, Run, Sample, SampleFilter, TimeRange};
@@ -65,58 +65,9 @@ impl RunQuery {
     /// Opens the host cursor (one host call), or the host's reason why not.
     pub fn open(self) -> Result<Runs, String> {
         let cursor = host::open_runs(self.range, self.interval_ns, self.iface.as_deref(), self.per_cpu)?;
-        Ok(Runs { cursor, batch: Vec::new().into_iter(), done: false, batches: 0 })
+        Ok(Batched::new(cursor))
     }
 }
-
-/// The runs of an opened [`RunQuery`], one host call per batch of a few runs.
-pub struct Runs {
-    cursor: host::RunCursor,
-    batch: std::vec::IntoIter<Run>,
-    done: bool,
-    batches: u64,
-}
-
-impl Runs {
-    /// The next batch as the host sent it (`None` when exhausted); mixes with `next()`.
-    pub fn next_batch(&mut self) -> Option<Vec<Run>> {
-        let rest: Vec<Run> = self.batch.by_ref().collect();
-        if !rest.is_empty() {
-            return Some(rest);
-        }
-        if self.done {
-            return None;
-        }
-        let batch = self.cursor.next_batch();
-        self.batches += 1;
-        if batch.is_empty() {
-            self.done = true;
-            None
-        } else {
-            Some(batch)
-        }
-    }
-
-    /// Host calls made so far.
-    pub fn host_calls(&self) -> u64 {
-        self.batches
-    }
-}
-
-impl Iterator for Runs {
-    type Item = Run;
-
-    fn next(&mut self) -> Option<Run> {
-        loop {
-            if let Some(run) = self.batch.next() {
-                return Some(run);
-            }
-            self.batch = self.next_batch()?.into_iter();
-        }
-    }
-}
-
-impl std::iter::FusedIterator for Runs {}
 
 /// Which samples to read; see [`samples`].
 #[derive(Clone, Debug)]
@@ -160,23 +111,61 @@ impl SampleQuery {
     /// Opens the host cursor (one host call), or the host's reason why not.
     pub fn open(self) -> Result<Samples, String> {
         let cursor = host::open_samples(self.range, &self.filter)?;
-        Ok(Samples { cursor, batch: Vec::new().into_iter(), done: false, batches: 0 })
+        Ok(Batched::new(cursor))
     }
 }
 
-/// The samples of an opened [`SampleQuery`], one host call per stored batch (about ten seconds of
-/// every CPU).
-pub struct Samples {
-    cursor: host::SampleCursor,
-    batch: std::vec::IntoIter<Sample>,
+/// A host cursor that hands out items a batch at a time: the host's run and sample cursors
+/// (or a stand-in in tests). [`Batched`] turns one into an iterator.
+pub trait NextBatch {
+    type Item;
+
+    /// The next items, or an empty batch when the cursor is exhausted (one host call).
+    fn next_batch(&mut self) -> Vec<Self::Item>;
+}
+
+impl NextBatch for host::RunCursor {
+    type Item = Run;
+
+    fn next_batch(&mut self) -> Vec<Run> {
+        host::RunCursor::next_batch(self)
+    }
+}
+
+impl NextBatch for host::SampleCursor {
+    type Item = Sample;
+
+    fn next_batch(&mut self) -> Vec<Sample> {
+        host::SampleCursor::next_batch(self)
+    }
+}
+
+/// The items of a batched cursor, one [`NextBatch::next_batch`] call per batch, never one per
+/// item. An iterator, and batch by batch with [`next_batch`](Self::next_batch).
+pub struct Batched<C: NextBatch> {
+    cursor: C,
+    batch: std::vec::IntoIter<C::Item>,
     done: bool,
     batches: u64,
 }
 
-impl Samples {
-    /// The next batch as the host sent it (`None` when exhausted); mixes with `next()`.
-    pub fn next_batch(&mut self) -> Option<Vec<Sample>> {
-        let rest: Vec<Sample> = self.batch.by_ref().collect();
+/// The runs of an opened [`RunQuery`], one host call per batch of a few runs.
+pub type Runs = Batched<host::RunCursor>;
+
+/// The samples of an opened [`SampleQuery`], one host call per stored batch (about ten seconds of
+/// every CPU). [`lost`](Batched::lost) tells how many the kernel dropped.
+pub type Samples = Batched<host::SampleCursor>;
+
+impl<C: NextBatch> Batched<C> {
+    /// Iterates over `cursor`'s batches; nothing is asked until the first item or batch.
+    pub fn new(cursor: C) -> Self {
+        Self { cursor, batch: Vec::new().into_iter(), done: false, batches: 0 }
+    }
+
+    /// The next batch as the cursor sent it, or what `next()` left of it (`None` when
+    /// exhausted); mixes with `next()`.
+    pub fn next_batch(&mut self) -> Option<Vec<C::Item>> {
+        let rest: Vec<C::Item> = self.batch.by_ref().collect();
         if !rest.is_empty() {
             return Some(rest);
         }
@@ -193,40 +182,96 @@ impl Samples {
         }
     }
 
-    /// Samples the kernel dropped (ring buffer full) in the range: a profile's error bar.
-    pub fn lost(&self) -> u64 {
-        self.cursor.lost()
-    }
-
     /// Host calls made so far for batches.
     pub fn host_calls(&self) -> u64 {
         self.batches
     }
+
+    /// The underlying cursor.
+    pub fn cursor(&self) -> &C {
+        &self.cursor
+    }
 }
 
-impl Iterator for Samples {
-    type Item = Sample;
+impl Batched<host::SampleCursor> {
+    /// Samples the kernel dropped (ring buffer full) in the range: a profile's error bar.
+    pub fn lost(&self) -> u64 {
+        self.cursor.lost()
+    }
+}
 
-    fn next(&mut self) -> Option<Sample> {
+impl<C: NextBatch> Iterator for Batched<C> {
+    type Item = C::Item;
+
+    fn next(&mut self) -> Option<C::Item> {
         loop {
-            if let Some(s) = self.batch.next() {
-                return Some(s);
+            if let Some(item) = self.batch.next() {
+                return Some(item);
             }
             self.batch = self.next_batch()?.into_iter();
         }
     }
 }
 
-impl std::iter::FusedIterator for Samples {}
+impl<C: NextBatch> std::iter::FusedIterator for Batched<C> {}
+
+/// A dictionary of the host that maps ids to entries, asked a list of ids at a time: stacks
+/// ([`StackDictionary`]) and comms ([`CommDictionary`]), or a stand-in in tests. [`IdCache`]
+/// caches one.
+pub trait Dictionary {
+    /// What an id maps to, as the host sends it; [`IdCache::get`] lends it as its `Target`.
+    type Entry: Deref;
+    /// What the entries are, for error messages ("stacks").
+    const WHAT: &'static str;
+
+    /// One entry per id, in order (one host call).
+    fn fetch(&mut self, ids: &[u32]) -> Result<Vec<Self::Entry>, String>;
+}
+
+/// The host's stack dictionary: stack id → frames, leaf first.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StackDictionary;
+
+impl Dictionary for StackDictionary {
+    type Entry = Vec<Frame>;
+    const WHAT: &'static str = "stacks";
+
+    fn fetch(&mut self, ids: &[u32]) -> Result<Vec<Vec<Frame>>, String> {
+        host::stacks(ids)
+    }
+}
+
+/// The host's comm dictionary: comm id → command name.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CommDictionary;
+
+impl Dictionary for CommDictionary {
+    type Entry = String;
+    const WHAT: &'static str = "comms";
+
+    fn fetch(&mut self, ids: &[u32]) -> Result<Vec<String>, String> {
+        host::comms(ids)
+    }
+}
+
+/// A cache over one of the host's dictionaries: ask for the distinct ids once
+/// ([`resolve`](Self::resolve)), one host call per 4096 unknown ids, none for ids already known;
+/// then look them up ([`get`](Self::get)).
+#[derive(Clone, Debug, Default)]
+pub struct IdCache<D: Dictionary> {
+    dictionary: D,
+    known: BTreeMap<u32, D::Entry>,
+    calls: u64,
+}
 
 /// A cache over the host's stack dictionary: stack id → frames, leaf first.
 ///
-/// Count samples per stack id while streaming, then [`resolve`](Stacks::resolve) the distinct
+/// Count samples per stack id while streaming, then [`resolve`](IdCache::resolve) the distinct
 /// ids: one host call per 4096 unknown ids, none for ids already known.
 ///
 /// ```no_run
 /// # fn f(ctx: &loupe_udf::Context) -> Result<(), String> {
-/// use std::collections::BTreeMap;
+/// use std::{collections::BTreeMap, ops::Deref};
 /// let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
 /// for s in ctx.samples().open()? {
 ///     *counts.entry(s.stack).or_default() += 1;
@@ -238,15 +283,21 @@ impl std::iter::FusedIterator for Samples {}
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug, Default)]
-pub struct Stacks {
-    known: BTreeMap<u32, Vec<Frame>>,
-    calls: u64,
+pub type Stacks = IdCache<StackDictionary>;
+
+/// A cache over the host's comm dictionary: comm id → command name. Works like [`Stacks`].
+pub type Comms = IdCache<CommDictionary>;
+
+impl<D: Dictionary + Default> IdCache<D> {
+    pub fn new() -> Self {
+        Self::with_dictionary(D::default())
+    }
 }
 
-impl Stacks {
-    pub fn new() -> Self {
-        Self::default()
+impl<D: Dictionary> IdCache<D> {
+    /// A cache over `dictionary`.
+    pub fn with_dictionary(dictionary: D) -> Self {
+        Self { dictionary, known: BTreeMap::new(), calls: 0 }
     }
 
     /// Fetches the ids not yet known (duplicates and known ids cost nothing).
@@ -254,69 +305,47 @@ impl Stacks {
         let missing = missing_ids(ids, |id| self.known.contains_key(&id));
         for chunk in missing.chunks(IDS_PER_CALL) {
             self.calls += 1;
-            let frames = host::stacks(chunk)?;
-            check_len("stacks", chunk.len(), frames.len())?;
-            self.known.extend(chunk.iter().copied().zip(frames));
+            let entries = self.dictionary.fetch(chunk)?;
+            check_len(D::WHAT, chunk.len(), entries.len())?;
+            self.known.extend(chunk.iter().copied().zip(entries));
         }
         Ok(())
     }
 
-    /// The frames of a resolved id (leaf first), `None` when not resolved.
-    pub fn get(&self, id: u32) -> Option<&[Frame]> {
-        self.known.get(&id).map(Vec::as_slice)
+    /// The entry of a resolved id (frames: `&[Frame]`, a name: `&str`), `None` when not resolved.
+    pub fn get(&self, id: u32) -> Option<&<D::Entry as Deref>::Target> {
+        self.known.get(&id).map(|e| &**e)
     }
 
+    /// Ids resolved so far.
+    pub fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
+    }
+
+    /// Host calls made so far.
+    pub fn host_calls(&self) -> u64 {
+        self.calls
+    }
+}
+
+impl IdCache<StackDictionary> {
     /// The frames of an id, asking the host if it is not known yet. Prefer one
     /// [`resolve`](Self::resolve) of all ids first.
     pub fn frames(&mut self, id: u32) -> Result<&[Frame], String> {
         self.resolve([id])?;
         Ok(self.get(id).unwrap_or_default())
     }
-
-    /// Host calls made so far.
-    pub fn host_calls(&self) -> u64 {
-        self.calls
-    }
 }
 
-/// A cache over the host's comm dictionary: comm id → command name. Works like [`Stacks`].
-#[derive(Clone, Debug, Default)]
-pub struct Comms {
-    known: BTreeMap<u32, String>,
-    calls: u64,
-}
-
-impl Comms {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Fetches the ids not yet known (duplicates and known ids cost nothing).
-    pub fn resolve(&mut self, ids: impl IntoIterator<Item = u32>) -> Result<(), String> {
-        let missing = missing_ids(ids, |id| self.known.contains_key(&id));
-        for chunk in missing.chunks(IDS_PER_CALL) {
-            self.calls += 1;
-            let names = host::comms(chunk)?;
-            check_len("comms", chunk.len(), names.len())?;
-            self.known.extend(chunk.iter().copied().zip(names));
-        }
-        Ok(())
-    }
-
-    /// The name of a resolved id, `None` when not resolved.
-    pub fn get(&self, id: u32) -> Option<&str> {
-        self.known.get(&id).map(String::as_str)
-    }
-
+impl IdCache<CommDictionary> {
     /// The name of an id, asking the host if it is not known yet.
     pub fn name(&mut self, id: u32) -> Result<&str, String> {
         self.resolve([id])?;
         Ok(self.get(id).unwrap_or_default())
-    }
-
-    /// Host calls made so far.
-    pub fn host_calls(&self) -> u64 {
-        self.calls
     }
 }
 
@@ -359,8 +388,110 @@ fn check_len(what: &str, asked: usize, got: usize) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
     #[test]
     fn missing_ids_are_distinct_sorted_and_unknown() {
-        assert_eq!(super::missing_ids([5, 3, 5, 9, 3, 1], |id| id == 9), vec![1, 3, 5]);
+        assert_eq!(missing_ids([5, 3, 5, 9, 3, 1], |id| id == 9), vec![1, 3, 5]);
+    }
+
+    /// A cursor that hands out fixed batches, then empty ones, and counts the calls.
+    struct FakeCursor {
+        batches: VecDeque<Vec<u32>>,
+        calls: u64,
+    }
+
+    impl NextBatch for FakeCursor {
+        type Item = u32;
+
+        fn next_batch(&mut self) -> Vec<u32> {
+            self.calls += 1;
+            self.batches.pop_front().unwrap_or_default()
+        }
+    }
+
+    fn batched(batches: &[&[u32]]) -> Batched<FakeCursor> {
+        Batched::new(FakeCursor { batches: batches.iter().map(|b| b.to_vec()).collect(), calls: 0 })
+    }
+
+    #[test]
+    fn iterates_every_item_one_call_per_batch() {
+        let mut b = batched(&[&[1, 2, 3], &[4], &[5, 6]]);
+        assert_eq!(b.host_calls(), 0, "nothing asked before the first item");
+        assert_eq!(b.by_ref().collect::<Vec<_>>(), vec![1, 2, 3, 4, 5, 6]);
+        // Three batches and the empty one that ends the cursor.
+        assert_eq!((b.host_calls(), b.cursor().calls), (4, 4));
+        // Fused: exhausted means no more calls.
+        assert_eq!(b.next(), None);
+        assert_eq!(b.next_batch(), None);
+        assert_eq!(b.cursor().calls, 4);
+    }
+
+    #[test]
+    fn next_batch_mixes_with_next() {
+        let mut b = batched(&[&[1, 2, 3], &[4, 5]]);
+        assert_eq!(b.next(), Some(1));
+        assert_eq!(b.next_batch(), Some(vec![2, 3]), "the rest of the current batch first");
+        assert_eq!(b.host_calls(), 1);
+        assert_eq!(b.next_batch(), Some(vec![4, 5]));
+        assert_eq!(b.next(), None);
+        assert_eq!(b.host_calls(), 3);
+    }
+
+    #[test]
+    fn an_empty_cursor_is_one_call() {
+        let mut b = batched(&[]);
+        assert_eq!(b.next(), None);
+        assert_eq!(b.next(), None);
+        assert_eq!(b.host_calls(), 1);
+    }
+
+    /// A dictionary that names id `i` "n{i}" and records the ids of every call; `short` makes it
+    /// answer one entry too few.
+    #[derive(Default)]
+    struct FakeDictionary {
+        asked: Vec<Vec<u32>>,
+        short: bool,
+    }
+
+    impl Dictionary for FakeDictionary {
+        type Entry = String;
+        const WHAT: &'static str = "names";
+
+        fn fetch(&mut self, ids: &[u32]) -> Result<Vec<String>, String> {
+            self.asked.push(ids.to_vec());
+            let n = ids.len() - usize::from(self.short);
+            Ok(ids[..n].iter().map(|i| format!("n{i}")).collect())
+        }
+    }
+
+    #[test]
+    fn cache_asks_each_unknown_id_once() {
+        let mut c: IdCache<FakeDictionary> = IdCache::new();
+        c.resolve([3, 1, 3]).unwrap();
+        assert_eq!((c.get(1), c.get(3), c.get(2)), (Some("n1"), Some("n3"), None));
+        c.resolve([1, 2, 3, 2]).unwrap();
+        c.resolve([3, 1]).unwrap();
+        c.resolve([]).unwrap();
+        assert_eq!(c.dictionary.asked, vec![vec![1, 3], vec![2]]);
+        assert_eq!((c.host_calls(), c.len()), (2, 3));
+    }
+
+    #[test]
+    fn cache_asks_in_chunks() {
+        let mut c: IdCache<FakeDictionary> = IdCache::new();
+        c.resolve((0..2 * IDS_PER_CALL as u32 + 1).rev()).unwrap();
+        let sizes: Vec<usize> = c.dictionary.asked.iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![IDS_PER_CALL, IDS_PER_CALL, 1]);
+        assert_eq!(c.dictionary.asked[0][0], 0, "sorted");
+        assert_eq!(c.get(2 * IDS_PER_CALL as u32), Some(format!("n{}", 2 * IDS_PER_CALL).as_str()));
+    }
+
+    #[test]
+    fn cache_refuses_a_short_answer() {
+        let mut c = IdCache::with_dictionary(FakeDictionary { short: true, ..Default::default() });
+        assert_eq!(c.resolve([7, 8]), Err("the host answered 1 names for 2 ids".to_string()));
     }
 }

@@ -38,12 +38,12 @@
 //!
 //! - **Batches, not rows.** Every call across the sandbox boundary costs far more than reading a
 //!   number, so the host hands out runs and samples a batch at a time. [`Runs`] and [`Samples`]
-//!   are plain iterators over those batches: one host call per batch (a few runs, or about ten
-//!   seconds of samples of every CPU), never one per item.
+//!   are plain iterators over those batches (both a [`Batched`] cursor): one host call per batch
+//!   (a few runs, or about ten seconds of samples of every CPU), never one per item.
 //! - **Ids, resolved once.** A sample carries a stack id and a comm id, not strings: a day holds
 //!   millions of samples but only thousands of distinct stacks. Count per id while streaming,
-//!   then resolve the distinct ids with [`Stacks`] / [`Comms`], which ask the host once per batch
-//!   of unknown ids and cache the answers.
+//!   then resolve the distinct ids with [`Stacks`] / [`Comms`] (both an [`IdCache`]), which ask
+//!   the host once per batch of unknown ids and cache the answers.
 //! - **Typed parameters.** The host checks each parameter against [`Analysis::describe`] and fills
 //!   in defaults before `run` is called, so [`Params`] lookups only fail on a programming error
 //!   (a name or type that the description does not declare) and say which.
@@ -80,7 +80,10 @@ pub mod types {
 }
 
 pub use bindings::loupe::udf::data::{HostInfo, Level};
-pub use data::{Comms, OptionalText, RunQuery, Runs, SampleQuery, Samples, Stacks, host_info, runs, samples};
+pub use data::{
+    Batched, CommDictionary, Comms, Dictionary, IdCache, NextBatch, OptionalText, RunQuery, Runs, SampleQuery, Samples,
+    StackDictionary, Stacks, host_info, runs, samples,
+};
 pub use output::Flamegraph;
 pub use params::Params;
 /// A parameter's declaration (the WIT `param-spec`), built with [`Param::unsigned`],
