@@ -14,6 +14,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+// burst-detector's algorithm (the shared `loupe-detect` crate), compiled natively.
+use loupe_detect as burst_detector;
+
 use loupe_query_host::{
     server::host_info,
     udf::{

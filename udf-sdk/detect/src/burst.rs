@@ -1,5 +1,5 @@
-//! Burst detection over one run's per-slot ingress bytes: plain Rust, no dependencies, so native
-//! code (the host's benchmark, `incast-detector`) runs exactly the algorithm the analysis runs.
+//! Burst detection over one run's per-slot ingress bytes: what `burst-detector` answers, and
+//! what `incast-detector` starts from.
 
 /// A maximal stretch of consecutive hot slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
