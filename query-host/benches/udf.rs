@@ -9,10 +9,7 @@
 //!
 //! `cargo bench -p loupe-query-host --bench udf` (after building udf-sdk for wasm32-wasip2).
 
-use std::{
-    path::{Path, PathBuf},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 // burst-detector's algorithm (the shared `loupe-detect` crate), compiled natively.
 use loupe_detect as burst_detector;
@@ -35,14 +32,7 @@ const T0: u64 = 1_795_392_000_000_000_000;
 const THRESHOLD_BPS: u64 = 40_000_000;
 
 fn wasm(name: &str) -> Vec<u8> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let dirs = [std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from), Some(root.join("udf-sdk/target"))];
-    for dir in dirs.into_iter().flatten() {
-        if let Ok(b) = std::fs::read(dir.join("wasm32-wasip2/release").join(format!("{name}.wasm"))) {
-            return b;
-        }
-    }
-    panic!("{name}.wasm not built: cargo build --release --target wasm32-wasip2 --manifest-path udf-sdk/Cargo.toml --workspace");
+    std::fs::read(loupe_testbed::wasm_component(name)).unwrap()
 }
 
 /// `runs` runs of 2000 × 1 ms on 8 CPUs: a noisy baseline with random bursts.

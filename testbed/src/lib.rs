@@ -7,6 +7,7 @@
 //! * [`faults`] — eBPF fault injectors: CE marking and segment drops.
 //! * [`privilege`] — the root check that turns kernel tests into clear skips elsewhere.
 //! * [`synthetic`] — stored data with known answers (API and browser tests, `loupe-synth`).
+//! * [`wasm`] — where the analyses built from `udf-sdk/` are ([`wasm_component`]).
 
 pub mod faults;
 pub mod netns;
@@ -14,5 +15,8 @@ pub mod privilege;
 pub mod synthetic;
 pub mod topology;
 pub mod traffic;
+pub mod wasm;
+
+pub use wasm::wasm_component;
 
 pub(crate) static TESTBED_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-testbed-ebpf"));

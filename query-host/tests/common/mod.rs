@@ -160,18 +160,6 @@ impl Http {
 
 /// The bytes of an example or test component built from `udf-sdk` (scripts/test builds them).
 pub fn wasm(crate_name: &str) -> Vec<u8> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let dirs = [
-        std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from),
-        Some(root.join("udf-sdk/target")),
-    ];
-    for dir in dirs.into_iter().flatten() {
-        let path = dir.join("wasm32-wasip2/release").join(format!("{crate_name}.wasm"));
-        if let Ok(bytes) = std::fs::read(&path) {
-            return bytes;
-        }
-    }
-    panic!(
-        "{crate_name}.wasm not built: run `cargo build --release --target wasm32-wasip2 --manifest-path udf-sdk/Cargo.toml --workspace` (scripts/test does)"
-    );
+    let path = loupe_testbed::wasm_component(crate_name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
