@@ -2,6 +2,7 @@
 // errors as `ApiError` (status, code, sentence, log) — the API's `{"error","code"}` shape.
 
 import { parseJson } from './json';
+import type { ErrorBody } from './types';
 
 const TOKEN_KEY = 'loupe.token';
 
@@ -57,7 +58,8 @@ function errorFrom(status: number, statusText: string, text: string): ApiError {
   let msg = statusText || 'request failed';
   let log: string[] = [];
   try {
-    const body = parseJson<{ error?: string; code?: string; log?: unknown }>(text);
+    // Checked at run time too: a proxy in between may answer with anything.
+    const body = parseJson<Partial<Record<keyof ErrorBody, unknown>>>(text);
     if (body && typeof body.error === 'string') msg = body.error;
     if (body && typeof body.code === 'string') code = body.code;
     if (body && Array.isArray(body.log)) log = body.log.map((l) => (typeof l === 'string' ? l : JSON.stringify(l)));

@@ -1,50 +1,34 @@
-// Shapes of the API's JSON (docs/api.md). Big integers (ids, `*_unix_ns`) arrive as strings
-// (see json.ts); the types say `Big` for them.
+// Shapes of the API's JSON as the UI reads them: aliases of the types generated from the API's
+// OpenAPI document (src/api-schema.d.ts, `npm run api:gen`; `npm run api:check` fails when it
+// is stale), so code reading a field the API does not send does not compile.
+//
+// Where these differ from the generated types, they say so here, and nowhere else:
+// - `Big`: json.ts turns integer literals of 16+ digits into decimal strings, so 64-bit ids and
+//   `*_unix_ns` times arrive as `string` when large and `number` when small (run ids are small
+//   counters; Unix ns are always strings). They are read through `str()`. `Exact<T, K>` marks
+//   them, and only compiles if each of `K` is an integer field of the API's `T`.
+// - `ParamSpec.default`: any JSON value, `null` when required; the document says `object`.
+// - `Series.points`: `[time_unix_ns, value]` pairs; the document says `number[][]`.
 
-export type Big = string;
+import type { components, paths } from './api-schema';
 
-export interface Health {
-  status: string;
-  version: string;
-  mode: 'agent' | 'serve' | string;
-  hostname: string;
-  uptime_s: number;
-  ifaces: string[];
-  auth: boolean;
-}
+type Schemas = components['schemas'];
 
-export interface Day {
-  day_start_unix_ns: Big;
-  date: string;
-  runs_by_interval: Record<string, number>;
-  runs: number;
-  run_bytes: number;
-  sample_batches: number;
-  samples: number;
-  sample_bytes: number;
-}
+/** A 64-bit integer as json.ts parses it: a decimal string if 16+ digits, else a number. */
+export type Big = string | number;
 
-export interface Stats {
-  runs: number;
-  stored_bytes: number;
-  disk_bytes: number;
-  sample_batches: number;
-  samples: number;
-  sample_bytes: number;
-  total_bytes: number;
-  max_bytes?: number;
-}
+/** The fields of `T` whose API type is an integer (possibly optional or null). */
+type IntKeys<T> = { [P in keyof T]-?: [NonNullable<T[P]>] extends [number] ? P : never }[keyof T];
+/** `T` with the 64-bit integer fields `K` as `Big` (null/optional kept as the API has them). */
+type Exact<T, K extends IntKeys<T>> = Omit<T, K> & { [P in K]: Big | Exclude<T[P], number> };
+/** `A` and `B` have the same members. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Assert<T extends true> = T;
 
-export interface RunListEntry {
-  id: Big;
-  iface: string;
-  host: string;
-  start_unix_ns: Big;
-  interval_ns: number;
-  samples: number;
-  cpus: number[];
-  stored_bytes: number;
-}
+export type Health = Schemas['Health'];
+export type Day = Exact<Schemas['DayView'], 'day_start_unix_ns'>;
+export type Stats = Schemas['StatsView'];
+export type RunListEntry = Exact<Schemas['RunListEntry'], 'id' | 'start_unix_ns'>;
 
 export const METRICS = [
   'in_bytes',
@@ -60,79 +44,63 @@ export const METRICS = [
   'out_cross_region_bytes',
 ] as const;
 export type MetricName = (typeof METRICS)[number];
-export type Metrics = Record<MetricName, number[]>;
+/** Compiles only while METRICS lists exactly the API's metrics. */
+export type MetricsMatchApi = Assert<Same<MetricName, keyof Schemas['Metrics']>>;
+export type Metrics = Schemas['Metrics'];
 
-export interface RunView extends Omit<RunListEntry, 'stored_bytes'> {
-  rack?: string;
-  local_prefixes: string[];
-  source: string;
-  metrics: Metrics;
-  per_cpu?: { cpu: number; metrics: Metrics }[];
-}
+export type RunView = Exact<Schemas['RunView'], 'id' | 'start_unix_ns'>;
 
-export interface FlameNode {
-  name: string;
-  value: number;
-  children?: FlameNode[];
-}
+export type FlameNode = Schemas['FlameNode'];
+export type FunctionCount = Schemas['FunctionCount'];
+export type Profile = Schemas['ProfileView'];
 
-export interface FunctionCount {
-  name: string;
-  self: number;
-  total: number;
-}
-
-export interface Profile {
-  samples: number;
-  lost: number;
-  functions: FunctionCount[];
-  flamegraph: FlameNode;
-}
-
-export interface ParamSpec {
-  name: string;
-  kind: 'unsigned' | 'float' | 'text' | 'flag';
+export type ParamSpec = Omit<Schemas['ParamSpec'], 'default'> & {
+  /** Any JSON value; `null`: the parameter is required. */
   default: unknown;
-  description: string;
-}
-
-export interface Udf {
-  name: string;
-  owner: string;
-  version: string;
-  size: number;
-  sha256: string;
-  uploaded_unix_ns: Big;
-  description: {
-    name: string;
-    version: string;
-    summary: string;
-    params: ParamSpec[];
-    result_kind: 'table' | 'series' | 'flamegraph' | 'text';
-  };
-}
-
-export interface Column {
-  name: string;
-  unit: string;
-}
-
-export interface SeriesOut {
-  name: string;
-  unit: string;
-  points: [Big | number, number][];
-}
-
-export type AnalysisResult =
-  | { kind: 'table'; columns: Column[]; rows: unknown[][] }
-  | { kind: 'series'; series: SeriesOut[] }
-  | { kind: 'flamegraph'; profile: Profile }
-  | { kind: 'text'; text: string };
-
-export type InvokeResponse = AnalysisResult & {
-  log: { level: string; message: string }[];
-  log_dropped: number;
-  elapsed_ns: number;
-  peak_memory_bytes: number;
-  output_bytes: number;
 };
+export type Description = Omit<Schemas['Description'], 'params'> & { params: ParamSpec[] };
+export type Udf = Omit<Exact<Schemas['UdfMeta'], 'uploaded_unix_ns'>, 'description'> & { description: Description };
+
+/** The answer to an upload: the analysis and whether it replaced an earlier version. */
+export type Uploaded = Udf & Omit<Schemas['Uploaded'], keyof Schemas['UdfMeta']>;
+
+export type Column = Schemas['Column'];
+export type Cell = Schemas['Cell'];
+export type SeriesOut = Omit<Schemas['Series'], 'points'> & {
+  /** `[time_unix_ns, value]`. */
+  points: [Big, number][];
+};
+/** Compiles only while the API's points are arrays of numbers (what `[Big, number]` refines). */
+export type SeriesPointsMatchApi = Assert<Same<Schemas['Series']['points'], number[][]>>;
+
+type Output = Schemas['AnalysisOutput'];
+export type AnalysisResult = Exclude<Output, { kind: 'series' }> | (Omit<Extract<Output, { kind: 'series' }>, 'series'> & { series: SeriesOut[] });
+/** What an invocation adds to its result (log, time, memory, size). */
+type InvokeMeta = Omit<Extract<Schemas['InvokeResponse'], { kind: 'text' }>, keyof Extract<Output, { kind: 'text' }>>;
+export type InvokeResponse = AnalysisResult & InvokeMeta;
+
+/** The body of `POST /api/v1/udfs/{name}/invoke`. */
+export type InvokeRequest = Schemas['InvokeRequest'];
+
+export type ErrorBody = Schemas['ErrorBody'];
+
+/** The body of `O`'s status-`S` JSON answer. */
+type Answer<O, S extends number = 200> = O extends { responses: { [K in S]: { content: { 'application/json': infer B } } } } ? B : never;
+/** The API answers `M P` with JSON the UI's type `T` takes as is. */
+type Reads<P extends keyof paths, M extends 'get' | 'put' | 'post', T, S extends number = 200> = [Answer<paths[P][M], S>] extends [never] ? false : [Answer<paths[P][M], S>] extends [T] ? true : false;
+/** Compiles only while each endpoint the UI calls answers with what the UI expects of it. */
+export type EndpointsMatchUi = [
+  Assert<Reads<'/api/v1/health', 'get', Health>>,
+  Assert<Reads<'/api/v1/stats', 'get', Stats>>,
+  Assert<Reads<'/api/v1/days', 'get', Day[]>>,
+  Assert<Reads<'/api/v1/runs', 'get', RunListEntry[]>>,
+  Assert<Reads<'/api/v1/runs/{id}', 'get', RunView>>,
+  Assert<Reads<'/api/v1/pids', 'get', number[]>>,
+  Assert<Reads<'/api/v1/profile', 'get', Profile>>,
+  Assert<Reads<'/api/v1/udfs', 'get', Udf[]>>,
+  Assert<Reads<'/api/v1/udfs/{name}', 'get', Udf>>,
+  Assert<Reads<'/api/v1/udfs/{name}', 'put', Uploaded, 201>>,
+  Assert<Reads<'/api/v1/udfs/{name}', 'put', Uploaded>>,
+  // InvokeResponse refines the series points (see above), so: the very schema it is made from.
+  Assert<Reads<'/api/v1/udfs/{name}/invoke', 'post', Schemas['InvokeResponse']>>,
+];

@@ -7,7 +7,7 @@ import { field, h } from '../dom';
 import { bytes, count, duration } from '../format';
 import { RawNumber, str, toJson } from '../json';
 import type { ViewCtx } from '../main';
-import type { InvokeResponse, ParamSpec, SeriesOut, Udf } from '../types';
+import type { InvokeRequest, InvokeResponse, ParamSpec, SeriesOut, Udf, Uploaded } from '../types';
 import { parseTimeInput, rfc3339, timeForInput } from '../time';
 import { errorBox, loading, tableWrap } from '../ui';
 import { functionsTable, renderFlame } from './profile';
@@ -140,7 +140,7 @@ function uploadCard(uploaded: () => void): HTMLElement {
         progress.value = 0;
         const started = performance.now();
         try {
-          const res = await uploadWithProgress<Udf & { replaced: boolean }>(`/api/v1/udfs/${encodeURIComponent(name)}`, file, 'application/wasm', (loaded, total) => {
+          const res = await uploadWithProgress<Uploaded>(`/api/v1/udfs/${encodeURIComponent(name)}`, file, 'application/wasm', (loaded, total) => {
             progress.value = total ? Math.round((100 * loaded) / total) : 0;
             progress.textContent = `${progress.value}%`;
             status.replaceChildren(h('p', { class: 'muted' }, `Uploading ${bytes(loaded)} of ${bytes(total)}…${loaded >= total ? ' validating and compiling…' : ''}`));
@@ -256,7 +256,8 @@ function invokePanel(udf: Udf, ctx: ViewCtx): HTMLElement {
         const tick = setInterval(() => (note.textContent = `Running ${udf.name}… ${((performance.now() - started) / 1000).toFixed(1)} s`), 200);
         result.replaceChildren(note, h('button', { type: 'button', onclick: () => mine.abort() }, 'Stop waiting'));
         try {
-          const body: Record<string, unknown> = { params };
+          // Only fields the API takes (unsigned parameters as RawNumbers, written bare by toJson).
+          const body: { [K in keyof InvokeRequest]?: unknown } = { params };
           if (from) body.from = from;
           if (to) body.to = to;
           const res = await api<InvokeResponse>(apiUrl(`udfs/${encodeURIComponent(udf.name)}/invoke`), {

@@ -1,0 +1,1147 @@
+// Generated from the HTTP API's OpenAPI document (`loupe openapi`) by openapi-typescript
+// (web-ui/scripts/api-types.mjs). Do not edit: `npm run api:gen --prefix web-ui` regenerates it,
+// `npm run api:check --prefix web-ui` (run by `npm run e2e`) fails when it is out of date.
+// 64-bit integers are `number` here; src/types.ts says which ones json.ts keeps exact (Big).
+
+export interface paths {
+    "/api/v1/days": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Retained days: runs by interval, stack samples, bytes. */
+        get: operations["days"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness and what this server is. Needs no token. */
+        get: operations["health"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This document. */
+        get: operations["openapi_json"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/pids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** PIDs with samples in a range. */
+        get: operations["pids"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A profile over a range: `loupe profile --json` (functions and flame graph). */
+        get: operations["profile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profile/pprof": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The same profile as gzipped pprof (`go tool pprof` reads it). */
+        get: operations["profile_pprof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Runs that started in a range, oldest first. */
+        get: operations["list_runs"];
+        put?: never;
+        /**
+         * Starts an on-demand run on the agent and answers with its id once it is stored (a run of
+         *     2000 × 10 ms takes 20 s); a run that outlasts the request timeout answers 408 and is stored
+         *     when it ends. Only on a collecting agent (409 under `loupe serve`).
+         */
+        post: operations["start_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One run with its per-slot series: `loupe runs show --json`. */
+        get: operations["get_run"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Store totals (running counters, no scan) and the retention cap. */
+        get: operations["stats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/udfs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Analyses on this host: name, owner, version, size, hash, description. */
+        get: operations["list_udfs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/udfs/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One analysis' listing. */
+        get: operations["get_udf"];
+        /**
+         * Uploads (or replaces, for its owning team) an analysis: the body is the component
+         *     (`application/wasm`). It is validated, compiled and kept, precompiled, across restarts.
+         */
+        put: operations["put_udf"];
+        post?: never;
+        /** Deletes an analysis (its owning team only). */
+        delete: operations["delete_udf"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/udfs/{name}/invoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Runs an analysis next to the data and returns its typed result
+         *     (`{"kind": "table" | "series" | "flamegraph" | "text", …}`).
+         */
+        post: operations["invoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Self-metrics in the OpenMetrics text format. Needs no token. */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        AnalysisOutput: {
+            columns: components["schemas"]["Column"][];
+            /** @enum {string} */
+            kind: "table";
+            rows: components["schemas"]["Cell"][][];
+        } | {
+            /** @enum {string} */
+            kind: "series";
+            series: components["schemas"]["Series"][];
+        } | {
+            /** @enum {string} */
+            kind: "flamegraph";
+            profile: components["schemas"]["ProfileView"];
+        } | {
+            /** @enum {string} */
+            kind: "text";
+            text: string;
+        };
+        /** @description A table cell: a number, a string, or null (empty, or a float with no JSON form). */
+        Cell: number | string | null;
+        Column: {
+            name: string;
+            unit: string;
+        };
+        CpuView: {
+            /** Format: int32 */
+            cpu: number;
+            metrics: components["schemas"]["Metrics"];
+        };
+        /** @description One retained UTC day. */
+        DayView: {
+            /** @description `YYYY-MM-DD`. */
+            date: string;
+            /** Format: int64 */
+            day_start_unix_ns: number;
+            /** Format: int64 */
+            run_bytes: number;
+            /** Format: int64 */
+            runs: number;
+            /** @description Number of runs per sampling interval (ns, as a decimal string key). */
+            runs_by_interval: {
+                [key: string]: number;
+            };
+            /** Format: int64 */
+            sample_batches: number;
+            /** Format: int64 */
+            sample_bytes: number;
+            /** Format: int64 */
+            samples: number;
+        };
+        /** @description What `describe()` returned. */
+        Description: {
+            name: string;
+            params: components["schemas"]["ParamSpec"][];
+            result_kind: components["schemas"]["ResultKind"];
+            summary: string;
+            version: string;
+        };
+        /** @description An error as every door sends it. */
+        ErrorBody: {
+            /** @description Stable machine-readable code (`bad_range`, `time_limit`, `not_owner`, …). */
+            code: string;
+            /** @description What went wrong, in one line a person can act on. */
+            error: string;
+            /** @description Lines the analysis logged before it failed, when there are any. */
+            log?: string[];
+        };
+        /**
+         * @description One node of the flame graph: `value` samples passed through it; children are callees,
+         *     widest first. At most [`MAX_FLAME_DEPTH`] levels below the root.
+         */
+        FlameNode: {
+            children?: components["schemas"]["FlameNode"][];
+            name: string;
+            /** Format: int64 */
+            value: number;
+        };
+        FunctionCount: {
+            name: string;
+            /** Format: int64 */
+            self: number;
+            /** Format: int64 */
+            total: number;
+        };
+        Health: {
+            auth: boolean;
+            hostname: string;
+            /** @description Interfaces the agent samples (empty under `serve`). */
+            ifaces: string[];
+            /** @description `agent` (collecting) or `serve` (serving a store only). */
+            mode: string;
+            status: string;
+            /** Format: int64 */
+            uptime_s: number;
+            version: string;
+        };
+        /** @description `POST /api/v1/udfs/{name}/invoke`. */
+        InvokeRequest: {
+            /** @description Start (inclusive): RFC 3339, Unix ns (number or string), `now`, `-1h`. */
+            from: string;
+            /** @description Parameters by name, as the analysis declares them (`GET /api/v1/udfs/{name}`). */
+            params?: {
+                [key: string]: unknown;
+            };
+            /** @description End (exclusive), same forms. */
+            to: string;
+        };
+        /** @description `POST /api/v1/udfs/{name}/invoke`: the result and how the invocation went. */
+        InvokeResponse: components["schemas"]["AnalysisOutput"] & {
+            /** Format: int64 */
+            elapsed_ns: number;
+            log: components["schemas"]["LogLine"][];
+            /**
+             * Format: int64
+             * @description Log lines dropped beyond the log limit.
+             */
+            log_dropped: number;
+            /**
+             * Format: int64
+             * @description Bytes of the result as JSON.
+             */
+            output_bytes: number;
+            /** Format: int64 */
+            peak_memory_bytes: number;
+        };
+        /** @description One line an analysis logged (its log calls, stdout and stderr). */
+        LogLine: {
+            /** @description `debug`, `info`, `warn` or `error`; `stdout`/`stderr` for captured output. */
+            level: string;
+            message: string;
+        };
+        /** @description The eleven metrics of a run, each with `samples` entries. */
+        Metrics: {
+            in_bytes: number[];
+            in_ce_bytes: number[];
+            in_conns: number[];
+            in_cross_region_bytes: number[];
+            in_packets: number[];
+            in_retx_bytes: number[];
+            out_bytes: number[];
+            out_conns: number[];
+            out_cross_region_bytes: number[];
+            out_packets: number[];
+            out_retx_bytes: number[];
+        };
+        /** @enum {string} */
+        ParamKind: "unsigned" | "float" | "text" | "flag";
+        ParamSpec: {
+            /** @description `null`: the parameter is required. */
+            default: Record<string, never>;
+            description: string;
+            kind: components["schemas"]["ParamKind"];
+            name: string;
+        };
+        /** @description `loupe profile --json`. */
+        ProfileView: {
+            flamegraph: components["schemas"]["FlameNode"];
+            /**
+             * @description Sorted by `self` (samples where the function is the leaf), then `total` (samples where it
+             *     is anywhere on the stack, once per sample), descending.
+             */
+            functions: components["schemas"]["FunctionCount"][];
+            /** Format: int64 */
+            lost: number;
+            /** Format: int64 */
+            samples: number;
+        };
+        /** @enum {string} */
+        ResultKind: "table" | "series" | "flamegraph" | "text";
+        /** @description One run in a list: `loupe runs list --json`, `GET /api/v1/runs`. */
+        RunListEntry: {
+            cpus: number[];
+            host: string;
+            /** Format: int64 */
+            id: number;
+            iface: string;
+            /** Format: int64 */
+            interval_ns: number;
+            /** Format: int32 */
+            samples: number;
+            /** Format: int64 */
+            start_unix_ns: number;
+            /** Format: int64 */
+            stored_bytes: number;
+        };
+        /** @description `loupe runs show --json`. */
+        RunView: {
+            cpus: number[];
+            host: string;
+            /** Format: int64 */
+            id: number;
+            iface: string;
+            /** Format: int64 */
+            interval_ns: number;
+            local_prefixes: string[];
+            metrics: components["schemas"]["Metrics"];
+            per_cpu?: components["schemas"]["CpuView"][] | null;
+            rack?: string | null;
+            /** Format: int32 */
+            samples: number;
+            /** @description `agent`, or `imported:<format>`. */
+            source: string;
+            /** Format: int64 */
+            start_unix_ns: number;
+        };
+        Series: {
+            name: string;
+            /** @description `[time_unix_ns, value]` pairs. */
+            points: number[][];
+            unit: string;
+        };
+        /** @description `POST /api/v1/runs`. */
+        StartRun: {
+            /** @description Interface; may be left out when the agent samples exactly one. */
+            iface?: string | null;
+            /** @description Slot width: `100us`, `1ms` or `10ms` (any width the sampler accepts). */
+            interval: string;
+            /**
+             * Format: int32
+             * @description Slots (default 2000).
+             */
+            samples?: number | null;
+            /** @description Start at this exact instant (RFC 3339 or Unix ns) instead of now; at most 10 minutes ahead. */
+            start?: string | null;
+        };
+        StartedRun: {
+            /** Format: int64 */
+            id: number;
+            iface: string;
+            /** Format: int64 */
+            interval_ns: number;
+            /** Format: int32 */
+            samples: number;
+            /** Format: int64 */
+            start_unix_ns: number;
+        };
+        /** @description Store totals (running counters, no scan) and the retention they are kept under. */
+        StatsView: {
+            /**
+             * Format: int64
+             * @description What the store's files occupy on disk (including space not yet reclaimed).
+             */
+            disk_bytes: number;
+            /**
+             * Format: int64
+             * @description How long data is kept, in seconds.
+             */
+            max_age_s: number;
+            /**
+             * Format: int64
+             * @description The byte cap `total_bytes` is kept under (oldest deleted first).
+             */
+            max_bytes: number;
+            /** Format: int64 */
+            runs: number;
+            /** Format: int64 */
+            sample_batches: number;
+            /**
+             * Format: int64
+             * @description Bytes of sample batches and the sample dictionary.
+             */
+            sample_bytes: number;
+            /** Format: int64 */
+            samples: number;
+            /**
+             * Format: int64
+             * @description Sum of the runs' stored bytes.
+             */
+            stored_bytes: number;
+            /**
+             * Format: int64
+             * @description `stored_bytes + sample_bytes`: what the byte cap applies to.
+             */
+            total_bytes: number;
+        };
+        /** @description What `GET /api/v1/udfs` lists for each analysis. */
+        UdfMeta: {
+            description: components["schemas"]["Description"];
+            /** @description The name it was uploaded under (the URL's). */
+            name: string;
+            /** @description The team that uploaded it: only this team may replace or delete it. */
+            owner: string;
+            /** @description SHA-256 of the component, hex. */
+            sha256: string;
+            /**
+             * Format: int64
+             * @description Bytes of the component.
+             */
+            size: number;
+            /** Format: int64 */
+            uploaded_unix_ns: number;
+            version: string;
+        };
+        Uploaded: components["schemas"]["UdfMeta"] & {
+            /** @description Whether an earlier version was replaced. */
+            replaced: boolean;
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    days: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DayView"][];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    health: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    openapi_json: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI 3.1 document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+        };
+    };
+    pids: {
+        parameters: {
+            query?: {
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
+                from?: string;
+                /** @description End (exclusive), same forms. Default: the end of time. */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": number[];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    profile: {
+        parameters: {
+            query?: {
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
+                from?: string;
+                /** @description End (exclusive), same forms. Default: the end of time. */
+                to?: string;
+                pid?: number;
+                /** @description Exact command name. */
+                comm?: string;
+                cpu?: number;
+                /** @description Include samples of idle CPUs. */
+                idle?: boolean;
+                /** @description Sampling frequency the samples were taken at, in Hz (pprof's period; default 10). */
+                frequency?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    profile_pprof: {
+        parameters: {
+            query?: {
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
+                from?: string;
+                /** @description End (exclusive), same forms. Default: the end of time. */
+                to?: string;
+                pid?: number;
+                /** @description Exact command name. */
+                comm?: string;
+                cpu?: number;
+                /** @description Include samples of idle CPUs. */
+                idle?: boolean;
+                /** @description Sampling frequency the samples were taken at, in Hz (pprof's period; default 10). */
+                frequency?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": number[];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_runs: {
+        parameters: {
+            query?: {
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
+                from?: string;
+                /** @description End (exclusive), same forms. Default: the end of time. */
+                to?: string;
+                /** @description Only runs of this slot width: `100us`, `1ms`, `10ms`. */
+                interval?: string;
+                iface?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunListEntry"][];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartRun"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StartedRun"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_run: {
+        parameters: {
+            query?: {
+                /** @description Add each CPU's series (`per_cpu` in the answer). */
+                per_cpu?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description Run id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatsView"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_udfs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UdfMeta"][];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_udf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UdfMeta"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    put_udf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/wasm": number[];
+            };
+        };
+        responses: {
+            /** @description replaced */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Uploaded"];
+                };
+            };
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Uploaded"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_udf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    invoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvokeRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvokeResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description time limit */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description a limit of the sandbox or of the result, a trap, an analysis error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description concurrency limit */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/openmetrics-text": string;
+                };
+            };
+        };
+    };
+}
