@@ -21,11 +21,12 @@
 //! - `DENSE` — two words follow, high then low.
 //!
 //! Decoding checks every length and bound and reports what is wrong; it never panics on bad
-//! input.
+//! input, and allocates at most [`MAX_RUN_SAMPLES`] slots per column whatever the metadata
+//! says (fuzzed by `fuzz/`: `run_meta`, `run_columns`).
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ConnCounts, CpuColumns};
+use crate::model::{ConnCounts, CpuColumns, MAX_RUN_SAMPLES};
 
 /// Sketches with at most this many bits set are stored as bit positions.
 const SPARSE_MAX_BITS: u64 = 16;
@@ -193,10 +194,18 @@ pub fn encode_cpu(cols: &CpuColumns) -> Vec<u8> {
     })
 }
 
-/// Decodes a stored CPU row.
+/// `samples` from a run's metadata, checked before anything is allocated for it.
+fn slots(samples: u32) -> Result<usize, String> {
+    if samples > MAX_RUN_SAMPLES {
+        return Err(format!("{samples} samples, more than the limit of {MAX_RUN_SAMPLES}"));
+    }
+    Ok(samples as usize)
+}
+
+/// Decodes a stored CPU row of a run of `samples` slots.
 pub fn decode_cpu(cpu: u32, bytes: &[u8], samples: u32) -> Result<CpuColumns, String> {
+    let n = slots(samples)?;
     let row: CpuRow = rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))?;
-    let n = samples as usize;
     let mut counters: [Vec<u64>; 9] = Default::default();
     for (i, (enc, out)) in row.counters.iter().zip(counters.iter_mut()).enumerate() {
         let name = crate::Counter::ALL[i].name();
@@ -215,8 +224,8 @@ pub fn encode_conn_counts(c: &ConnCounts) -> Vec<u8> {
 }
 
 pub fn decode_conn_counts(bytes: &[u8], samples: u32) -> Result<ConnCounts, String> {
+    let n = slots(samples)?;
     let row: ConnCountsRow = rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))?;
-    let n = samples as usize;
     Ok(ConnCounts {
         in_conns: decode_counter(&row.in_conns, n).map_err(|e| format!("in_conns: {e}"))?,
         out_conns: decode_counter(&row.out_conns, n).map_err(|e| format!("out_conns: {e}"))?,
@@ -278,6 +287,20 @@ mod tests {
         assert!(decode_sketch(&[0, 1, 99], 4).is_err());
         assert!(decode_sketch(&[0, 1, REPEAT], 4).is_err());
         assert!(decode_sketch(&[0, 1, DENSE, 0, 0], 4).is_err());
+    }
+
+    /// A crash of the `run_columns` fuzz target (its input is kept as
+    /// `fuzz/corpus/run_columns/regress-huge-samples`): metadata claiming 2^32 - 1 samples made
+    /// the reader ask for 32 GB for the first column of a 4-slot row (an abort) instead of
+    /// reporting the record corrupt.
+    #[test]
+    fn huge_sample_count_is_refused_before_allocating() {
+        let row = encode_cpu(&CpuColumns::zeroed(0, 4));
+        let err = decode_cpu(0, &row, u32::MAX).unwrap_err();
+        assert!(err.contains("more than the limit"), "{err}");
+        let counts = encode_conn_counts(&ConnCounts { in_conns: vec![1; 4], out_conns: vec![0; 4] });
+        assert!(decode_conn_counts(&counts, MAX_RUN_SAMPLES + 1).is_err());
+        assert!(decode_cpu(0, &encode_cpu(&CpuColumns::zeroed(0, MAX_RUN_SAMPLES)), MAX_RUN_SAMPLES).is_ok());
     }
 
     #[test]

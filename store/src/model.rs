@@ -184,6 +184,12 @@ impl From<&RunMeta> for RunPos {
     }
 }
 
+/// The most samples (slots) a run may have: ten times the agent's largest run (100,000 slots),
+/// far above the Millisampler dataset's 2,000. A bound, because a reader allocates `samples`
+/// slots per column before it decodes the sparse stream: without one a corrupt metadata record
+/// (`samples` near 2^32) would ask for ~400 GB per CPU row instead of failing.
+pub const MAX_RUN_SAMPLES: u32 = 1 << 20;
+
 /// A run as handed to [`crate::Store::put_run`]; the store assigns the id.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewRun {
@@ -192,6 +198,7 @@ pub struct NewRun {
     pub rack: Option<String>,
     pub start_unix_ns: u64,
     pub interval_ns: u64,
+    /// 1 to [`MAX_RUN_SAMPLES`].
     pub samples: u32,
     pub local_prefixes: Vec<String>,
     pub source: RunSource,

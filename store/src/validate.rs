@@ -6,7 +6,7 @@
 //! (every column has exactly `samples` entries, CPUs are distinct), and on their own bounds for
 //! records that did not come through this check.
 
-use crate::{Counter, NewRun, StoreError};
+use crate::{Counter, MAX_RUN_SAMPLES, NewRun, StoreError};
 
 /// Checks a run before anything is written.
 pub(crate) fn validate(run: &NewRun) -> Result<(), StoreError> {
@@ -14,6 +14,9 @@ pub(crate) fn validate(run: &NewRun) -> Result<(), StoreError> {
     let bad = |msg: String| Err(StoreError::InvalidRun(format!("{what}: {msg}")));
     if run.samples == 0 {
         return bad("samples is 0".into());
+    }
+    if run.samples > MAX_RUN_SAMPLES {
+        return bad(format!("{} samples, more than the limit of {MAX_RUN_SAMPLES}", run.samples));
     }
     if run.interval_ns == 0 {
         return bad("interval_ns is 0".into());

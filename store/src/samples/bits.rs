@@ -482,7 +482,12 @@ fn read_dense_body(r: &mut BitReader<'_>, mode: u64, param: u32, n: usize, out: 
 
 /// The longest column a reader accepts (a corrupt count must not allocate without bound);
 /// writers never produce longer ones (see `MAX_BATCH_SAMPLES`).
-pub const MAX_COLUMN: usize = 1 << 26;
+///
+/// Why this number: columns compress to nothing when their values are equal (fixed width 0),
+/// so a header of a few bytes may legitimately describe a column this long, and a batch table
+/// has nine of them. At 2^22 the worst record decodes in ~300 MB; at the former 2^26 a 30-byte
+/// table asked for over 2 GB (the `sample_table` fuzz target's out-of-memory crash).
+pub const MAX_COLUMN: usize = 1 << 22;
 
 /// Reads `n` values written by [`write_column`], appending them to `out`.
 pub fn read_column_into(r: &mut BitReader<'_>, n: usize, out: &mut Vec<u64>) -> Result<(), String> {

@@ -622,6 +622,30 @@ pub fn decode_thread(bytes: &[u8]) -> Result<ThreadRec, String> {
     from_msgpack(bytes)
 }
 
+/// One decoded `d` record: the kind and id from its key, the entry from its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DictRecord {
+    Frame(u32, Frame),
+    Comm(u32, String),
+    Stack(u32, Vec<u32>),
+    Thread(u32, ThreadRec),
+}
+
+/// Decodes a dictionary record, key and value: what loading the dictionary cache and
+/// `verify` read.
+pub fn decode_dict_record(key: &[u8], value: &[u8]) -> Result<DictRecord, String> {
+    let (kind, id) = crate::keys::parse_dict_key(key).ok_or_else(|| format!("dictionary key {key:?}"))?;
+    let what = |d: String| format!("dictionary entry {}/{id}: {d}", kind.escape_ascii());
+    match kind {
+        crate::keys::DICT_FRAME => decode_frame(value).map(|f| DictRecord::Frame(id, f)),
+        crate::keys::DICT_COMM => decode_comm(value).map(|c| DictRecord::Comm(id, c)),
+        crate::keys::DICT_STACK => decode_stack(value).map(|s| DictRecord::Stack(id, s)),
+        crate::keys::DICT_THREAD => decode_thread(value).map(|t| DictRecord::Thread(id, t)),
+        _ => Err("unknown kind".into()),
+    }
+    .map_err(what)
+}
+
 pub fn encode_stack(frames: &[u32]) -> Vec<u8> {
     to_msgpack(&frames)
 }
@@ -761,6 +785,30 @@ mod tests {
             b[i] ^= 1 << (lcg(&mut y) % 8);
             let _ = decode_table(&b);
         }
+    }
+
+    /// A crash of the `sample_table` fuzz target (input kept as
+    /// `fuzz/corpus/sample_table/regress-huge-table`): a 30-byte table claiming 2^26 entries in
+    /// 2^26 partitions, every column of width 0, decoded into over 2 GB before anything failed.
+    /// Columns are now capped at `MAX_COLUMN` (2^22) values.
+    #[test]
+    fn huge_table_header_is_refused() {
+        let header = |n: u32| {
+            let mut v = vec![0x95, TABLE_FORMAT];
+            for _ in 0..3 {
+                v.push(0xce);
+                v.extend(n.to_be_bytes());
+            }
+            v.extend([0xc4, 11]);
+            v.extend([0u8; 11]);
+            v
+        };
+        let err = decode_table(&header(1 << 26)).unwrap_err();
+        assert!(err.contains("limit"), "{err}");
+        assert!(table_threads(&header(1 << 26)).is_err());
+        // The same shape within the limit is a valid table: one entry per partition.
+        let t = decode_table(&header(1000)).unwrap();
+        assert_eq!((t.entries.len(), t.parts.len(), t.parts[999].cpu), (1000, 1000, 999));
     }
 
     #[test]

@@ -16,9 +16,10 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-use super::codec::{self, ThreadRec};
+use super::codec::{self, DictRecord, ThreadRec};
 use super::model::Frame;
-use crate::{StoreError, keys};
+use crate::StoreError;
+use crate::keys::{self, SampleTotals};
 
 /// FxHash-style hasher (fast on short strings), seeded per process.
 #[derive(Clone, Copy)]
@@ -114,6 +115,26 @@ fn put<T>(v: &mut Vec<Option<T>>, id: u32, x: T) {
 }
 
 impl Dict {
+    /// Adds a record read from disk. Ids are allocated from the counters in the sample totals
+    /// and never reused, so an id at or above its counter is corrupt — and refused before the
+    /// id-indexed vectors grow to it (a corrupt id near 2^32 would otherwise ask for tens of GB).
+    pub fn load(&mut self, record: DictRecord, totals: &SampleTotals) -> Result<(), String> {
+        let check = |id: u32, next: u64, what: &str| {
+            if u64::from(id) >= next {
+                return Err(format!("{what} id {id} is not below the {what} counter {next}"));
+            }
+            Ok(())
+        };
+        match record {
+            DictRecord::Frame(id, f) => check(id, totals.next_frame, "frame").map(|_| self.insert_frame(id, f)),
+            DictRecord::Comm(id, c) => check(id, totals.next_comm, "comm").map(|_| self.insert_comm(id, c)),
+            DictRecord::Stack(id, s) => {
+                check(id, totals.next_stack, "stack").map(|_| self.insert_stack(id, Arc::from(s)))
+            }
+            DictRecord::Thread(id, t) => check(id, totals.next_thread, "thread").map(|_| self.insert_thread(id, t)),
+        }
+    }
+
     pub fn insert_frame(&mut self, id: u32, f: Frame) {
         self.frame_ids.insert(f.clone(), id);
         put(&mut self.frames, id, f);
@@ -280,20 +301,12 @@ impl crate::Inner {
         if d.loaded {
             return Ok(());
         }
+        let totals = self.sample_totals()?;
         let mut fresh = Dict::default();
         for item in self.runs.scan_prefix([keys::DICT]) {
             let (k, v) = item.map_err(|e| self.storage("load the sample dictionary", e))?;
-            let Some((kind, id)) = keys::parse_dict_key(&k) else {
-                return Err(self.corrupt("dictionary key".into(), format!("{:?}", k.as_ref())));
-            };
-            let bad = |d: String| self.corrupt(format!("dictionary entry {}/{id}", kind as char), d);
-            match kind {
-                keys::DICT_FRAME => fresh.insert_frame(id, codec::decode_frame(&v).map_err(bad)?),
-                keys::DICT_COMM => fresh.insert_comm(id, codec::decode_comm(&v).map_err(bad)?),
-                keys::DICT_STACK => fresh.insert_stack(id, Arc::from(codec::decode_stack(&v).map_err(bad)?)),
-                keys::DICT_THREAD => fresh.insert_thread(id, codec::decode_thread(&v).map_err(bad)?),
-                _ => return Err(bad("unknown kind".into())),
-            }
+            let record = codec::decode_dict_record(&k, &v).map_err(|d| self.corrupt("sample dictionary".into(), d))?;
+            fresh.load(record, &totals).map_err(|d| self.corrupt("sample dictionary".into(), d))?;
         }
         fresh.loaded = true;
         *d = fresh;
@@ -304,6 +317,26 @@ impl crate::Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Loading a corrupt record whose id is at or past its counter is refused before the
+    /// id-indexed vectors grow: a stack id of 2^32 - 1 would otherwise ask for 64 GB.
+    #[test]
+    fn load_refuses_ids_past_their_counter() {
+        let totals = SampleTotals { next_stack: 10, next_frame: 10, ..Default::default() };
+        let mut dict = Dict::default();
+        dict.load(DictRecord::Stack(9, vec![1, 2]), &totals).unwrap();
+        let err = dict.load(DictRecord::Stack(u32::MAX, vec![1]), &totals).unwrap_err();
+        assert!(err.contains("not below"), "{err}");
+        assert!(dict.load(DictRecord::Comm(0, "x".into()), &totals).is_err()); // no comm allocated
+        assert_eq!(dict.stacks.len(), 10);
+        let key = keys::dict_key(keys::DICT_STACK, 9);
+        assert_eq!(
+            codec::decode_dict_record(&key, &codec::encode_stack(&[1, 2])),
+            Ok(DictRecord::Stack(9, vec![1, 2]))
+        );
+        assert!(codec::decode_dict_record(&key[..5], &codec::encode_stack(&[1])).is_err());
+        assert!(codec::decode_dict_record(&keys::dict_key(b'?', 1), &codec::encode_stack(&[1])).is_err());
+    }
 
     #[test]
     fn staged_ids_dedup_against_cache_and_themselves() {

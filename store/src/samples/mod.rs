@@ -83,10 +83,14 @@
 //! - `codec` (records ↔ bytes) on top of `bits` (bit-packed integer columns);
 //! - `verify`: the sample part of [`Store::verify`]; [`model`]: the public types.
 
-pub(crate) mod bits;
-pub(crate) mod codec;
+// Public (but hidden) only so the fuzz targets (`fuzz/`) reach the decoders the store uses.
+#[doc(hidden)]
+pub mod bits;
+#[doc(hidden)]
+pub mod codec;
 mod cursor;
-pub(crate) mod dict;
+#[doc(hidden)]
+pub mod dict;
 pub mod model;
 mod query;
 mod records;
@@ -97,5 +101,8 @@ mod write;
 
 pub use cursor::{RawSample, SampleCursor};
 
-/// The most samples one batch may hold (a 10-s batch of a 1,000-CPU host at 100 Hz is 1 M).
+/// The most samples one batch may hold: 4,194,304 (a 10-s batch of a 1,000-CPU host at 100 Hz
+/// is 1 M; of a 400-CPU host at the sampler's maximum of 1,000 Hz, 4 M). Every column of a
+/// batch's records is at most this long, which bounds what a reader allocates for a record
+/// whatever its header says (see `bits::MAX_COLUMN`).
 pub const MAX_BATCH_SAMPLES: usize = bits::MAX_COLUMN;

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::codec::{self, BatchRow};
+use super::codec::{self, BatchRow, DictRecord};
 use crate::keys::{self, SampleTotals};
 use crate::{Inner, StoreError, VerifyReport};
 
@@ -55,16 +55,12 @@ impl SampleSeen {
             }
             Some(keys::DICT) if k.len() == 6 => {
                 self.dict_bytes += size;
-                let (kind, id) = keys::parse_dict_key(k).unwrap_or_default();
-                let ok = match kind {
-                    keys::DICT_FRAME => codec::decode_frame(v).map(|_| self.frames.insert(id)),
-                    keys::DICT_COMM => codec::decode_comm(v).map(|_| self.comms.insert(id)),
-                    keys::DICT_STACK => codec::decode_stack(v).map(|s| self.stacks.insert(id, s).is_none()),
-                    keys::DICT_THREAD => codec::decode_thread(v).map(|t| self.threads.insert(id, t).is_none()),
-                    _ => Err("unknown kind".into()),
-                };
-                if let Err(d) = ok {
-                    report.problems.push(format!("sample dictionary entry {}/{id}: {d}", kind as char));
+                match codec::decode_dict_record(k, v) {
+                    Ok(DictRecord::Frame(id, _)) => drop(self.frames.insert(id)),
+                    Ok(DictRecord::Comm(id, _)) => drop(self.comms.insert(id)),
+                    Ok(DictRecord::Stack(id, s)) => drop(self.stacks.insert(id, s)),
+                    Ok(DictRecord::Thread(id, t)) => drop(self.threads.insert(id, t)),
+                    Err(d) => report.problems.push(format!("sample {d}")),
                 }
                 true
             }

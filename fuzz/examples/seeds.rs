@@ -1,0 +1,161 @@
+//! Writes the seed corpus, `corpus/<target>/seed-N`, from the records of a real store:
+//! `cargo +$(cat ../bpf/ebpf/NIGHTLY) run --example seeds -- corpus` in `fuzz/`.
+//!
+//! It stores a few runs (idle, bursty with sketches, with connection counts) and sample
+//! batches (periodic samples on several CPUs, shared and own stacks, a lost-only batch) with
+//! `loupe-store`, closes the store, reads its `runs` tree back with sled and frames each record
+//! the way its target expects. Output is deterministic (fixed seeds and times).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use loupe_fuzz::join;
+use loupe_store::samples::bits::{BitWriter, write_column};
+use loupe_store::{ConnCounts, Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store, keys};
+
+const T0: u64 = 1_700_000_000_000_000_000;
+const MAX_PER_TARGET: usize = 16;
+
+fn lcg(x: &mut u64) -> u64 {
+    *x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *x >> 33
+}
+
+fn run(start: u64, samples: u32, cpus: u32, seed: u64) -> NewRun {
+    let mut x = seed;
+    let mut per_cpu: Vec<CpuColumns> = (0..cpus).map(|c| CpuColumns::zeroed(c, samples)).collect();
+    if seed != 0 {
+        for cols in &mut per_cpu {
+            for s in 0..samples as usize {
+                if lcg(&mut x) % 3 == 0 {
+                    let pk = 1 + lcg(&mut x) % 40;
+                    cols.counter_mut(Counter::InPackets)[s] = pk;
+                    cols.counter_mut(Counter::InBytes)[s] = pk * (60 + lcg(&mut x) % 1400);
+                    cols.counter_mut(Counter::OutBytes)[s] = lcg(&mut x) % 5000;
+                    cols.in_conns[s] = 1u128 << (lcg(&mut x) % 128) | 1 << 3;
+                    cols.out_conns[s] = if lcg(&mut x) % 2 == 0 { u128::MAX - 7 } else { cols.in_conns[s] };
+                }
+            }
+        }
+    }
+    NewRun {
+        iface: "eth0".into(),
+        host: "web-12".into(),
+        rack: Some("r7".into()),
+        start_unix_ns: start,
+        interval_ns: 100_000,
+        samples,
+        local_prefixes: vec!["10.0.0.0/8".into()],
+        source: if seed == 2 { RunSource::Imported { format: "millisampler".into() } } else { RunSource::Agent },
+        per_cpu,
+        conn_counts: (seed == 2).then(|| ConnCounts {
+            in_conns: (0..samples as u64).map(|i| i % 5).collect(),
+            out_conns: vec![0; samples as usize],
+        }),
+    }
+}
+
+fn samples(start: u64, cpus: u32, per_cpu: u64, seed: u64) -> Vec<StackSample> {
+    let mut x = seed;
+    let stacks: Vec<Vec<Frame>> = vec![
+        vec![Frame::kernel("do_idle"), Frame::kernel("cpu_startup_entry")],
+        vec![Frame::user("serve", "app"), Frame::user("main", "app")],
+        vec![Frame::kernel("tcp_sendmsg"), Frame::user("write", "libc.so.6"), Frame::user("main", "app")],
+        vec![],
+    ];
+    let mut out = Vec::new();
+    for cpu in 0..cpus {
+        for i in 0..per_cpu {
+            let s = (lcg(&mut x) % stacks.len() as u64) as usize;
+            out.push(StackSample {
+                time_unix_ns: start + i * 100_000_000 + lcg(&mut x) % 20_000,
+                cpu,
+                pid: if s == 0 { 0 } else { 100 + (lcg(&mut x) % 3) as u32 },
+                tid: 200 + cpu,
+                comm: if s == 0 { "swapper/0".into() } else { "app".into() },
+                cgroup_id: 1,
+                idle: s == 0,
+                frames: stacks[s].clone(),
+            });
+        }
+    }
+    out
+}
+
+fn main() {
+    let out = std::env::args().nth(1).unwrap_or_else(|| "corpus".into());
+    let dir = tempfile::tempdir().expect("temp dir");
+    {
+        let store = Store::open(dir.path(), Retention::default()).expect("open store");
+        store.put_run(run(T0, 50, 1, 0), T0).unwrap();
+        store.put_run(run(T0 + 1_000, 40, 2, 1), T0).unwrap();
+        store.put_run(run(T0 + 2_000, 30, 1, 2), T0).unwrap();
+        store.put_samples(&samples(T0, 3, 20, 5), 0, T0).unwrap();
+        store.put_samples(&samples(T0 + 10_000_000_000, 2, 8, 6), 3, T0).unwrap();
+        store.put_samples(&[], 9, T0 + 20_000_000_000).unwrap();
+        store.flush().unwrap();
+    }
+    let db = sled::open(dir.path()).expect("reopen with sled");
+    let tree = db.open_tree("runs").unwrap();
+    let records: Vec<(Vec<u8>, Vec<u8>)> =
+        tree.iter().map(|kv| kv.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+    let by_key: BTreeMap<&[u8], &[u8]> = records.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+    let mut seeds: BTreeMap<&str, Vec<Vec<u8>>> = BTreeMap::new();
+    // At most four seeds per target and kind of record (dictionary records: per entry kind), so
+    // every kind is represented and the corpus stays small.
+    let mut per_kind: BTreeMap<(&str, u8), usize> = BTreeMap::new();
+    let mut add = |target: &'static str, kind: u8, bytes: Vec<u8>| {
+        let n = per_kind.entry((target, kind)).or_default();
+        let list = seeds.entry(target).or_default();
+        if *n < 4 && list.len() < MAX_PER_TARGET && !list.contains(&bytes) {
+            *n += 1;
+            list.push(bytes);
+        }
+    };
+    for (k, v) in &records {
+        let kind = if k[0] == keys::DICT { k[1] } else { k[0] };
+        let mut add = |target, bytes| add(target, kind, bytes);
+        match k[0] {
+            keys::META => add("run_meta", join(&[k, v])),
+            keys::CPU => {
+                let mut mk = k[..17].to_vec();
+                mk[0] = keys::META;
+                let mut ck = k[..17].to_vec();
+                ck[0] = keys::CONN_COUNTS;
+                let counts = by_key.get(ck.as_slice()).copied().unwrap_or(&[]);
+                add("run_columns", join(&[by_key[mk.as_slice()], k, v, counts]));
+            }
+            keys::BATCH => add("sample_batch", v.clone()),
+            keys::TABLE => add("sample_table", v.clone()),
+            keys::BLOCK => {
+                let (start, _, batch) = keys::parse_block_key(k).unwrap();
+                let table = by_key[keys::batch_key(keys::TABLE, start, batch).as_slice()];
+                add("sample_block", join(&[k, table, v]));
+            }
+            keys::DICT => add("dict_entry", join(&[k, v])),
+            _ => add("keys", v.clone()), // the `s` and `x` totals values
+        }
+        add("keys", k.clone());
+    }
+    let columns: [Vec<u64>; 4] = [
+        vec![0; 100],
+        (0..50).map(|i| i * 7 % 13).collect(),
+        vec![5, 5, 5, u64::MAX],
+        (0..200).map(|i| u64::from(i % 40 == 0) * i).collect(),
+    ];
+    for (i, col) in columns.iter().enumerate() {
+        let mut w = BitWriter::new();
+        write_column(&mut w, col);
+        let mut bytes = (col.len() as u32).to_le_bytes().to_vec();
+        bytes.extend(w.finish());
+        add("bit_column", i as u8, bytes);
+    }
+    for (target, list) in seeds {
+        let d = Path::new(&out).join(target);
+        std::fs::create_dir_all(&d).unwrap();
+        for (i, bytes) in list.iter().enumerate() {
+            std::fs::write(d.join(format!("seed-{i}")), bytes).unwrap();
+        }
+        println!("{target}: {} seeds", list.len());
+    }
+}
