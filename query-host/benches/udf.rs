@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 use loupe_detect as burst_detector;
 
 use loupe_query_host::{
-    server::host_info,
-    udf::{
+    analysis::{
         runtime::{Allocation, Runtime},
         sandbox::Limits,
     },
-    view::RunView,
+    core::analyses::host_info,
+    model::RunView,
 };
 use loupe_store::{
     Counter, CpuColumns, Frame, NewRun, ProfileQuery, Retention, RunSource, StackSample, Store, TimeRange,
@@ -110,7 +110,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention { max_age: Duration::from_secs(1 << 40), max_bytes: 1 << 40 }).unwrap();
+    let store =
+        Store::open(dir.path(), Retention { max_age: Duration::from_secs(1 << 40), max_bytes: 1 << 40 }).unwrap();
     let mut rng = StdRng::seed_from_u64(7);
     let runs = 300;
     fill_runs(&store, runs, &mut rng);

@@ -4,7 +4,7 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::timearg::TimeArg;
+use crate::core::time::TimeArg;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -51,8 +51,9 @@ pub struct HttpArgs {
 }
 
 impl HttpArgs {
-    pub fn options(&self) -> crate::server::ServerOptions {
-        let mut o = crate::server::ServerOptions { listen: self.listen, no_auth: self.no_auth, ..Default::default() };
+    pub fn options(&self) -> crate::doors::http::ServerOptions {
+        let mut o =
+            crate::doors::http::ServerOptions { listen: self.listen, no_auth: self.no_auth, ..Default::default() };
         o.limits.time = self.udf_time_limit;
         o.limits.memory_bytes = self.udf_memory_limit as usize;
         o.limits.per_team_invocations = self.udf_team_concurrency;
@@ -85,6 +86,8 @@ pub enum Command {
     /// Analyses (WebAssembly UDFs) on a server: upload, list, invoke, delete.
     #[command(subcommand)]
     Udf(UdfCommand),
+    /// Print the HTTP API's OpenAPI document (what /api/v1/openapi.json serves).
+    Openapi,
 }
 
 #[derive(Debug, Args)]
@@ -258,6 +261,10 @@ pub struct AgentArgs {
     /// (`loupe-demo0`): the real agent on a real interface, for hosts with nothing to see.
     #[arg(long)]
     pub demo: bool,
+    /// Where the demo finds the example analyses it installs (default: the build's
+    /// `wasm32-wasip2/release` directories).
+    #[arg(long)]
+    pub demo_analyses: Option<PathBuf>,
     /// Stop after this long (default: run until SIGINT/SIGTERM).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,

@@ -1,24 +1,26 @@
 //! Loupe's query host: the agent, the HTTP API with team-owned WebAssembly analyses, and the
-//! commands of the `loupe` binary.
+//! commands of the `loupe` binary. Layers, each importing only those below it
+//! (`tests/layers.rs` checks):
 //!
-//! Where things are: packets are counted in `bpf/ebpf` (the tc filter), runs are stored by
-//! `store/`, the agent's scheduling is in [`agent`], every command's code is in [`commands`]
-//! and [`server_commands`], the HTTP API in [`server`], analyses in [`udf`].
+//! ```text
+//! main → cli, app            the command line and what each command puts together
+//!        doors, render       control socket, HTTP API, remote client; terminal text
+//!        core                the transport-free service every door calls (Host), typed errors
+//!        ingest, analysis    data sources (runs, stacks) into the store; the wasm sandbox
+//!        model, formats      response types with schemas; Millisampler, pprof, deep JSON
+//!        clock               wall-clock helpers
+//! ```
+//!
+//! Where a packet's bytes go: counted in `bpf/ebpf` (the tc filter), read by
+//! [`ingest::runs`], stored by `store/`, served by [`core::Host::show_run`] through each door.
 
-pub mod agent;
+pub mod analysis;
+pub mod app;
 pub mod cli;
-pub mod client;
-pub mod commands;
-pub mod control;
-pub mod deep_json;
-pub mod metrics;
-pub mod millisampler;
-pub mod profile;
-pub mod server;
-pub mod server_commands;
-pub mod stacks;
-pub mod symbolize;
-pub mod timearg;
-pub mod tokens;
-pub mod udf;
-pub mod view;
+pub mod clock;
+pub mod core;
+pub mod doors;
+pub mod formats;
+pub mod ingest;
+pub mod model;
+pub mod render;

@@ -1,11 +1,10 @@
-//! `loupe`: the agent, the HTTP API and the query commands (see the library's docs for where
-//! things are).
+//! `loupe`: the command line (see `cli`) and the glue that hands each command to the app.
 
 use clap::Parser;
 use loupe_query_host::{
-    agent,
+    app::{agent, commands, serve, tokens, udf},
     cli::{Cli, Command, ImportCommand, RunsCommand},
-    commands, server_commands,
+    doors,
 };
 use tracing_subscriber::EnvFilter;
 
@@ -25,9 +24,12 @@ fn main() {
         Command::Import(ImportCommand::Millisampler(args)) => commands::import_millisampler(args, remote),
         Command::Sample(args) => commands::sample(args, remote),
         Command::Profile(args) => commands::profile(args, remote),
-        Command::Serve(args) => server_commands::serve(args),
-        Command::Token(cmd) => server_commands::token(cmd),
-        Command::Udf(cmd) => server_commands::udf(cmd, remote),
+        Command::Serve(args) => serve::main(args),
+        Command::Token(cmd) => tokens::main(cmd),
+        Command::Udf(cmd) => udf::main(cmd, remote),
+        Command::Openapi => {
+            serde_json::to_string_pretty(&doors::http::openapi()).map(|doc| println!("{doc}")).map_err(Into::into)
+        }
     };
     if let Err(e) = result {
         // One line, naming the problem: scripts read it.

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 fn cli_json(args: &[&str]) -> Value {
     let out = loupe(args);
     assert!(out.status.success(), "loupe {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    loupe_query_host::deep_json::from_slice(&out.stdout).unwrap()
+    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
@@ -39,7 +39,13 @@ fn reads_match_the_cli_in_json_and_msgpack() {
 
     // Ranges and filters.
     let listed = |q: &str| -> Vec<u64> {
-        http.get(&format!("/api/v1/runs?{q}")).json().as_array().unwrap().iter().map(|r| r["id"].as_u64().unwrap()).collect()
+        http.get(&format!("/api/v1/runs?{q}"))
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_u64().unwrap())
+            .collect()
     };
     assert_eq!(listed(&format!("from={}&to={}", T0, T0 + SEC)), [a]);
     assert_eq!(listed("interval=10ms"), [b]);
@@ -169,7 +175,8 @@ fn tokens_and_ownership() {
 
     // A revoked token stops working at once; the team's other tokens do not.
     let list = cli_json(&["token", "list", "--json", "--data-dir", dir.path().to_str().unwrap()]);
-    let perf_id = list.as_array().unwrap().iter().find(|t| t["team"] == "perf").unwrap()["id"].as_str().unwrap().to_string();
+    let perf_id =
+        list.as_array().unwrap().iter().find(|t| t["team"] == "perf").unwrap()["id"].as_str().unwrap().to_string();
     let stored = std::fs::read_to_string(dir.path().join("tokens.json")).unwrap();
     assert!(!stored.contains(&perf) && !stored.contains(&net), "only hashes are stored");
     let out = loupe(&["token", "revoke", &perf_id, "--data-dir", dir.path().to_str().unwrap()]);

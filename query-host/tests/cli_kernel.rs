@@ -22,7 +22,7 @@ fn loupe_in(ns: &str, data: &Path, args: &[&str]) -> Command {
 
 fn json(out: &Output) -> Value {
     assert!(out.status.success(), "loupe failed: {}", String::from_utf8_lossy(&out.stderr));
-    loupe_query_host::deep_json::from_slice(&out.stdout).expect("JSON output")
+    loupe_query_host::formats::deep_json::from_slice(&out.stdout).expect("JSON output")
 }
 
 /// Runs a command, failing the test if it does not finish in time (a hang must not stall CI).
@@ -232,7 +232,20 @@ fn agent_runs_on_schedule_and_answers_cli_calls() {
     let remote = loupe_in(
         &pair.b.name,
         &data,
-        &["--server", "http://127.0.0.1:7878", "run", "--iface", B_IF, "--interval", "1ms", "--samples", "400", "--at", "+900ms", "--json"],
+        &[
+            "--server",
+            "http://127.0.0.1:7878",
+            "run",
+            "--iface",
+            B_IF,
+            "--interval",
+            "1ms",
+            "--samples",
+            "400",
+            "--at",
+            "+900ms",
+            "--json",
+        ],
     )
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
@@ -329,5 +342,64 @@ fn a_full_data_dir_fails_cleanly_and_keeps_what_it_had() {
         let run =
             json(&Command::new(LOUPE).args(["runs", "show", id, "--json", "--data-dir"]).arg(&data).output().unwrap());
         assert_eq!(run["metrics"]["in_bytes"], record["ingressBytes"]);
+    }
+}
+
+/// Tried as an operator would: the agent's data dir is removed (or only its `agent.sock`
+/// unlinked) while it runs, then SIGTERM. It must stop promptly: its stop never depends on the
+/// filesystem (the control socket is woken by a socket pair, not by connecting to its path).
+#[test]
+fn sigterm_stops_the_agent_whatever_happened_to_its_files() {
+    require_root!();
+    for remove in ["the data dir", "agent.sock"] {
+        let pair = VethPair::new("stop").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let mut agent = loupe_in(
+            &pair.b.name,
+            &data,
+            &[
+                "agent",
+                "--iface",
+                B_IF,
+                "--intervals",
+                "10ms",
+                "--samples",
+                "100",
+                "--period",
+                "1s",
+                "--no-stacks",
+                "--no-http",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+        let sock = data.join("agent.sock");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !sock.exists() {
+            assert!(std::time::Instant::now() < deadline, "the agent never opened its control socket");
+            assert!(agent.try_wait().unwrap().is_none(), "the agent exited early");
+            thread::sleep(Duration::from_millis(50));
+        }
+        match remove {
+            "agent.sock" => std::fs::remove_file(&sock).unwrap(),
+            _ => std::fs::remove_dir_all(&data).unwrap(),
+        }
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+        let asked = std::time::Instant::now();
+        while agent.try_wait().unwrap().is_none() {
+            if asked.elapsed() > Duration::from_secs(10) {
+                let _ = agent.kill();
+                panic!("with {remove} removed, the agent was still running 10 s after SIGTERM");
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let took = asked.elapsed();
+        let out = agent.wait_with_output().unwrap();
+        assert!(took < Duration::from_secs(5), "with {remove} removed, stopping took {took:?}");
+        eprintln!("with {remove} removed: stopped {took:?} after SIGTERM ({})", out.status);
     }
 }

@@ -62,7 +62,7 @@ fn profile(data: &Path, args: &[&str]) -> Value {
     all.extend_from_slice(args);
     let out = loupe(&all, data).output().unwrap();
     assert!(out.status.success(), "loupe profile: {}", String::from_utf8_lossy(&out.stderr));
-    loupe_query_host::deep_json::from_slice(&out.stdout).unwrap()
+    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Sum of the values of nodes named `name` whose parent is named `parent`.

@@ -100,7 +100,8 @@ fn every_example_answers_what_the_data_holds() {
     let v = ok(http.invoke("cross-region-share", all.clone()));
     assert_eq!(v["kind"], "series");
     let series = v["series"].as_array().unwrap();
-    let named = |n: &str| series.iter().find(|s| s["name"] == n).unwrap_or_else(|| panic!("no {n}: {v}"))["points"].clone();
+    let named =
+        |n: &str| series.iter().find(|s| s["name"] == n).unwrap_or_else(|| panic!("no {n}: {v}"))["points"].clone();
     assert_eq!(named("in_share"), json!([[T0, 0.25], [RUN_B_START, 0.0]]));
     assert_eq!(named("out_share"), json!([[T0, 0.1], [RUN_B_START, 0.0]]));
     let run_a = run_a();
@@ -116,7 +117,8 @@ fn every_example_answers_what_the_data_holds() {
     let v = ok(http.invoke("hot-functions", all.clone()));
     assert_eq!(columns(&v), ["function", "module", "self_samples", "total_samples", "self_percent"]);
     let r = rows(&v);
-    let top: Vec<(Value, Value, Value)> = r.iter().take(3).map(|r| (r[0].clone(), r[2].clone(), r[3].clone())).collect();
+    let top: Vec<(Value, Value, Value)> =
+        r.iter().take(3).map(|r| (r[0].clone(), r[2].clone(), r[3].clone())).collect();
     assert_eq!(
         top,
         [
@@ -154,7 +156,11 @@ fn every_example_answers_what_the_data_holds() {
     let mut req = all.clone();
     req["params"] = json!({"threshold": 5});
     http.invoke("burst-detector", req).assert_error(400, "bad_params", "unknown parameter 'threshold'");
-    http.invoke("burst-detector", all.clone()).assert_error(400, "bad_params", "missing required parameter 'threshold_bps'");
+    http.invoke("burst-detector", all.clone()).assert_error(
+        400,
+        "bad_params",
+        "missing required parameter 'threshold_bps'",
+    );
     let mut req = all.clone();
     req["params"] = json!({"threshold_bps": "fast"});
     http.invoke("burst-detector", req).assert_error(400, "bad_params", "must be an unsigned integer");

@@ -63,9 +63,13 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_with("64MiB")
+}
+
+fn setup_with(memory: &str) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     fill(dir.path());
-    let server = Server::start(dir.path(), &["--udf-time-limit", "2s", "--udf-memory-limit", "64MiB"]);
+    let server = Server::start(dir.path(), &["--udf-time-limit", "2s", "--udf-memory-limit", memory]);
     let hostile = Http::new(&server.url, Some(&server.token("mallory")));
     let alice = server.token("alice");
     Http::new(&server.url, Some(&alice)).upload("count", "sample_count");
@@ -75,7 +79,10 @@ fn setup() -> Setup {
 /// Uploads `krate` (a valid component), invokes it while the neighbour runs, and checks the
 /// error, that the neighbour progressed, and that the server still answers.
 fn stopped_at_runtime(krate: &str, status: u16, code: &str, needle: &str) {
-    let s = setup();
+    stopped_at_runtime_with(setup(), krate, status, code, needle)
+}
+
+fn stopped_at_runtime_with(s: Setup, krate: &str, status: u16, code: &str, needle: &str) {
     let name = krate.replace('_', "-");
     s.hostile.upload(&name, krate);
     let neighbour = Neighbour::start(&s.server.url, &s.alice);
@@ -133,6 +140,89 @@ fn deep_recursion_hits_the_stack_limit() {
 #[test]
 fn huge_output_hits_the_output_limit() {
     stopped_at_runtime("hostile_huge_output", 422, "output_limit", "exceeds the output limit of 4194304 bytes");
+}
+
+// What an analysis returns is bounded in depth and size before the host builds anything from
+// it (the server once overflowed its stack on a 200,000-frame flame graph). These modules
+// need room to build their results, so the memory limit is the default 256 MiB, or 1 GiB for
+// the table of millions of rows.
+
+#[test]
+fn a_stack_of_200000_frames_hits_the_flame_depth_limit() {
+    let s = setup_with("256MiB");
+    stopped_at_runtime_with(s, "hostile_deep_flame", 422, "flame_depth_limit", "a stack of 200000 frames");
+}
+
+#[test]
+fn a_flame_graph_of_900000_nodes_hits_the_node_limit() {
+    let s = setup_with("256MiB");
+    stopped_at_runtime_with(s, "hostile_wide_flame", 422, "flame_nodes_limit", "flame-graph node limit of 500000");
+}
+
+/// 3 million rows are more than the host lets wasmtime copy out of the guest in one call.
+#[test]
+fn a_table_of_millions_of_rows_hits_the_copy_limit() {
+    let s = setup_with("1GiB");
+    stopped_at_runtime_with(s, "hostile_huge_table", 422, "output_limit", "more than 134217728 bytes in one call");
+}
+
+/// 150,000 rows lift fine and meet the row bound.
+#[test]
+fn a_table_of_150000_rows_hits_the_row_limit() {
+    let s = setup_with("256MiB");
+    s.hostile.upload("rows", "hostile_huge_table");
+    s.hostile.invoke("rows", json!({"params": {"rows": 150_000}})).assert_error(
+        422,
+        "table_rows_limit",
+        "the result breaks the table row limit of 100000: 150000 rows",
+    );
+    assert_eq!(s.hostile.invoke("rows", json!({"params": {"rows": 3}})).json()["rows"].as_array().unwrap().len(), 3);
+    s.server.stop();
+}
+
+#[test]
+fn a_table_of_10000_columns_hits_the_column_limit() {
+    let s = setup_with("256MiB");
+    stopped_at_runtime_with(s, "hostile_wide_table", 422, "table_columns_limit", "10000 columns");
+}
+
+#[test]
+fn a_2_mib_cell_hits_the_cell_limit() {
+    let s = setup_with("256MiB");
+    stopped_at_runtime_with(s, "hostile_huge_cell", 422, "cell_size_limit", "a cell of 2097152 bytes");
+}
+
+#[test]
+fn two_million_points_hit_the_point_limit() {
+    let s = setup_with("256MiB");
+    stopped_at_runtime_with(s, "hostile_many_points", 422, "series_points_limit", "2000000 points");
+}
+
+#[test]
+fn a_hundred_thousand_series_hit_the_series_limit() {
+    let s = setup_with("256MiB");
+    stopped_at_runtime_with(s, "hostile_many_series", 422, "series_limit", "100000 series");
+}
+
+/// A module that opens cursors forever (ignoring any error) is stopped by a trap at the 17th,
+/// and the server's memory does not grow with what it tried.
+#[test]
+fn opening_cursors_forever_hits_the_cursor_limit() {
+    let s = setup();
+    let rss = |pid: u32| -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    };
+    let pid = s.server.pid();
+    let before = rss(pid);
+    s.hostile.upload("hoarder", "hostile_cursor_hoarder");
+    for _ in 0..20 {
+        s.hostile.invoke("hoarder", json!({})).assert_error(422, "cursor_limit", "more than 16 cursors open at once");
+    }
+    let grown = rss(pid).saturating_sub(before);
+    assert!(grown < 128 << 20, "the server grew by {grown} bytes over 20 hoarding invocations");
+    stopped_at_runtime_with(s, "hostile_cursor_hoarder", 422, "cursor_limit", "drop cursors");
 }
 
 #[test]

@@ -69,8 +69,11 @@ fn an_upload_onto_a_full_disk_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let mount_point = dir.path().join("small");
     std::fs::create_dir(&mount_point).unwrap();
-    let mounted =
-        Command::new("mount").args(["-t", "tmpfs", "-o", "size=16m", "loupe-udf-full"]).arg(&mount_point).status().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "loupe-udf-full"])
+        .arg(&mount_point)
+        .status()
+        .unwrap();
     assert!(mounted.success(), "mounting a tmpfs");
     struct Unmount<'a>(&'a std::path::Path);
     impl Drop for Unmount<'_> {
@@ -92,7 +95,11 @@ fn an_upload_onto_a_full_disk_fails_cleanly() {
         let chunk = vec![0u8; 64 << 10];
         while f.write_all(&chunk).is_ok() {}
     }
-    http.put_wasm("/api/v1/udfs/bursts", &wasm("burst_detector")).assert_error(507, "no_space", "storing analysis 'bursts'");
+    http.put_wasm("/api/v1/udfs/bursts", &wasm("burst_detector")).assert_error(
+        507,
+        "no_space",
+        "storing analysis 'bursts'",
+    );
     http.put_wasm("/api/v1/udfs/noop", &wasm("sample_count")).assert_error(507, "no_space", "storing analysis 'noop'");
     // The stored one still serves, unchanged; nothing half-written is left.
     let list = http.get("/api/v1/udfs").json();

@@ -226,7 +226,7 @@ fn query_phase(dir: &Path, hours: u64) {
     assert_eq!(m.value.samples, ss.samples, "a whole-day profile with idle must count every sample");
 
     // The busiest PID of the first minute.
-    let first_minute = TimeRange::new(day.from_unix_ns, day.from_unix_ns + 60 * SEC).unwrap();
+    let first_minute = TimeRange::new(day.from_unix_ns(), day.from_unix_ns() + 60 * SEC).unwrap();
     let mut by_pid: HashMap<u32, u64> = HashMap::new();
     for s in store.samples(&ProfileQuery::range(first_minute)).expect("samples") {
         *by_pid.entry(s.pid).or_default() += 1;
@@ -239,7 +239,7 @@ fn query_phase(dir: &Path, hours: u64) {
     let m = measure(|| store.profile(&q).expect("profile"));
     report("whole day, cpu 17", &m);
     // Ten minutes starting at an odd instant: both ends cut a batch.
-    let from = day.from_unix_ns + (day.to_unix_ns - day.from_unix_ns) / 2 + 1_234_567_891;
+    let from = day.from_unix_ns() + (day.to_unix_ns() - day.from_unix_ns()) / 2 + 1_234_567_891;
     let ten = TimeRange::new(from, from + 600 * SEC).unwrap();
     let m = measure(|| store.profile(&ProfileQuery::range(ten)).expect("profile"));
     report("10 minutes (edges cut batches), no filter", &m);

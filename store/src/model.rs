@@ -234,11 +234,29 @@ impl Default for Retention {
     }
 }
 
-/// A half-open interval `[from, to)` of Unix nanoseconds.
+/// A half-open interval `[from, to)` of Unix nanoseconds, `from <= to` by construction: the
+/// fields are private, [`TimeRange::new`] checks, and deserializing goes through the same check
+/// (a range read from a client or a file cannot be inverted either).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawRange")]
 pub struct TimeRange {
-    pub from_unix_ns: u64,
-    pub to_unix_ns: u64,
+    pub(crate) from_unix_ns: u64,
+    pub(crate) to_unix_ns: u64,
+}
+
+/// A range as it is written, before it is checked.
+#[derive(Deserialize)]
+struct RawRange {
+    from_unix_ns: u64,
+    to_unix_ns: u64,
+}
+
+impl TryFrom<RawRange> for TimeRange {
+    type Error = StoreError;
+
+    fn try_from(r: RawRange) -> Result<TimeRange, StoreError> {
+        TimeRange::new(r.from_unix_ns, r.to_unix_ns)
+    }
 }
 
 impl TimeRange {
@@ -251,6 +269,16 @@ impl TimeRange {
             return Err(StoreError::BadRange { from_unix_ns, to_unix_ns });
         }
         Ok(TimeRange { from_unix_ns, to_unix_ns })
+    }
+
+    /// The first instant in the range.
+    pub fn from_unix_ns(&self) -> u64 {
+        self.from_unix_ns
+    }
+
+    /// The first instant after the range.
+    pub fn to_unix_ns(&self) -> u64 {
+        self.to_unix_ns
     }
 
     pub fn contains(&self, t_unix_ns: u64) -> bool {

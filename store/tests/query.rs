@@ -44,8 +44,11 @@ fn runs_filters_and_orders_by_time() {
     assert!(store.runs(TimeRange::ALL, Some(7), None).unwrap().is_empty());
     assert!(store.runs(TimeRange::ALL, None, Some("lo")).unwrap().is_empty());
 
-    let bad = TimeRange { from_unix_ns: 5, to_unix_ns: 4 };
-    assert!(matches!(store.runs(bad, None, None), Err(StoreError::BadRange { .. })));
+    let bad = TimeRange::new(5, 4).map(|_| ()).unwrap_err();
+    assert!(matches!(bad, StoreError::BadRange { from_unix_ns: 5, to_unix_ns: 4 }));
+    let raw = rmp_serde::to_vec_named(&std::collections::BTreeMap::from([("from_unix_ns", 5u64), ("to_unix_ns", 4)]))
+        .unwrap();
+    assert!(rmp_serde::from_slice::<TimeRange>(&raw).is_err(), "an inverted range cannot be read either");
 }
 
 #[test]
@@ -190,6 +193,9 @@ fn runs_page_concatenates_to_runs() {
     assert_eq!(store.runs_page(r, None, None, Some(before), 100).unwrap(), store.runs(r, None, None).unwrap());
     let at_end = loupe_store::RunPos { start_unix_ns: T0 + 2000, id: RunId(0) };
     assert!(store.runs_page(r, None, None, Some(at_end), 100).unwrap().is_empty());
-    let bad = TimeRange { from_unix_ns: 5, to_unix_ns: 4 };
-    assert!(matches!(store.runs_page(bad, None, None, None, 1), Err(StoreError::BadRange { .. })));
+    let bad = TimeRange::new(5, 4).map(|_| ()).unwrap_err();
+    assert!(matches!(bad, StoreError::BadRange { from_unix_ns: 5, to_unix_ns: 4 }));
+    let raw = rmp_serde::to_vec_named(&std::collections::BTreeMap::from([("from_unix_ns", 5u64), ("to_unix_ns", 4)]))
+        .unwrap();
+    assert!(rmp_serde::from_slice::<TimeRange>(&raw).is_err(), "an inverted range cannot be read either");
 }

@@ -47,6 +47,10 @@ impl Server {
     pub fn token(&self, team: &str) -> String {
         token(&self.data, team)
     }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Server {
@@ -76,7 +80,7 @@ pub struct Answer {
 
 impl Answer {
     pub fn json(&self) -> Value {
-        loupe_query_host::deep_json::from_slice(&self.body)
+        loupe_query_host::formats::deep_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
 
@@ -149,7 +153,12 @@ impl Http {
     /// Uploads `udf-sdk` component `crate_name` as `name`; asserts success.
     pub fn upload(&self, name: &str, crate_name: &str) -> Value {
         let a = self.put_wasm(&format!("/api/v1/udfs/{name}"), &wasm(crate_name));
-        assert!(a.status == 201 || a.status == 200, "uploading {name}: {} {}", a.status, String::from_utf8_lossy(&a.body));
+        assert!(
+            a.status == 201 || a.status == 200,
+            "uploading {name}: {} {}",
+            a.status,
+            String::from_utf8_lossy(&a.body)
+        );
         a.json()
     }
 

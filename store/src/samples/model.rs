@@ -79,6 +79,11 @@ pub struct Profile {
     pub lost: u64,
     /// Distinct stacks (leaf first) and their sample counts, in no particular order.
     pub stacks: Vec<(Vec<Frame>, u64)>,
+    /// First and last instant of the data (within the range) the samples came from, to the
+    /// resolution of a stored batch (10 s); `None` without samples. What a pprof's time and
+    /// duration say.
+    #[serde(default)]
+    pub span: Option<(u64, u64)>,
 }
 
 /// Totals of the sample store, from running counters (no scan).

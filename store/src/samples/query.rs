@@ -69,8 +69,9 @@ impl Inner {
         cpu: Option<u32>,
         mut lost: impl FnMut(&BatchRow),
         mut visit: impl FnMut(&Entry, u64),
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<(u64, u64)>, StoreError> {
         let mut tally: Vec<u64> = Vec::new();
+        let mut span: Option<(u64, u64)> = None;
         self.overlapping(range, &mut lost, |start, id, row, cut| {
             let one;
             let cpus: &[u32] = match cpu {
@@ -81,6 +82,9 @@ impl Inner {
                 }
                 None => &row.cpus,
             };
+            // The batch's time within the range: the data's span, to a batch's resolution.
+            let (a, b) = (start.max(range.from_unix_ns), row.end.min(range.to_unix_ns.saturating_sub(1)));
+            span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
             let table: Table = self.read_table(start, id)?;
             if cpu.is_none() && matches!(cut, Cut::Inside) {
                 for (e, &n) in table.entries.iter().zip(&table.counts) {
@@ -111,7 +115,8 @@ impl Inner {
                 }
             }
             Ok(())
-        })
+        })?;
+        Ok(span)
     }
 
     pub(crate) fn profile(&self, q: &ProfileQuery) -> Result<Profile, StoreError> {
@@ -122,7 +127,7 @@ impl Inner {
         let filter = Filter::new(q, &d);
         let mut per_stack: Vec<u64> = Vec::new();
         let (mut lost, mut samples) = (0u64, 0u64);
-        self.visit_counts(
+        let span = self.visit_counts(
             q.range,
             q.cpu,
             |row| lost += row.lost,
@@ -137,7 +142,8 @@ impl Inner {
                 }
             },
         )?;
-        let mut profile = Profile { samples, lost, stacks: Vec::new() };
+        let span = span.filter(|_| samples > 0);
+        let mut profile = Profile { samples, lost, stacks: Vec::new(), span };
         for (stack, &n) in per_stack.iter().enumerate() {
             if n > 0 {
                 profile.stacks.push((self.frames_of(&d, stack as u32)?, n));

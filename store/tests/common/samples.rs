@@ -384,7 +384,7 @@ pub fn brute_profile(
     }
     let lost = batches.iter().filter(|(t, _)| q.range.contains(*t)).map(|(_, l)| l).sum();
     let stacks = per.into_iter().map(|(f, n)| (f.clone(), n)).collect();
-    normalized(loupe_store::Profile { samples, lost, stacks })
+    normalized(loupe_store::Profile { samples, lost, stacks, span: None })
 }
 
 /// Stacks in a fixed order, so profiles compare with `==`.

@@ -1,0 +1,142 @@
+//! Team-owned analyses (UDFs): WebAssembly components that run next to the data.
+//!
+//! - [`host`]: the `loupe:udf/data` interface (cursors over runs and samples) over the store.
+//! - [`sandbox`]: limits, the per-invocation state, and the imports an analysis is granted.
+//! - [`runtime`]: one engine, compile-once, a fresh store per invocation.
+//! - [`registry`]: uploads on disk with their precompiled artifacts.
+//! - [`params`], [`output`]: JSON in, typed values to the guest; typed results out, bounded
+//!   in size and depth before the host builds anything from them.
+
+pub mod host;
+pub mod output;
+pub mod params;
+pub mod registry;
+pub mod runtime;
+pub mod sandbox;
+
+use std::time::Duration;
+
+use crate::model::ErrorKind;
+
+/// Everything that can go wrong with an upload or an invocation. Each names the limit or
+/// fault (and its value), and maps to an HTTP status and a stable `code`.
+#[derive(Debug, thiserror::Error)]
+pub enum UdfError {
+    #[error("no analysis named '{0}'")]
+    NotFound(String),
+    #[error("bad analysis name '{0}': use 1-64 of a-z, 0-9, '-', '_', starting with a letter or digit")]
+    BadName(String),
+    #[error("analysis '{name}' belongs to team '{owner}'; only that team may change it")]
+    NotOwner { name: String, owner: String },
+    #[error("component of {size} bytes exceeds the module size limit of {limit} bytes")]
+    ModuleTooLarge { size: usize, limit: usize },
+    #[error("malformed WebAssembly: {0}")]
+    Malformed(String),
+    #[error(
+        "this is a core WebAssembly module, not a component: build with `--target wasm32-wasip2` (see the loupe-udf guide)"
+    )]
+    CoreModule,
+    #[error("the component imports {imports:?}, which analyses are not granted (no filesystem, sockets or clocks)")]
+    ForbiddenImport { imports: Vec<String> },
+    #[error("the component does not fit the loupe:udf analysis world: {0}")]
+    Incompatible(String),
+    #[error("bad parameters: {0}")]
+    BadParams(String),
+    #[error("time limit of {} exceeded", humantime::format_duration(*limit))]
+    TimeLimit { limit: Duration },
+    #[error("memory limit of {limit} bytes exceeded (the analysis asked for {desired} bytes)")]
+    MemoryLimit { limit: usize, desired: usize },
+    #[error("table limit of {limit} elements exceeded (the analysis asked for {desired})")]
+    TableLimit { limit: usize, desired: usize },
+    #[error("wasm stack limit of {limit} bytes exceeded (unbounded recursion?)")]
+    StackLimit { limit: usize },
+    #[error("result of {size} bytes exceeds the output limit of {limit} bytes")]
+    OutputTooLarge { size: usize, limit: usize },
+    #[error("the result breaks the {} limit of {limit}: {}", .what.name(), .what.says(*got))]
+    OutputShape { what: output::Bound, limit: usize, got: usize },
+    #[error("more than {limit} cursors open at once: drop cursors the analysis is done with")]
+    CursorLimit { limit: usize },
+    #[error(
+        "the analysis handed the host more than {limit} bytes in one call (its result or an argument): return less"
+    )]
+    CopyLimit { limit: usize },
+    #[error("the analysis trapped during {during}: {trap}{}", tail(log))]
+    Trap { during: String, trap: String, log: Vec<String> },
+    #[error("the analysis returned an error: {message}")]
+    AnalysisFailed { message: String, log: Vec<crate::model::LogLine> },
+    #[error("team '{team}' already runs {limit} analyses at once (its concurrency limit); retry when one finishes")]
+    TeamBusy { team: String, limit: usize },
+    #[error("the server already runs {limit} analyses at once; retry shortly")]
+    ServerBusy { limit: usize },
+    #[error("no space left on the data dir: {0}")]
+    NoSpace(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// The last lines the guest wrote (a panic message), appended to a trap's error.
+fn tail(log: &[String]) -> String {
+    match log.len() {
+        0 => String::new(),
+        n => format!("; its output: {}", log[n.saturating_sub(3)..].join(" | ")),
+    }
+}
+
+impl UdfError {
+    /// What kind of failure it is (the HTTP status follows from it).
+    pub fn kind(&self) -> ErrorKind {
+        use UdfError::*;
+        match self {
+            NotFound(_) => ErrorKind::NotFound,
+            BadName(_) | Malformed(_) | BadParams(_) => ErrorKind::Invalid,
+            NotOwner { .. } => ErrorKind::Forbidden,
+            ModuleTooLarge { .. } => ErrorKind::TooLarge,
+            TimeLimit { .. } => ErrorKind::Timeout,
+            TeamBusy { .. } | ServerBusy { .. } => ErrorKind::Busy,
+            CoreModule | ForbiddenImport { .. } | Incompatible(_) => ErrorKind::Refused,
+            MemoryLimit { .. } | TableLimit { .. } | StackLimit { .. } | OutputTooLarge { .. } => ErrorKind::Refused,
+            OutputShape { .. } | CursorLimit { .. } | CopyLimit { .. } => ErrorKind::Refused,
+            Trap { .. } | AnalysisFailed { .. } => ErrorKind::Refused,
+            NoSpace(_) => ErrorKind::NoSpace,
+            Internal(_) => ErrorKind::Internal,
+        }
+    }
+
+    /// The lines an analysis logged before it failed (empty for other errors).
+    pub fn log_lines(&self) -> Vec<String> {
+        match self {
+            UdfError::AnalysisFailed { log, .. } => log.iter().map(|l| format!("{}: {}", l.level, l.message)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        use UdfError::*;
+        match self {
+            NotFound(_) => "not_found",
+            BadName(_) => "bad_name",
+            NotOwner { .. } => "not_owner",
+            ModuleTooLarge { .. } => "module_too_large",
+            Malformed(_) => "malformed_wasm",
+            CoreModule => "not_a_component",
+            ForbiddenImport { .. } => "forbidden_import",
+            Incompatible(_) => "incompatible_component",
+            BadParams(_) => "bad_params",
+            TimeLimit { .. } => "time_limit",
+            MemoryLimit { .. } => "memory_limit",
+            TableLimit { .. } => "table_limit",
+            StackLimit { .. } => "stack_limit",
+            OutputTooLarge { .. } => "output_limit",
+            OutputShape { what, .. } => what.code(),
+            CursorLimit { .. } => "cursor_limit",
+            CopyLimit { .. } => "output_limit",
+            Trap { .. } => "trap",
+            AnalysisFailed { .. } => "analysis_error",
+            TeamBusy { .. } => "team_concurrency_limit",
+            ServerBusy { .. } => "server_concurrency_limit",
+            NoSpace(_) => "no_space",
+            Internal(_) => "internal",
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! `loupe agent`: the core with everything that feeds it and every door onto it — a run worker
+//! per interface, the stack collector, the control socket, the HTTP API — and a stop that
+//! completes within a bounded time whatever happened to the data dir.
+
+use std::{
+    path::Path,
+    sync::{Arc, atomic::Ordering},
+    thread,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+use loupe_bpf::{SamplerOptions, parse_prefix};
+use tracing::{info, warn};
+
+use super::{demo, exit_within, open_store, stop_on_signals, wait_for_stop};
+use crate::{
+    cli::AgentArgs,
+    core::{Analyses, Host, RunOrder, RunScheduler, tokens::TokenSet},
+    doors::{
+        control::ControlServer,
+        http::{AppState, Server},
+    },
+    ingest::{runs::Schedule, stacks::StackCollector},
+};
+
+/// How long a stop may take before the process exits anyway.
+const STOP_LIMIT: Duration = Duration::from_secs(20);
+
+pub fn main(args: AgentArgs) -> Result<()> {
+    let shutdown = stop_on_signals()?;
+    let mut ifaces = args.ifaces.clone();
+    let mut schedule =
+        Schedule { intervals: args.intervals.clone(), samples: args.samples, period: args.period, jitter: args.jitter };
+    if !(0.0..=1.0).contains(&schedule.jitter) {
+        bail!("jitter {} out of bounds (0 to 1)", schedule.jitter);
+    }
+    for interval in &schedule.intervals {
+        RunOrder { iface: None, interval: *interval, samples: schedule.samples, start_unix_ns: None }.request()?;
+    }
+    if ifaces.is_empty() && args.no_stacks && !args.demo {
+        bail!("nothing to sample: give --iface IF (repeatable) or --demo, or drop --no-stacks");
+    }
+    let _demo = if args.demo {
+        let demo = demo::Demo::start(Arc::clone(&shutdown))?;
+        ifaces.push(demo::HOST_IF.to_string());
+        // Show something within seconds, not minutes.
+        if args.period == Duration::from_secs(60) {
+            schedule.period = Duration::from_secs(5);
+        }
+        Some(demo)
+    } else {
+        None
+    };
+    let store = open_store(&args.store)?;
+    let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
+    let options = SamplerOptions { capacity: schedule.samples, local_prefixes };
+    let scheduler = RunScheduler::start(&ifaces, &options, &schedule, &store, &shutdown)?;
+    let mut host = Host::new(store.clone()).with_runs(scheduler);
+    let http_options = args.http.options();
+    if !args.no_http {
+        host = host.with_analyses(Analyses::open(&args.store.data_dir, &store, http_options.limits.clone())?);
+    }
+    let host = Arc::new(host);
+    if args.demo && !args.no_http {
+        install_demo_analyses(&host, args.demo_analyses.as_deref());
+    }
+    // Stacks: sampled continuously on every CPU, symbolized and stored in batches.
+    let stacks = if args.no_stacks {
+        None
+    } else {
+        let mut collector = StackCollector::start(&args.stacks.options(), store.clone())?;
+        let stop = Arc::clone(&shutdown);
+        Some(thread::Builder::new().name("loupe-stacks".into()).spawn(move || collector.run(None, &stop))?)
+    };
+    let control = ControlServer::start(&args.store.data_dir, Arc::clone(&host))?;
+    let http = if args.no_http {
+        None
+    } else {
+        let state = AppState::new(Arc::clone(&host), TokenSet::new(&args.store.data_dir), &http_options);
+        Some(Server::start(state, &http_options)?)
+    };
+    info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
+
+    wait_for_stop(&shutdown, args.duration.map(|d| Instant::now() + d));
+    info!("shutting down");
+    exit_within(STOP_LIMIT);
+    shutdown.store(true, Ordering::Relaxed);
+    if let Some(http) = http {
+        http.stop()?;
+    }
+    control.stop();
+    if let Some(s) = host.scheduler() {
+        s.join();
+    }
+    if let Some(stacks) = stacks {
+        match stacks.join() {
+            Ok(Ok(done)) => info!(samples = done.samples, lost = done.lost, "stack sampling stopped"),
+            Ok(Err(e)) => tracing::error!("stack sampling failed: {e:#}"),
+            Err(_) => tracing::error!("stack sampling thread panicked"),
+        }
+    }
+    store.flush()?;
+    let stats = store.stats()?;
+    info!(runs = stats.runs, stored_bytes = stats.stored_bytes, "store");
+    Ok(())
+}
+
+/// The example analyses a demo starts with, as built by `cargo build --target wasm32-wasip2
+/// --manifest-path udf-sdk/Cargo.toml` (what `scripts/start` does).
+pub const DEMO_ANALYSES: &[&str] =
+    &["burst_detector", "incast_detector", "nic_stall_detector", "cross_region_share", "hot_functions", "flame"];
+
+/// The team that owns the demo's analyses.
+pub const DEMO_TEAM: &str = "demo";
+
+/// Where built analyses are looked for: `--demo-analyses`, `$CARGO_TARGET_DIR`, the udf-sdk's
+/// own target dir, and the target dir this binary was built into.
+fn analysis_dirs(given: Option<&Path>) -> Vec<std::path::PathBuf> {
+    let sub = "wasm32-wasip2/release";
+    let mut dirs: Vec<std::path::PathBuf> = given.map(Path::to_path_buf).into_iter().collect();
+    dirs.extend(std::env::var_os("CARGO_TARGET_DIR").map(|d| Path::new(&d).join(sub)));
+    dirs.push(Path::new("udf-sdk/target").join(sub));
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(target) = exe.parent().and_then(Path::parent)
+    {
+        dirs.push(target.join(sub));
+    }
+    dirs
+}
+
+/// Installs each example analysis found (unless one of that name is there already), so a
+/// newcomer's Analyses page lists them ready to invoke.
+fn install_demo_analyses(host: &Host, given: Option<&Path>) {
+    let Ok(analyses) = host.analyses() else { return };
+    let dirs = analysis_dirs(given);
+    let mut installed = 0;
+    for name in DEMO_ANALYSES {
+        let udf_name = name.replace('_', "-");
+        if analyses.get(&udf_name).is_ok() {
+            continue;
+        }
+        let Some(path) = dirs.iter().map(|d| d.join(format!("{name}.wasm"))).find(|p| p.is_file()) else {
+            warn!(analysis = %udf_name, looked_in = ?dirs, "example analysis not built (scripts/start builds them)");
+            continue;
+        };
+        let put = std::fs::read(&path)
+            .with_context(|| format!("reading {}", path.display()))
+            .and_then(|bytes| Ok(analyses.put(host.store(), &udf_name, DEMO_TEAM, &bytes)?));
+        match put {
+            Ok(_) => installed += 1,
+            Err(e) => warn!(analysis = %udf_name, "example analysis not installed: {e:#}"),
+        }
+    }
+    info!(installed, "demo analyses");
+}

@@ -1,0 +1,34 @@
+//! `loupe serve`: the HTTP API over a store, without collecting (e.g. a copied data dir).
+
+use std::sync::Arc;
+
+use anyhow::{Result, anyhow};
+use loupe_store::StoreError;
+
+use super::{open_store, stop_on_signals, wait_for_stop};
+use crate::{
+    cli::ServeArgs,
+    core::{Analyses, Host, tokens::TokenSet},
+    doors::http::{AppState, Server},
+};
+
+pub fn main(args: ServeArgs) -> Result<()> {
+    let store = open_store(&args.store).map_err(|e| match e {
+        StoreError::Locked { .. } => {
+            anyhow!("{e}; a running agent holds it and serves its API itself (see `loupe agent --listen`)")
+        }
+        e => e.into(),
+    })?;
+    let options = args.http.options();
+    let analyses = Analyses::open(&args.store.data_dir, &store, options.limits.clone())?;
+    let host = Arc::new(Host::new(store.clone()).with_analyses(analyses));
+    let state = AppState::new(host, TokenSet::new(&args.store.data_dir), &options);
+    let server = Server::start(state, &options)?;
+    println!("serving {} on http://{}", args.store.data_dir.display(), server.addr);
+    let stop = stop_on_signals()?;
+    wait_for_stop(&stop, None);
+    super::exit_within(std::time::Duration::from_secs(20));
+    server.stop()?;
+    store.flush()?;
+    Ok(())
+}

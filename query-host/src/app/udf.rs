@@ -1,0 +1,77 @@
+//! `loupe udf upload|list|invoke|delete`: analyses on a server's HTTP API.
+
+use std::fs;
+
+use anyhow::{Context, Result, anyhow};
+use serde_json::{Map, Value};
+
+use super::progress;
+use crate::{
+    analysis::registry::UdfMeta,
+    cli::{RemoteArgs, UdfCommand},
+    core::time::range,
+    doors::{http::udfs::Uploaded, remote::Client},
+    model::InvokeResponse,
+    render,
+};
+
+/// Where `loupe udf …` goes without `--server`: a local agent's default address.
+const DEFAULT_SERVER: &str = "http://127.0.0.1:7878";
+
+/// `NAME=VALUE`: numbers stay numbers, `true`/`false` are flags, anything else is text.
+fn parse_param(text: &str) -> Result<(String, Value)> {
+    let (name, value) = text.split_once('=').ok_or_else(|| anyhow!("bad --param '{text}': expected NAME=VALUE"))?;
+    let value = match value {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        v => match serde_json::from_str::<serde_json::Number>(v) {
+            Ok(n) => Value::Number(n),
+            Err(_) => Value::String(v.to_string()),
+        },
+    };
+    Ok((name.trim().to_string(), value))
+}
+
+pub fn main(cmd: UdfCommand, remote: &RemoteArgs) -> Result<()> {
+    let client = Client::new(remote.server.as_deref().unwrap_or(DEFAULT_SERVER), remote.token.clone())?;
+    match cmd {
+        UdfCommand::Upload { name, file } => {
+            let bytes = fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let spinner = progress::spinner(progress::wanted(false), &format!("uploading and compiling {name}"));
+            let uploaded: Uploaded = client.put_wasm(&format!("/api/v1/udfs/{name}"), &bytes)?;
+            spinner.finish_and_clear();
+            println!("{}", serde_json::to_string(&uploaded)?);
+        }
+        UdfCommand::List { json } => {
+            let list: Vec<UdfMeta> = client.get("/api/v1/udfs", &[])?;
+            if json {
+                println!("{}", serde_json::to_string(&list)?);
+            } else {
+                print!("{}", render::analysis::list(&list));
+            }
+        }
+        UdfCommand::Invoke { name, range: r, params, json } => {
+            let mut p = Map::new();
+            for text in &params {
+                let (k, v) = parse_param(text)?;
+                p.insert(k, v);
+            }
+            let r = range(r.from, r.to)?;
+            let mut body = serde_json::json!({ "from": r.from_unix_ns(), "params": p });
+            if r.to_unix_ns() != u64::MAX {
+                body["to"] = r.to_unix_ns().into();
+            }
+            let answer: InvokeResponse = client.post(&format!("/api/v1/udfs/{name}/invoke"), &body)?;
+            if json {
+                println!("{}", serde_json::to_string(&answer)?);
+            } else {
+                print!("{}", render::analysis::result(&answer));
+            }
+        }
+        UdfCommand::Delete { name } => {
+            client.delete(&format!("/api/v1/udfs/{name}"))?;
+            println!("deleted {name}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! The core's one error type: what went wrong, typed, for every door to show its way — the
+//! HTTP API maps [`CoreError::kind`] to a status and [`CoreError::code`] to its `code`, the CLI
+//! prints the message as `loupe: error: …`, the control socket carries kind, code and message.
+
+use std::time::Duration;
+
+use loupe_bpf::SamplerError;
+use loupe_store::StoreError;
+
+use crate::{
+    analysis::UdfError,
+    clock::format_unix_ns,
+    model::{ErrorBody, ErrorKind},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    #[error("bad time range: from {} is after to {}", format_unix_ns(*from), format_unix_ns(*to))]
+    BadRange { from: u64, to: u64 },
+    #[error("{what}: {reason}")]
+    BadTime { what: String, reason: String },
+    #[error("bad run id '{0}': expected a number from `loupe runs list` or /api/v1/runs")]
+    BadId(String),
+    #[error("bad interval '{text}': {reason} (e.g. 100us, 1ms, 10ms)")]
+    BadInterval { text: String, reason: String },
+    #[error("start: at most {} ahead", humantime::format_duration(*limit))]
+    StartTooFar { limit: Duration },
+    #[error("frequency must be at least 1 (the rate the samples were taken at, in Hz)")]
+    BadFrequency,
+    #[error("the agent does not sample '{iface}' (it samples {known:?})")]
+    UnknownIface { iface: String, known: Vec<String> },
+    #[error("name the interface: one of {known:?}")]
+    IfaceRequired { known: Vec<String> },
+    #[error("no run with id {0}")]
+    NoRun(u64),
+    #[error("no samples of PID {0} in that time range")]
+    NoSamples(u32),
+    #[error("this server only serves a store (`loupe serve`); start runs on a `loupe agent`")]
+    NotCollecting,
+    #[error("this server runs no analyses (start it with the HTTP API)")]
+    NoAnalyses,
+    #[error(
+        "the run did not end within {}; it goes on and is stored when it ends (see `loupe runs list`)",
+        humantime::format_duration(*waited)
+    )]
+    RunTimeout { waited: Duration },
+    #[error("the agent is shutting down")]
+    ShuttingDown,
+    #[error(transparent)]
+    Sampler(#[from] SamplerError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Analysis(#[from] UdfError),
+    /// An error the agent answered over its control socket, as it said it.
+    #[error("{}", body.error)]
+    Agent { kind: ErrorKind, body: ErrorBody },
+    /// Talking to the agent failed (not the agent's answer).
+    #[error("{0}")]
+    Transport(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl CoreError {
+    pub fn kind(&self) -> ErrorKind {
+        use CoreError::*;
+        match self {
+            BadRange { .. } | BadTime { .. } | BadId(_) | BadInterval { .. } | StartTooFar { .. } | BadFrequency => {
+                ErrorKind::Invalid
+            }
+            UnknownIface { .. } | IfaceRequired { .. } => ErrorKind::Invalid,
+            NoRun(_) | NoSamples(_) => ErrorKind::NotFound,
+            NotCollecting | NoAnalyses => ErrorKind::Conflict,
+            RunTimeout { .. } => ErrorKind::Timeout,
+            ShuttingDown => ErrorKind::Unavailable,
+            Sampler(e) => match e {
+                SamplerError::UnknownInterface(_)
+                | SamplerError::IntervalOutOfBounds(_)
+                | SamplerError::SamplesOutOfBounds { .. }
+                | SamplerError::FrequencyOutOfBounds(_)
+                | SamplerError::StartOutOfBounds(_)
+                | SamplerError::BadPrefix(_) => ErrorKind::Invalid,
+                SamplerError::Busy { .. } => ErrorKind::Conflict,
+                SamplerError::Privilege { .. } => ErrorKind::Forbidden,
+                SamplerError::Load(_)
+                | SamplerError::Attach { .. }
+                | SamplerError::Read(_)
+                | SamplerError::Io { .. } => ErrorKind::Internal,
+            },
+            Store(e) => match e {
+                StoreError::BadRange { .. } => ErrorKind::Invalid,
+                StoreError::NoSpace { .. } => ErrorKind::NoSpace,
+                StoreError::Locked { .. } => ErrorKind::Conflict,
+                _ => ErrorKind::Internal,
+            },
+            Analysis(e) => e.kind(),
+            Agent { kind, .. } => *kind,
+            Transport(_) => ErrorKind::Unavailable,
+            Internal(_) => ErrorKind::Internal,
+        }
+    }
+
+    /// Stable machine-readable code.
+    pub fn code(&self) -> &str {
+        use CoreError::*;
+        match self {
+            BadRange { .. } => "bad_range",
+            BadTime { .. } | StartTooFar { .. } => "bad_time",
+            BadId(_) => "bad_id",
+            BadInterval { .. } => "bad_interval",
+            BadFrequency => "bad_frequency",
+            UnknownIface { .. } | IfaceRequired { .. } => "bad_iface",
+            NoRun(_) => "not_found",
+            NoSamples(_) => "no_samples",
+            NotCollecting => "not_collecting",
+            NoAnalyses => "no_analyses",
+            RunTimeout { .. } => "run_timeout",
+            ShuttingDown => "shutting_down",
+            Sampler(SamplerError::Busy { .. }) => "iface_busy",
+            Sampler(SamplerError::Privilege { .. }) => "privilege",
+            Sampler(e) if self.kind() == ErrorKind::Invalid => match e {
+                SamplerError::UnknownInterface(_) => "bad_iface",
+                _ => "bad_run",
+            },
+            Sampler(_) => "sampler",
+            Store(StoreError::BadRange { .. }) => "bad_range",
+            Store(StoreError::NoSpace { .. }) => "no_space",
+            Store(StoreError::Locked { .. }) => "store_locked",
+            Store(_) => "store",
+            Analysis(e) => e.code(),
+            Agent { body, .. } => &body.code,
+            Transport(_) => "agent_unreachable",
+            Internal(_) => "internal",
+        }
+    }
+
+    /// The error as every door sends it.
+    pub fn body(&self) -> ErrorBody {
+        let log = match self {
+            CoreError::Analysis(e) => e.log_lines(),
+            CoreError::Agent { body, .. } => body.log.clone(),
+            _ => Vec::new(),
+        };
+        ErrorBody { error: self.to_string(), code: self.code().to_string(), log }
+    }
+}
+
+pub type CoreResult<T> = Result<T, CoreError>;

@@ -1,0 +1,119 @@
+//! The core: one transport-free service every door calls — the CLI on a local store, the
+//! agent's control socket, the HTTP API. [`Host`] owns the store handle, the agent's run
+//! scheduler (when it collects) and the analyses (when it serves them), and offers typed
+//! operations: runs ([`runs`]), profiles ([`profiles`]), analyses ([`analyses`]), days and
+//! stats (here), each returning a [`CoreError`] that says what went wrong. Rules live here once:
+//! one time-range parser with one set of defaults ([`time`]), one check of a run order, one
+//! pprof period.
+//!
+//! Dependencies point down only: the core uses `ingest`, `analysis`, `model`, `formats` and the
+//! store and kernel crates; it never imports a door, the app or the CLI (a test in
+//! `tests/layers.rs` fails if it does).
+
+pub mod analyses;
+pub mod error;
+pub mod profiles;
+pub mod runs;
+pub mod time;
+pub mod tokens;
+
+use std::time::Instant;
+
+use loupe_store::Store;
+
+pub use analyses::Analyses;
+pub use error::{CoreError, CoreResult};
+pub use runs::{ImportOutcome, RunFilter, RunOrder, RunScheduler};
+
+use crate::{
+    clock::{format_unix_ns, hostname},
+    model::{DayView, Health, StatsView},
+};
+
+/// One host's data and what collects it.
+pub struct Host {
+    store: Store,
+    /// The agent's interfaces; `None` when only serving a store.
+    runs: Option<RunScheduler>,
+    /// The analysis runtime; `None` where analyses are not served (the CLI, `--no-http`).
+    analyses: Option<Analyses>,
+    started: Instant,
+}
+
+impl Host {
+    pub fn new(store: Store) -> Host {
+        Host { store, runs: None, analyses: None, started: Instant::now() }
+    }
+
+    /// An agent's host: it collects runs on these interfaces.
+    pub fn with_runs(mut self, runs: RunScheduler) -> Host {
+        self.runs = Some(runs);
+        self
+    }
+
+    pub fn with_analyses(mut self, analyses: Analyses) -> Host {
+        self.analyses = Some(analyses);
+        self
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn scheduler(&self) -> Option<&RunScheduler> {
+        self.runs.as_ref()
+    }
+
+    /// The analyses, or an error saying this host serves none.
+    pub fn analyses(&self) -> CoreResult<&Analyses> {
+        self.analyses.as_ref().ok_or(CoreError::NoAnalyses)
+    }
+
+    pub fn health(&self, auth: bool) -> Health {
+        Health {
+            status: "ok".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            mode: if self.runs.is_some() { "agent" } else { "serve" }.into(),
+            hostname: hostname(),
+            uptime_s: self.started.elapsed().as_secs(),
+            ifaces: self.runs.as_ref().map(RunScheduler::ifaces).unwrap_or_default(),
+            auth,
+        }
+    }
+
+    /// Retained UTC days: runs by interval, stack samples, bytes.
+    pub fn days(&self) -> CoreResult<Vec<DayView>> {
+        Ok(self
+            .store
+            .days()?
+            .into_iter()
+            .map(|d| DayView {
+                date: format_unix_ns(d.day_start_unix_ns)[..10].to_string(),
+                day_start_unix_ns: d.day_start_unix_ns,
+                runs: d.runs_by_interval.values().sum(),
+                runs_by_interval: d.runs_by_interval,
+                run_bytes: d.stored_bytes,
+                sample_batches: d.sample_batches,
+                samples: d.samples,
+                sample_bytes: d.sample_bytes,
+            })
+            .collect())
+    }
+
+    /// Store totals (running counters, no scan) and the retention cap.
+    pub fn stats(&self) -> CoreResult<StatsView> {
+        let s = self.store.stats()?;
+        let retention = self.store.retention();
+        Ok(StatsView {
+            runs: s.runs,
+            stored_bytes: s.stored_bytes,
+            disk_bytes: s.disk_bytes,
+            sample_batches: s.sample_batches,
+            samples: s.samples,
+            sample_bytes: s.sample_bytes,
+            total_bytes: s.total_bytes,
+            max_bytes: retention.max_bytes,
+            max_age_s: retention.max_age.as_secs(),
+        })
+    }
+}

@@ -1,0 +1,45 @@
+//! Stack samples as a core service: profiles of a range (hot functions and flame graph), the
+//! same as pprof, and the PIDs that were sampled.
+
+use std::collections::BTreeSet;
+
+use loupe_store::{Profile, ProfileQuery, TimeRange};
+
+use super::{
+    Host,
+    error::{CoreError, CoreResult},
+};
+use crate::{clock::now_unix_ns, formats::pprof};
+
+/// pprof of a profile taken at `frequency_hz`: each sample stands for one sampling period of
+/// CPU time; the profile's time and duration are those of `range` clipped to the data's own
+/// first and last samples (so `--from 0` does not claim 56 years).
+pub fn pprof_of(profile: &Profile, range: TimeRange, frequency_hz: u64) -> CoreResult<Vec<u8>> {
+    if frequency_hz == 0 {
+        return Err(CoreError::BadFrequency);
+    }
+    let period = 1_000_000_000 / frequency_hz.min(1_000_000_000) as i64;
+    let (start, end) = match profile.span {
+        Some((first, last)) => (first.max(range.from_unix_ns()), last.min(range.to_unix_ns()).max(first)),
+        None => (range.from_unix_ns(), range.to_unix_ns().min(now_unix_ns()).max(range.from_unix_ns())),
+    };
+    Ok(pprof::pprof(profile, period, start, end - start))
+}
+
+impl Host {
+    /// Samples of a range (filtered by pid, comm, CPU), aggregated by stack. A PID that was
+    /// never sampled in the range is an error, not an empty profile (a typo should say so).
+    pub fn profile(&self, query: &ProfileQuery) -> CoreResult<Profile> {
+        if let Some(pid) = query.pid
+            && !self.store.pids(query.range)?.contains(&pid)
+        {
+            return Err(CoreError::NoSamples(pid));
+        }
+        Ok(self.store.profile(query)?)
+    }
+
+    /// PIDs with samples in a range.
+    pub fn pids(&self, range: TimeRange) -> CoreResult<BTreeSet<u32>> {
+        Ok(self.store.pids(range)?)
+    }
+}

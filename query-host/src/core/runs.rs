@@ -1,0 +1,186 @@
+//! Runs as a core service: listing and showing stored runs, starting on-demand runs on the
+//! agent's interfaces (through their workers, so runs never overlap on an interface), one-off
+//! runs without an agent, and imports.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, atomic::AtomicBool},
+    time::Duration,
+};
+
+use loupe_bpf::{MAX_CAPACITY, RunRequest, SamplerOptions, StartAt, TrafficSampler};
+use loupe_store::{NewRun, RunId, Store, TimeRange};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Host,
+    error::{CoreError, CoreResult},
+};
+use crate::{
+    clock::{hostname, now_unix_ns},
+    ingest::runs::{RunError, Schedule, Worker, new_run},
+    model::{RunListEntry, RunView},
+};
+
+/// Farthest in the future an on-demand run may start: far enough to line up a rack, near
+/// enough that whoever asked is still waiting.
+pub const MAX_START_AHEAD: Duration = Duration::from_secs(600);
+
+/// Samples of a run when not given.
+pub const DEFAULT_SAMPLES: u32 = 2000;
+
+/// Which stored runs to list.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunFilter {
+    pub range: TimeRange,
+    pub interval_ns: Option<u64>,
+    pub iface: Option<String>,
+}
+
+/// An on-demand run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunOrder {
+    /// May be left out when the agent samples exactly one interface.
+    pub iface: Option<String>,
+    pub interval: Duration,
+    pub samples: u32,
+    /// Start at this instant (Unix ns) instead of now.
+    pub start_unix_ns: Option<u64>,
+}
+
+impl RunOrder {
+    /// The kernel's request, checked: slot width and count in bounds, start not too far ahead.
+    pub fn request(&self) -> CoreResult<RunRequest> {
+        if let Some(t) = self.start_unix_ns
+            && t > now_unix_ns().saturating_add(MAX_START_AHEAD.as_nanos() as u64)
+        {
+            return Err(CoreError::StartTooFar { limit: MAX_START_AHEAD });
+        }
+        let request = RunRequest {
+            interval: self.interval,
+            samples: self.samples,
+            start: self.start_unix_ns.map_or(StartAt::Now, StartAt::UnixNs),
+        };
+        request.validate(MAX_CAPACITY)?;
+        Ok(request)
+    }
+
+    /// How long the run takes from now, start delay included.
+    pub fn duration_from_now(&self) -> Duration {
+        let delay = self.start_unix_ns.map_or(0, |t| t.saturating_sub(now_unix_ns()));
+        Duration::from_nanos(delay).saturating_add(self.interval.saturating_mul(self.samples))
+    }
+}
+
+/// What one file or run of an import became: its id, or why it was not stored.
+pub type ImportOutcome = Result<u64, String>;
+
+/// The agent's interfaces, each with the worker that owns its sampler.
+pub struct RunScheduler {
+    workers: HashMap<String, Worker>,
+}
+
+impl RunScheduler {
+    /// Attaches the filter to every interface and starts its worker on `schedule`.
+    pub fn start(
+        ifaces: &[String],
+        options: &SamplerOptions,
+        schedule: &Schedule,
+        store: &Store,
+        shutdown: &Arc<AtomicBool>,
+    ) -> CoreResult<RunScheduler> {
+        let host = hostname();
+        let mut workers = HashMap::new();
+        for iface in ifaces {
+            let sampler = TrafficSampler::attach(iface, options)?;
+            let worker = Worker::spawn(sampler, schedule.clone(), store.clone(), host.clone(), Arc::clone(shutdown));
+            workers.insert(iface.clone(), worker);
+        }
+        Ok(RunScheduler { workers })
+    }
+
+    /// Sampled interfaces, sorted.
+    pub fn ifaces(&self) -> Vec<String> {
+        let mut known: Vec<String> = self.workers.keys().cloned().collect();
+        known.sort();
+        known
+    }
+
+    /// Waits for every worker to stop (after the shutdown flag is set); samplers detach.
+    pub fn join(&self) {
+        for worker in self.workers.values() {
+            worker.join();
+        }
+    }
+
+    fn worker(&self, iface: Option<&str>) -> CoreResult<(&str, &Worker)> {
+        match iface {
+            Some(i) => self
+                .workers
+                .get_key_value(i)
+                .map(|(k, w)| (k.as_str(), w))
+                .ok_or_else(|| CoreError::UnknownIface { iface: i.to_string(), known: self.ifaces() }),
+            None if self.workers.len() == 1 => {
+                self.workers.iter().next().map(|(k, w)| (k.as_str(), w)).ok_or(CoreError::NotCollecting)
+            }
+            None => Err(CoreError::IfaceRequired { known: self.ifaces() }),
+        }
+    }
+}
+
+impl From<RunError> for CoreError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::Sampler(e) => CoreError::Sampler(e),
+            RunError::Store(e) => CoreError::Store(e),
+            RunError::ShuttingDown => CoreError::ShuttingDown,
+        }
+    }
+}
+
+impl Host {
+    /// Runs that started in the filter's range, oldest first.
+    pub fn list_runs(&self, filter: &RunFilter) -> CoreResult<Vec<RunListEntry>> {
+        let metas = self.store.runs(filter.range, filter.interval_ns, filter.iface.as_deref())?;
+        Ok(metas.iter().map(RunListEntry::from).collect())
+    }
+
+    /// One stored run, every slot (and each CPU's series with `per_cpu`).
+    pub fn show_run(&self, id: RunId, per_cpu: bool) -> CoreResult<RunView> {
+        let run = self.store.run(id)?.ok_or(CoreError::NoRun(id.0))?;
+        Ok(RunView::new(&run, per_cpu))
+    }
+
+    /// An on-demand run on one of the agent's interfaces; answers once it is stored, or after
+    /// `wait` (the run then goes on and is stored when it ends: no thread waits past `wait`).
+    pub fn start_run(&self, order: &RunOrder, wait: Duration) -> CoreResult<RunView> {
+        let scheduler = self.runs.as_ref().ok_or(CoreError::NotCollecting)?;
+        let request = order.request()?;
+        let (_, worker) = scheduler.worker(order.iface.as_deref())?;
+        let meta = match worker.request(request).recv_timeout(wait) {
+            Ok(outcome) => outcome?,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Err(CoreError::RunTimeout { waited: wait }),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err(CoreError::ShuttingDown),
+        };
+        self.show_run(meta.id, false)
+    }
+
+    /// A run without an agent: attach to `iface`, run, detach, store (the CLI's `loupe run`
+    /// on a host where no agent holds the store).
+    pub fn run_once(&self, iface: &str, order: &RunOrder, local_prefixes: Vec<ipnet::IpNet>) -> CoreResult<RunView> {
+        let request = order.request()?;
+        let options = SamplerOptions { capacity: order.samples, local_prefixes };
+        let mut sampler = TrafficSampler::attach(iface, &options)?;
+        let counters = sampler.run(&request)?;
+        drop(sampler);
+        let meta = self.store.put_run(new_run(&counters, &hostname()), now_unix_ns())?;
+        self.show_run(meta.id, false)
+    }
+
+    /// Stores runs one atomic put each: a bad one is reported, the others land.
+    pub fn import_runs(&self, runs: Vec<NewRun>) -> Vec<ImportOutcome> {
+        runs.into_iter()
+            .map(|r| self.store.put_run(r, now_unix_ns()).map(|m| m.id.0).map_err(|e| e.to_string()))
+            .collect()
+    }
+}

@@ -1,0 +1,288 @@
+//! Read routes and on-demand runs: parse, call the core, render. The JSON is the CLI's:
+//! `runs list --json`, `runs show --json`, `profile --json`.
+
+use std::{str::FromStr, sync::Arc};
+
+use axum::{
+    Json,
+    extract::{FromRequest, Path, Query, Request, State},
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use loupe_store::{ProfileQuery, RunId};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::{AppState, auth::Caller, blocking, error::ApiError, negotiate::Format};
+use crate::{
+    core::{
+        CoreError, RunFilter, RunOrder,
+        profiles::pprof_of,
+        runs::DEFAULT_SAMPLES,
+        time::{TimeArg, parse_interval, parse_range},
+    },
+    model::{DayView, ErrorBody, ErrorKind, Health, ProfileView, RunListEntry, RunView, StatsView},
+};
+
+pub fn routes() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(days))
+        .routes(routes!(stats))
+        .routes(routes!(list_runs, start_run))
+        .routes(routes!(get_run))
+        .routes(routes!(profile))
+        .routes(routes!(profile_pprof))
+        .routes(routes!(pids))
+}
+
+/// A JSON body — or MessagePack with `Content-Type: application/msgpack` — whose rejection is
+/// an [`ApiError`] (so a bad body gets the usual error shape).
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let msgpack = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with(super::negotiate::MSGPACK) || t.starts_with("application/x-msgpack"));
+        if msgpack {
+            let bytes = axum::body::Bytes::from_request(req, state)
+                .await
+                .map_err(|e| ApiError::new(kind_of(e.status()), "bad_body", e.body_text()))?;
+            return crate::formats::msgpack::from_slice(&bytes)
+                .map(ApiJson)
+                .map_err(|e| ApiError::new(ErrorKind::Invalid, "bad_body", format!("bad MessagePack body: {e}")));
+        }
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(ApiJson(v)),
+            Err(e) => Err(ApiError::new(kind_of(e.status()), "bad_body", e.body_text())),
+        }
+    }
+}
+
+/// The kind of a body rejection axum made.
+fn kind_of(status: StatusCode) -> ErrorKind {
+    match status {
+        StatusCode::PAYLOAD_TOO_LARGE => ErrorKind::TooLarge,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ErrorKind::UnsupportedMedia,
+        // Well-formed, but not the body this route takes.
+        StatusCode::UNPROCESSABLE_ENTITY => ErrorKind::Refused,
+        _ => ErrorKind::Invalid,
+    }
+}
+
+/// Query parameters whose rejection is an [`ApiError`].
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(v)) => Ok(ApiQuery(v)),
+            Err(e) => Err(ApiError::new(ErrorKind::Invalid, "bad_query", e.body_text())),
+        }
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RangeQuery {
+    /// Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning.
+    pub from: Option<String>,
+    /// End (exclusive), same forms. Default: the end of time.
+    pub to: Option<String>,
+}
+
+/// Liveness and what this server is. Needs no token.
+#[utoipa::path(get, path = "/api/v1/health", tag = "host", security(()), responses((status = 200, body = Health)))]
+async fn health(State(state): State<Arc<AppState>>, fmt: Format) -> Response {
+    fmt.reply(&state.host.health(!state.no_auth))
+}
+
+/// Retained days: runs by interval, stack samples, bytes.
+#[utoipa::path(get, path = "/api/v1/days", tag = "host", responses((status = 200, body = Vec<DayView>), (status = 401, body = ErrorBody)))]
+async fn days(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format) -> Result<Response, ApiError> {
+    Ok(fmt.reply(&blocking(&state, |host| host.days()).await?))
+}
+
+/// Store totals (running counters, no scan) and the retention cap.
+#[utoipa::path(get, path = "/api/v1/stats", tag = "host", responses((status = 200, body = StatsView), (status = 401, body = ErrorBody)))]
+async fn stats(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format) -> Result<Response, ApiError> {
+    Ok(fmt.reply(&blocking(&state, |host| host.stats()).await?))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning.
+    pub from: Option<String>,
+    /// End (exclusive), same forms. Default: the end of time.
+    pub to: Option<String>,
+    /// Only runs of this slot width: `100us`, `1ms`, `10ms`.
+    pub interval: Option<String>,
+    pub iface: Option<String>,
+}
+
+/// Runs that started in a range, oldest first.
+#[utoipa::path(get, path = "/api/v1/runs", tag = "runs", params(ListQuery), responses((status = 200, body = Vec<RunListEntry>), (status = 400, body = ErrorBody)))]
+async fn list_runs(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    let range = parse_range(q.from.as_deref(), q.to.as_deref())?;
+    let interval_ns = q.interval.as_deref().map(parse_interval).transpose()?.map(|d| d.as_nanos() as u64);
+    let filter = RunFilter { range, interval_ns, iface: q.iface };
+    Ok(fmt.reply(&blocking(&state, move |host| host.list_runs(&filter)).await?))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ShowQuery {
+    /// Add each CPU's series (`per_cpu` in the answer).
+    #[serde(default)]
+    pub per_cpu: bool,
+}
+
+/// One run with its per-slot series: `loupe runs show --json`.
+#[utoipa::path(get, path = "/api/v1/runs/{id}", tag = "runs", params(("id" = u64, Path, description = "Run id"), ShowQuery), responses((status = 200, body = RunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn get_run(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<ShowQuery>,
+) -> Result<Response, ApiError> {
+    let id = RunId::from_str(&id).map_err(|_| CoreError::BadId(id))?;
+    Ok(fmt.reply(&blocking(&state, move |host| host.show_run(id, q.per_cpu)).await?))
+}
+
+/// `POST /api/v1/runs`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartRun {
+    /// Interface; may be left out when the agent samples exactly one.
+    pub iface: Option<String>,
+    /// Slot width: `100us`, `1ms` or `10ms` (any width the sampler accepts).
+    pub interval: String,
+    /// Slots (default 2000).
+    pub samples: Option<u32>,
+    /// Start at this exact instant (RFC 3339 or Unix ns) instead of now; at most 10 minutes ahead.
+    pub start: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct StartedRun {
+    pub id: u64,
+    pub iface: String,
+    pub start_unix_ns: u64,
+    pub interval_ns: u64,
+    pub samples: u32,
+}
+
+/// Starts an on-demand run on the agent and answers with its id once it is stored (a run of
+/// 2000 × 10 ms takes 20 s); a run that outlasts the request timeout answers 408 and is stored
+/// when it ends. Only on a collecting agent (409 under `loupe serve`).
+#[utoipa::path(post, path = "/api/v1/runs", tag = "runs", request_body = StartRun, responses((status = 201, body = StartedRun), (status = 400, body = ErrorBody), (status = 408, body = ErrorBody), (status = 409, body = ErrorBody), (status = 507, body = ErrorBody)))]
+async fn start_run(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    ApiJson(body): ApiJson<StartRun>,
+) -> Result<Response, ApiError> {
+    let order = RunOrder {
+        iface: body.iface,
+        interval: parse_interval(&body.interval)?,
+        samples: body.samples.unwrap_or(DEFAULT_SAMPLES),
+        start_unix_ns: body.start.as_deref().map(|t| TimeArg::parse("start", t).map(TimeArg::unix_ns)).transpose()?,
+    };
+    let wait = state.request_timeout;
+    let view = blocking(&state, move |host| host.start_run(&order, wait)).await?;
+    let started = StartedRun {
+        id: view.id,
+        iface: view.iface,
+        start_unix_ns: view.start_unix_ns,
+        interval_ns: view.interval_ns,
+        samples: view.samples,
+    };
+    Ok((StatusCode::CREATED, fmt.reply(&started)).into_response())
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ProfileParams {
+    /// Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning.
+    pub from: Option<String>,
+    /// End (exclusive), same forms. Default: the end of time.
+    pub to: Option<String>,
+    pub pid: Option<u32>,
+    /// Exact command name.
+    pub comm: Option<String>,
+    pub cpu: Option<u32>,
+    /// Include samples of idle CPUs.
+    #[serde(default)]
+    pub idle: bool,
+    /// Sampling frequency the samples were taken at, in Hz (pprof's period; default 10).
+    pub frequency: Option<u64>,
+}
+
+fn profile_query(p: &ProfileParams) -> Result<ProfileQuery, CoreError> {
+    Ok(ProfileQuery {
+        range: parse_range(p.from.as_deref(), p.to.as_deref())?,
+        pid: p.pid,
+        comm: p.comm.clone(),
+        cpu: p.cpu,
+        include_idle: p.idle,
+    })
+}
+
+/// A profile over a range: `loupe profile --json` (functions and flame graph).
+#[utoipa::path(get, path = "/api/v1/profile", tag = "profiles", params(ProfileParams), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn profile(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    ApiQuery(p): ApiQuery<ProfileParams>,
+) -> Result<Response, ApiError> {
+    let q = profile_query(&p)?;
+    Ok(fmt.reply(&blocking(&state, move |host| Ok(ProfileView::new(&host.profile(&q)?))).await?))
+}
+
+/// The same profile as gzipped pprof (`go tool pprof` reads it).
+#[utoipa::path(get, path = "/api/v1/profile/pprof", tag = "profiles", params(ProfileParams), responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn profile_pprof(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    ApiQuery(p): ApiQuery<ProfileParams>,
+) -> Result<Response, ApiError> {
+    let q = profile_query(&p)?;
+    let frequency = p.frequency.unwrap_or(10);
+    let bytes = blocking(&state, move |host| pprof_of(&host.profile(&q)?, q.range, frequency)).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream"),
+            (header::CONTENT_DISPOSITION, "attachment; filename=\"loupe.pb.gz\""),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// PIDs with samples in a range.
+#[utoipa::path(get, path = "/api/v1/pids", tag = "profiles", params(RangeQuery), responses((status = 200, body = Vec<u32>), (status = 400, body = ErrorBody)))]
+async fn pids(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    ApiQuery(q): ApiQuery<RangeQuery>,
+) -> Result<Response, ApiError> {
+    let range = parse_range(q.from.as_deref(), q.to.as_deref())?;
+    Ok(fmt.reply(&blocking(&state, move |host| host.pids(range)).await?))
+}

@@ -1,0 +1,8 @@
+//! Other tools' formats, both ways: Meta's SyncMillisampler dataset (runs in and out) and
+//! pprof (profiles out); MessagePack request bodies; and the JSON reader for Loupe's own deep
+//! answers. Every decoder here reads bytes from outside: each bounds size and depth first.
+
+pub mod deep_json;
+pub mod millisampler;
+pub mod msgpack;
+pub mod pprof;

@@ -1,0 +1,90 @@
+//! Stack collection: drains the kernel sampler, symbolizes each sample while its process is
+//! still alive, and writes batches to the store every few seconds (so a crash loses at most one
+//! batch, and the store sees few, large, atomic writes).
+
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+use anyhow::Result;
+use loupe_bpf::{RawStack, StackSampler, StackSamplerOptions};
+use loupe_store::{StackSample, Store};
+use tracing::{info, warn};
+
+use super::symbolize::Symbolizer;
+use crate::clock::now_unix_ns;
+
+/// How often collected samples are written to the store.
+pub const BATCH_EVERY: Duration = Duration::from_secs(10);
+/// How often the ring buffer is drained (sooner if it fills a quarter): short enough that most
+/// sampled processes are still alive to be symbolized, long enough to cost nothing.
+pub const DRAIN_EVERY: Duration = Duration::from_millis(500);
+
+/// What a collection did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Collected {
+    pub samples: u64,
+    pub lost: u64,
+}
+
+pub struct StackCollector {
+    sampler: StackSampler,
+    store: Store,
+    raw: Vec<RawStack>,
+    batch: Vec<StackSample>,
+    lost_reported: u64,
+    total: Collected,
+}
+
+impl StackCollector {
+    pub fn start(options: &StackSamplerOptions, store: Store) -> Result<Self> {
+        let sampler = StackSampler::start(options)?;
+        info!(clock = ?sampler.clock(), hz = sampler.frequency_hz(), "stack sampler running on every CPU");
+        Ok(Self { sampler, store, raw: Vec::new(), batch: Vec::new(), lost_reported: 0, total: Collected::default() })
+    }
+
+    /// Collects until `deadline` (if any) or until `stop` is set; writes the last batch.
+    pub fn run(&mut self, deadline: Option<Instant>, stop: &AtomicBool) -> Result<Collected> {
+        // Made here, on the collecting thread: blazesym's caches are not `Send`.
+        let mut symbolizer = Symbolizer::new();
+        let mut last_write = Instant::now();
+        loop {
+            let done = stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);
+            let wait = if done { Duration::ZERO } else { DRAIN_EVERY };
+            self.sampler.drain(&mut self.raw, wait)?;
+            for raw in self.raw.drain(..) {
+                self.batch.push(symbolizer.sample(&raw));
+            }
+            if done || last_write.elapsed() >= BATCH_EVERY {
+                if let Err(e) = self.write_batch() {
+                    if done {
+                        return Err(e);
+                    }
+                    warn!("writing stack samples failed (kept for the next try): {e:#}");
+                }
+                last_write = Instant::now();
+            }
+            if done {
+                return Ok(self.total);
+            }
+        }
+    }
+
+    fn write_batch(&mut self) -> Result<()> {
+        let lost_now = self.sampler.lost()?;
+        let lost = lost_now - self.lost_reported;
+        if self.batch.is_empty() && lost == 0 {
+            return Ok(());
+        }
+        self.store.put_samples(&self.batch, lost, now_unix_ns())?;
+        self.total.samples += self.batch.len() as u64;
+        self.total.lost += lost;
+        self.lost_reported = lost_now;
+        if lost > 0 {
+            warn!(lost, "stack samples lost (ring buffer full)");
+        }
+        self.batch.clear();
+        Ok(())
+    }
+}

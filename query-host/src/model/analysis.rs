@@ -1,0 +1,65 @@
+//! An analysis' answer as every door shows it: `{"kind": "table" | "series" | "flamegraph" |
+//! "text", …}` plus what the sandbox saw. A flame graph comes back in exactly the shape of
+//! `loupe profile --json`, so one renderer draws both.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::profile::ProfileView;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AnalysisOutput {
+    Table { columns: Vec<Column>, rows: Vec<Vec<Cell>> },
+    Series { series: Vec<Series> },
+    Flamegraph { profile: ProfileView },
+    Text { text: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Column {
+    pub name: String,
+    pub unit: String,
+}
+
+/// A table cell: a number, a string, or null (empty, or a float with no JSON form).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum Cell {
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+    Text(String),
+    Empty,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Series {
+    pub name: String,
+    pub unit: String,
+    /// `[time_unix_ns, value]` pairs.
+    #[schema(value_type = Vec<Vec<f64>>)]
+    pub points: Vec<(u64, f64)>,
+}
+
+/// One line an analysis logged (its log calls, stdout and stderr).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct LogLine {
+    /// `debug`, `info`, `warn` or `error`; `stdout`/`stderr` for captured output.
+    pub level: String,
+    pub message: String,
+}
+
+/// `POST /api/v1/udfs/{name}/invoke`: the result and how the invocation went.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct InvokeResponse {
+    #[serde(flatten)]
+    pub output: AnalysisOutput,
+    pub log: Vec<LogLine>,
+    /// Log lines dropped beyond the log limit.
+    pub log_dropped: u64,
+    pub elapsed_ns: u64,
+    pub peak_memory_bytes: u64,
+    /// Bytes of the result as JSON.
+    pub output_bytes: u64,
+}

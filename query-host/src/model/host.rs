@@ -1,0 +1,54 @@
+//! What a host says about itself: health, retained days, store totals.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+    pub version: String,
+    /// `agent` (collecting) or `serve` (serving a store only).
+    pub mode: String,
+    pub hostname: String,
+    pub uptime_s: u64,
+    /// Interfaces the agent samples (empty under `serve`).
+    pub ifaces: Vec<String>,
+    pub auth: bool,
+}
+
+/// One retained UTC day.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DayView {
+    pub day_start_unix_ns: u64,
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// Number of runs per sampling interval (ns, as a decimal string key).
+    pub runs_by_interval: BTreeMap<u64, u64>,
+    pub runs: u64,
+    pub run_bytes: u64,
+    pub sample_batches: u64,
+    pub samples: u64,
+    pub sample_bytes: u64,
+}
+
+/// Store totals (running counters, no scan) and the retention they are kept under.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StatsView {
+    pub runs: u64,
+    /// Sum of the runs' stored bytes.
+    pub stored_bytes: u64,
+    /// What the store's files occupy on disk (including space not yet reclaimed).
+    pub disk_bytes: u64,
+    pub sample_batches: u64,
+    pub samples: u64,
+    /// Bytes of sample batches and the sample dictionary.
+    pub sample_bytes: u64,
+    /// `stored_bytes + sample_bytes`: what the byte cap applies to.
+    pub total_bytes: u64,
+    /// The byte cap `total_bytes` is kept under (oldest deleted first).
+    pub max_bytes: u64,
+    /// How long data is kept, in seconds.
+    pub max_age_s: u64,
+}

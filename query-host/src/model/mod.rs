@@ -1,0 +1,15 @@
+//! What every door shows: the response types of the CLI's `--json`, the control socket, the
+//! HTTP API (with their OpenAPI schemas, from which the web UI's types are checked) and the
+//! analyses' cursors. Plain data: no I/O here, and nothing above it is imported.
+
+pub mod analysis;
+pub mod error;
+pub mod host;
+pub mod profile;
+pub mod run;
+
+pub use analysis::{AnalysisOutput, Cell, Column, InvokeResponse, LogLine, Series};
+pub use error::{ErrorBody, ErrorKind};
+pub use host::{DayView, Health, StatsView};
+pub use profile::{FlameNode, FunctionCount, ProfileView};
+pub use run::{CpuView, Metrics, RunListEntry, RunView};

@@ -1,0 +1,223 @@
+//! A profile as users see it: the hot-function table and the flame graph (`loupe profile
+//! --json`, `GET /api/v1/profile`, an analysis' flame-graph result) — computed from the store's
+//! deduplicated stacks and their sample counts.
+//!
+//! The tree is built without recursion, and its depth is bounded: serializing, cloning and
+//! dropping a [`FlameNode`] recurse once per level, so whoever chooses the depth chooses how
+//! much stack those take. Stored stacks come from the kernel (at most 127 user + 127 kernel
+//! frames); a stack deeper than [`MAX_FLAME_DEPTH`] (a damaged record) keeps its outermost
+//! callers and ends in a `[truncated]` node. An analysis' stacks are checked against the same
+//! bound before anything is built from them (`analysis::output`), and the number of nodes an
+//! analysis may make is bounded with [`ProfileView::with_node_limit`].
+
+use std::collections::HashMap;
+
+use loupe_store::Profile;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Most levels below the root of a flame graph. Measured: serializing a tree this deep to JSON
+/// takes well under the 2 MiB stack of a tokio or blocking-pool thread (see the test).
+pub const MAX_FLAME_DEPTH: usize = 512;
+
+/// The frame that stands for what was cut off a stack deeper than [`MAX_FLAME_DEPTH`].
+pub const TRUNCATED: &str = "[truncated]";
+
+/// `loupe profile --json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ProfileView {
+    pub samples: u64,
+    pub lost: u64,
+    /// Sorted by `self` (samples where the function is the leaf), then `total` (samples where it
+    /// is anywhere on the stack, once per sample), descending.
+    pub functions: Vec<FunctionCount>,
+    pub flamegraph: FlameNode,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FunctionCount {
+    pub name: String,
+    #[serde(rename = "self")]
+    pub self_samples: u64,
+    pub total: u64,
+}
+
+/// One node of the flame graph: `value` samples passed through it; children are callees,
+/// widest first. At most [`MAX_FLAME_DEPTH`] levels below the root.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FlameNode {
+    pub name: String,
+    pub value: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(no_recursion)]
+    pub children: Vec<FlameNode>,
+}
+
+/// A flame graph would have more nodes than allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooManyNodes {
+    pub limit: usize,
+}
+
+/// A node while the tree is built: children by name, so a level of 300,000 callees costs a
+/// hash lookup per frame, not a scan.
+struct ArenaNode<'a> {
+    name: &'a str,
+    value: u64,
+    children: HashMap<&'a str, usize>,
+}
+
+impl ProfileView {
+    pub fn new(profile: &Profile) -> Self {
+        Self::with_node_limit(profile, usize::MAX).expect("no node limit")
+    }
+
+    /// The view, or [`TooManyNodes`] as soon as the flame graph would exceed `max_nodes`
+    /// (the root included).
+    pub fn with_node_limit(profile: &Profile, max_nodes: usize) -> Result<Self, TooManyNodes> {
+        let mut functions: HashMap<&str, (u64, u64)> = HashMap::new();
+        let mut arena = vec![ArenaNode { name: "all", value: 0, children: HashMap::new() }];
+        let mut seen: Vec<&str> = Vec::new();
+        for (frames, count) in &profile.stacks {
+            let count = *count;
+            arena[0].value = arena[0].value.saturating_add(count);
+            if let Some(leaf) = frames.first() {
+                let e = functions.entry(&leaf.function).or_default();
+                e.0 = e.0.saturating_add(count);
+            }
+            seen.clear();
+            for f in frames {
+                if !seen.contains(&f.function.as_str()) {
+                    seen.push(&f.function);
+                    let e = functions.entry(&f.function).or_default();
+                    e.1 = e.1.saturating_add(count);
+                }
+            }
+            // Root first: the outermost caller is the last frame. Beyond the depth bound the
+            // rest of the stack becomes one `[truncated]` node.
+            let names = frames.iter().rev().take(MAX_FLAME_DEPTH).map(|f| f.function.as_str());
+            let cut = (frames.len() > MAX_FLAME_DEPTH).then_some(TRUNCATED);
+            let mut at = 0;
+            for name in names.take(MAX_FLAME_DEPTH - usize::from(cut.is_some())).chain(cut) {
+                let next = arena.len();
+                let child = *arena[at].children.entry(name).or_insert(next);
+                if child == next {
+                    if arena.len() >= max_nodes {
+                        return Err(TooManyNodes { limit: max_nodes });
+                    }
+                    arena.push(ArenaNode { name, value: 0, children: HashMap::new() });
+                }
+                arena[child].value = arena[child].value.saturating_add(count);
+                at = child;
+            }
+        }
+        let mut functions: Vec<FunctionCount> = functions
+            .into_iter()
+            .map(|(name, (s, t))| FunctionCount { name: name.to_string(), self_samples: s, total: t })
+            .collect();
+        functions.sort_by(|a, b| (b.self_samples, b.total, &a.name).cmp(&(a.self_samples, a.total, &b.name)));
+        Ok(Self { samples: profile.samples, lost: profile.lost, functions, flamegraph: nest(arena) })
+    }
+}
+
+/// The arena as nested nodes, children sorted widest first — without recursion: a child is
+/// always pushed after its parent, so building from the last index down finds every child
+/// finished before its parent needs it.
+fn nest(arena: Vec<ArenaNode<'_>>) -> FlameNode {
+    let mut built: Vec<Option<FlameNode>> = (0..arena.len()).map(|_| None).collect();
+    for (i, node) in arena.iter().enumerate().rev() {
+        let mut children: Vec<FlameNode> =
+            node.children.values().map(|&c| built[c].take().expect("children come after parents")).collect();
+        children.sort_by(|a, b| b.value.cmp(&a.value).then_with(|| a.name.cmp(&b.name)));
+        built[i] = Some(FlameNode { name: node.name.to_string(), value: node.value, children });
+    }
+    built[0].take().expect("the root")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loupe_store::Frame;
+
+    fn f(name: &str) -> Frame {
+        Frame { function: name.into(), module: "m".into(), kernel: false }
+    }
+
+    #[test]
+    fn self_total_and_tree() {
+        let profile = Profile {
+            samples: 6,
+            lost: 1,
+            stacks: vec![
+                (vec![f("hot"), f("work"), f("main")], 3),
+                (vec![f("work"), f("main")], 2),
+                (vec![f("rec"), f("rec"), f("main")], 1),
+            ],
+            span: None,
+        };
+        let v = ProfileView::new(&profile);
+        let get = |n: &str| v.functions.iter().find(|x| x.name == n).unwrap();
+        assert_eq!((get("hot").self_samples, get("hot").total), (3, 3));
+        assert_eq!((get("work").self_samples, get("work").total), (2, 5));
+        assert_eq!((get("main").self_samples, get("main").total), (0, 6));
+        assert_eq!((get("rec").self_samples, get("rec").total), (1, 1), "recursion counts once");
+        assert_eq!(v.functions[0].name, "hot");
+        assert_eq!(v.flamegraph.value, 6);
+        let main = &v.flamegraph.children[0];
+        assert_eq!((main.name.as_str(), main.value), ("main", 6));
+        assert_eq!((main.children[0].name.as_str(), main.children[0].value), ("work", 5));
+        assert_eq!(main.children[0].children[0].name, "hot");
+        assert_eq!(main.children[1].name, "rec", "siblings widest first");
+    }
+
+    fn depth(mut n: &FlameNode) -> usize {
+        let mut d = 0;
+        while let Some(c) = n.children.first() {
+            n = c;
+            d += 1;
+        }
+        d
+    }
+
+    #[test]
+    fn deep_stacks_are_cut_at_the_bound_keeping_the_callers() {
+        let frames: Vec<Frame> = (0..200_000).map(|i| f(&format!("f{i}"))).collect();
+        let v = ProfileView::new(&Profile { samples: 1, lost: 0, stacks: vec![(frames, 1)], span: None });
+        assert_eq!(depth(&v.flamegraph), MAX_FLAME_DEPTH);
+        assert_eq!(v.flamegraph.children[0].name, "f199999", "outermost caller kept");
+        let mut n = &v.flamegraph;
+        while let Some(c) = n.children.first() {
+            n = c;
+        }
+        assert_eq!(n.name, TRUNCATED);
+    }
+
+    #[test]
+    fn node_limit_stops_the_build() {
+        let stacks = (0..1000).map(|i| (vec![f(&format!("leaf{i}")), f("main")], 1)).collect();
+        let profile = Profile { samples: 1000, lost: 0, stacks, span: None };
+        assert_eq!(ProfileView::with_node_limit(&profile, 500).unwrap_err(), TooManyNodes { limit: 500 });
+        assert_eq!(ProfileView::with_node_limit(&profile, 1002).unwrap().flamegraph.children[0].children.len(), 1000);
+    }
+
+    /// A tree at the depth bound serializes, deserializes (with Loupe's own parser), clones
+    /// and drops on a thread with the 2 MiB stack of tokio's and the blocking pool's threads.
+    #[test]
+    fn deepest_tree_fits_a_small_thread_stack() {
+        let frames: Vec<Frame> = (0..MAX_FLAME_DEPTH * 2).map(|i| f(&format!("function_{i}"))).collect();
+        let v = ProfileView::new(&Profile { samples: 1, lost: 0, stacks: vec![(frames, 1)], span: None });
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let json = serde_json::to_vec(&v).unwrap();
+                let msgpack = rmp_serde::to_vec_named(&v).unwrap();
+                let back: ProfileView = crate::formats::deep_json::from_slice(&json).unwrap();
+                assert_eq!(back, v.clone());
+                assert!(!msgpack.is_empty());
+                drop(back);
+            })
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+    }
+}

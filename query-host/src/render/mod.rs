@@ -1,0 +1,6 @@
+//! Terminal text: what the CLI prints when not asked for `--json`. Reads the model's types
+//! only; every door's JSON is the model itself.
+
+pub mod analysis;
+pub mod profile;
+pub mod run;

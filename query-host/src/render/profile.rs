@@ -1,0 +1,26 @@
+//! A profile for a terminal: the top of the hot-function table.
+
+use std::fmt::Write as _;
+
+use crate::model::ProfileView;
+
+/// `rows` functions, hottest first, with self and total shares.
+pub fn summary(view: &ProfileView, rows: usize) -> String {
+    let mut out = format!(
+        "{} samples, {} lost\n{:>8} {:>7} {:>8} {:>7}  function\n",
+        view.samples, view.lost, "self", "self%", "total", "total%"
+    );
+    let pct = |n: u64| if view.samples == 0 { 0.0 } else { n as f64 * 100.0 / view.samples as f64 };
+    for f in view.functions.iter().take(rows) {
+        let _ = writeln!(
+            out,
+            "{:>8} {:>6.1}% {:>8} {:>6.1}%  {}",
+            f.self_samples,
+            pct(f.self_samples),
+            f.total,
+            pct(f.total),
+            f.name
+        );
+    }
+    out
+}

@@ -1,0 +1,150 @@
+//! The query host's modules import each other in one direction only:
+//! `main → cli/app → doors/render → core → ingest/analysis → model/formats → clock`.
+//! This test reads every source file and fails, naming the file and the import, when a module
+//! reaches up (e.g. the core importing a door) or sideways between peers (a circle waiting to
+//! happen). Test modules (`#[cfg(test)] mod tests`) are not counted.
+
+use std::{collections::BTreeSet, fs, path::Path};
+
+/// Each top-level module's layer: lower numbers may import higher ones.
+const LAYERS: &[(&str, u32)] = &[
+    ("main", 0),
+    ("cli", 1),
+    ("app", 1),
+    ("doors", 2),
+    ("render", 2),
+    ("core", 3),
+    ("ingest", 4),
+    ("analysis", 4),
+    ("model", 5),
+    ("formats", 5),
+    ("clock", 6),
+];
+
+/// Peers that may import each other in this direction only.
+const PEER_EDGES: &[(&str, &str)] = &[("app", "cli"), ("formats", "model")];
+
+fn layer(module: &str) -> u32 {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l).unwrap_or_else(|| {
+        panic!("module '{module}' has no layer: add it to LAYERS in tests/layers.rs (and to lib.rs's docs)")
+    })
+}
+
+/// Top-level modules a source text names through `crate::`.
+fn imports(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("crate::") {
+        let start = at + i + "crate::".len();
+        at = start;
+        if start >= 7 && bytes[start - 8..start - 7].iter().any(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+            continue; // `loupe_crate::…`, not `crate::`
+        }
+        if bytes.get(start) == Some(&b'{') {
+            // `crate::{a::…, b, c::{…}}`: the names at the group's first level.
+            let mut depth = 0;
+            let mut expect_name = true;
+            let mut name = String::new();
+            for &b in &bytes[start..] {
+                match b {
+                    b'{' => {
+                        depth += 1;
+                        if depth == 1 {
+                            expect_name = true;
+                        }
+                    }
+                    b'}' => {
+                        if depth == 1 && !name.is_empty() {
+                            out.insert(std::mem::take(&mut name));
+                        }
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    b',' if depth == 1 => {
+                        if !name.is_empty() {
+                            out.insert(std::mem::take(&mut name));
+                        }
+                        expect_name = true;
+                    }
+                    b if depth == 1 && expect_name && (b.is_ascii_alphanumeric() || b == b'_') => name.push(b as char),
+                    b if depth == 1 && !b.is_ascii_whitespace() => {
+                        if !name.is_empty() {
+                            out.insert(std::mem::take(&mut name));
+                        }
+                        expect_name = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name: String = text[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Imports of `module`'s source `text` that break the layering.
+fn violations(module: &str, text: &str) -> (usize, Vec<String>) {
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+    let from = layer(module);
+    let found = imports(text);
+    let bad = found
+        .iter()
+        .filter(|to| *to != module && !(layer(to) > from || PEER_EDGES.contains(&(module, to.as_str()))))
+        .map(|to| format!("{module} (layer {from}) imports crate::{to} (layer {})", layer(to)))
+        .collect();
+    (found.len(), bad)
+}
+
+#[test]
+fn imports_point_down_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut all = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let first = rel.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
+        let module = first.trim_end_matches(".rs");
+        if module == "lib" {
+            continue;
+        }
+        let (n, bad) = violations(module, &fs::read_to_string(file).unwrap());
+        checked += n;
+        all.extend(bad.into_iter().map(|b| format!("{}: {b}", rel.display())));
+    }
+    assert!(checked > 60, "only {checked} imports found: is the scan broken?");
+    assert!(all.is_empty(), "imports against the layering:\n  {}", all.join("\n  "));
+}
+
+#[test]
+fn the_scan_sees_grouped_and_plain_imports_and_flags_upward_ones() {
+    let text = "use crate::{\n    analysis::UdfError,\n    clock::{format_unix_ns, now},\n    model,\n};\nlet x = crate::core::time::range;\nuse loupe_crate::x;";
+    let got: Vec<String> = imports(text).into_iter().collect();
+    assert_eq!(got, ["analysis", "clock", "core", "model"]);
+    let (_, bad) = violations("core", "use crate::{model::RunView, doors::http::AppState};");
+    assert_eq!(bad, ["core (layer 3) imports crate::doors (layer 2)"]);
+    let (_, bad) = violations("ingest", "use crate::analysis::host;");
+    assert_eq!(bad.len(), 1, "peers may not import each other");
+    let (_, bad) =
+        violations("model", "use crate::clock::now_unix_ns;\n#[cfg(test)]\nmod tests { use crate::formats::x; }");
+    assert!(bad.is_empty(), "{bad:?}");
+}
