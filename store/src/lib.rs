@@ -38,6 +38,13 @@
 //! non-zero byte counter, 1 per packet counter, 1–2 per sketch slot), e.g. ~8 KB per CPU
 //! when 30 % of the slots carry traffic.
 //!
+//! Every decoder of a stored record (keys, run metadata and columns, sample blocks, tables,
+//! batch metadata, dictionary entries, the totals) checks each length and bound and reports a
+//! corrupt record as [`StoreError::Corrupt`]; none may panic or allocate without bound on any
+//! input, which `fuzz/` checks (`scripts/fuzz`: one libFuzzer target per decoder, seeded with
+//! records of a real store). The bounds that make this hold are [`MAX_RUN_SAMPLES`] and
+//! [`samples::MAX_BATCH_SAMPLES`].
+//!
 //! # Disk full
 //! A failed write leaves every earlier run intact, but sled then refuses further work on that
 //! handle, and needs about one free 512 KiB segment to open: free space, then reopen. Closing

@@ -101,6 +101,9 @@ mod write;
 
 pub use cursor::{RawSample, SampleCursor};
 
+#[cfg(doc)]
+use crate::Store;
+
 /// The most samples one batch may hold: 4,194,304 (a 10-s batch of a 1,000-CPU host at 100 Hz
 /// is 1 M; of a 400-CPU host at the sampler's maximum of 1,000 Hz, 4 M). Every column of a
 /// batch's records is at most this long, which bounds what a reader allocates for a record
