@@ -260,7 +260,7 @@ export interface components {
             kind: "text";
             text: string;
         };
-        /** @description A table cell: a number, a string, or null (empty, or a float with no JSON form). */
+        /** @description A number, a string, or null */
         Cell: number | string | null;
         Column: {
             name: string;
@@ -281,7 +281,7 @@ export interface components {
             run_bytes: number;
             /** Format: int64 */
             runs: number;
-            /** @description Number of runs per sampling interval (ns, as a decimal string key). */
+            /** @description Number of runs per sampling interval (the key: the interval in ns, as a decimal string). */
             runs_by_interval: {
                 [key: string]: number;
             };
@@ -340,14 +340,12 @@ export interface components {
         };
         /** @description `POST /api/v1/udfs/{name}/invoke`. */
         InvokeRequest: {
-            /** @description Start (inclusive): RFC 3339, Unix ns (number or string), `now`, `-1h`. */
-            from: string;
+            from?: components["schemas"]["TimeValue"] | null;
             /** @description Parameters by name, as the analysis declares them (`GET /api/v1/udfs/{name}`). */
             params?: {
                 [key: string]: unknown;
             };
-            /** @description End (exclusive), same forms. */
-            to: string;
+            to?: components["schemas"]["TimeValue"] | null;
         };
         /** @description `POST /api/v1/udfs/{name}/invoke`: the result and how the invocation went. */
         InvokeResponse: components["schemas"]["AnalysisOutput"] & {
@@ -390,8 +388,11 @@ export interface components {
         /** @enum {string} */
         ParamKind: "unsigned" | "float" | "text" | "flag";
         ParamSpec: {
-            /** @description `null`: the parameter is required. */
-            default: Record<string, never>;
+            /**
+             * @description The value used when the parameter is not given (a number, text or flag); `null`: the
+             *     parameter is required.
+             */
+            default?: unknown;
             description: string;
             kind: components["schemas"]["ParamKind"];
             name: string;
@@ -517,6 +518,8 @@ export interface components {
              */
             total_bytes: number;
         };
+        /** @description An instant in a body: a string in any form the API takes, or Unix ns as a number. */
+        TimeValue: number | string;
         /** @description What `GET /api/v1/udfs` lists for each analysis. */
         UdfMeta: {
             description: components["schemas"]["Description"];
@@ -573,6 +576,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     health: {
@@ -590,6 +611,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -610,6 +649,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": unknown;
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -637,6 +694,33 @@ export interface operations {
                 };
             };
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -684,7 +768,34 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -732,7 +843,34 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -775,6 +913,33 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     start_run: {
@@ -806,6 +971,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             408: {
                 headers: {
                     [name: string]: unknown;
@@ -815,6 +989,42 @@ export interface operations {
                 };
             };
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body neither JSON nor MessagePack */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description well-formed, but not this route's body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -863,7 +1073,34 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -898,6 +1135,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     list_udfs: {
@@ -918,6 +1173,24 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -946,7 +1219,34 @@ export interface operations {
                     "application/json": components["schemas"]["UdfMeta"];
                 };
             };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -996,7 +1296,25 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1013,6 +1331,15 @@ export interface operations {
                 };
             };
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1039,6 +1366,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1048,6 +1384,24 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1088,6 +1442,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1098,6 +1461,24 @@ export interface operations {
             };
             /** @description time limit */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body neither JSON nor MessagePack */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1123,6 +1504,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     metrics: {
@@ -1140,6 +1530,24 @@ export interface operations {
                 };
                 content: {
                     "application/openmetrics-text": string;
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

@@ -7,7 +7,6 @@
 //   `*_unix_ns` times arrive as `string` when large and `number` when small (run ids are small
 //   counters; Unix ns are always strings). They are read through `str()`. `Exact<T, K>` marks
 //   them, and only compiles if each of `K` is an integer field of the API's `T`.
-// - `ParamSpec.default`: any JSON value, `null` when required; the document says `object`.
 // - `Series.points`: `[time_unix_ns, value]` pairs; the document says `number[][]`.
 
 import type { components, paths } from './api-schema';
@@ -54,12 +53,10 @@ export type FlameNode = Schemas['FlameNode'];
 export type FunctionCount = Schemas['FunctionCount'];
 export type Profile = Schemas['ProfileView'];
 
-export type ParamSpec = Omit<Schemas['ParamSpec'], 'default'> & {
-  /** Any JSON value; `null`: the parameter is required. */
-  default: unknown;
-};
-export type Description = Omit<Schemas['Description'], 'params'> & { params: ParamSpec[] };
-export type Udf = Omit<Exact<Schemas['UdfMeta'], 'uploaded_unix_ns'>, 'description'> & { description: Description };
+/** `default`: any JSON value; `null` (or absent): the parameter is required. */
+export type ParamSpec = Schemas['ParamSpec'];
+export type Description = Schemas['Description'];
+export type Udf = Exact<Schemas['UdfMeta'], 'uploaded_unix_ns'>;
 
 /** The answer to an upload: the analysis and whether it replaced an earlier version. */
 export type Uploaded = Udf & Omit<Schemas['Uploaded'], keyof Schemas['UdfMeta']>;

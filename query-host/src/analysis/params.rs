@@ -20,8 +20,8 @@ pub enum ParamKind {
 pub struct ParamSpec {
     pub name: String,
     pub kind: ParamKind,
-    /// `null`: the parameter is required.
-    #[schema(value_type = Object)]
+    /// The value used when the parameter is not given (a number, text or flag); `null`: the
+    /// parameter is required.
     pub default: Option<Value>,
     pub description: String,
 }

@@ -17,6 +17,9 @@ use crate::clock::now_unix_ns;
 
 /// How often collected samples are written to the store.
 pub const BATCH_EVERY: Duration = Duration::from_secs(10);
+/// Most samples written as one batch: half what the store takes in one, so a batch kept for a
+/// retry can still grow a little and be written.
+pub const BATCH_CAP: usize = loupe_store::samples::MAX_BATCH_SAMPLES / 2;
 /// How often the ring buffer is drained (sooner if it fills a quarter): short enough that most
 /// sampled processes are still alive to be symbolized, long enough to cost nothing.
 pub const DRAIN_EVERY: Duration = Duration::from_millis(500);
@@ -56,12 +59,19 @@ impl StackCollector {
             for raw in self.raw.drain(..) {
                 self.batch.push(symbolizer.sample(&raw));
             }
-            if done || last_write.elapsed() >= BATCH_EVERY {
+            // Written every BATCH_EVERY, or sooner on a host big and fast enough to fill a batch.
+            if done || last_write.elapsed() >= BATCH_EVERY || self.batch.len() >= BATCH_CAP {
                 if let Err(e) = self.write_batch() {
                     if done {
                         return Err(e);
                     }
                     warn!("writing stack samples failed (kept for the next try): {e:#}");
+                    if self.batch.len() >= BATCH_CAP {
+                        // Retrying an ever larger batch cannot succeed: let the oldest go.
+                        let dropped = self.batch.len() - BATCH_CAP / 2;
+                        self.batch.drain(..dropped);
+                        warn!(dropped, "stack samples dropped: the store kept refusing them");
+                    }
                 }
                 last_write = Instant::now();
             }

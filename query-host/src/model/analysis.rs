@@ -23,7 +23,7 @@ pub struct Column {
 }
 
 /// A table cell: a number, a string, or null (empty, or a float with no JSON form).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Cell {
     Unsigned(u64),
@@ -32,6 +32,22 @@ pub enum Cell {
     Text(String),
     Empty,
 }
+
+/// `anyOf` number, string, null: a derived `oneOf` of the variants would make every
+/// non-negative integer match three of them.
+impl utoipa::PartialSchema for Cell {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{AnyOfBuilder, ObjectBuilder, Type};
+        AnyOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::Number))
+            .item(ObjectBuilder::new().schema_type(Type::String))
+            .item(ObjectBuilder::new().schema_type(Type::Null))
+            .description(Some("A number, a string, or null"))
+            .into()
+    }
+}
+
+impl ToSchema for Cell {}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Series {

@@ -24,7 +24,8 @@ pub struct DayView {
     pub day_start_unix_ns: u64,
     /// `YYYY-MM-DD`.
     pub date: String,
-    /// Number of runs per sampling interval (ns, as a decimal string key).
+    /// Number of runs per sampling interval (the key: the interval in ns, as a decimal string).
+    #[schema(value_type = BTreeMap<String, u64>)]
     pub runs_by_interval: BTreeMap<u64, u64>,
     pub runs: u64,
     pub run_bytes: u64,

@@ -109,14 +109,58 @@ impl utoipa::Modify for BearerAuth {
     }
 }
 
+/// The errors every operation of a kind can answer, documented once rather than on each
+/// handler: 401 where a token is needed, 415 and 413 where a JSON (or MessagePack) body is
+/// read, 408 and 503 from the layers on every route.
+struct CommonErrors;
+
+impl utoipa::Modify for CommonErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let error = |what: &str| {
+            ResponseBuilder::new()
+                .description(what)
+                .content(
+                    "application/json",
+                    ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build(),
+                )
+                .build()
+        };
+        for item in openapi.paths.paths.values_mut() {
+            let ops = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete];
+            for op in ops.into_iter().flatten() {
+                let r = &mut op.responses.responses;
+                // `security(())` on a handler means no token; otherwise the bearer applies.
+                let public = op.security.as_ref().is_some_and(|s| s.iter().all(|req| *req == Default::default()));
+                if !public {
+                    r.entry("401".into()).or_insert_with(|| error("missing, unknown or revoked token").into());
+                }
+                let json_body = op.request_body.as_ref().is_some_and(
+                    |b| matches!(b, utoipa::openapi::RefOr::T(b) if b.content.contains_key("application/json")),
+                );
+                if json_body {
+                    r.entry("413".into()).or_insert_with(|| error("body larger than 1 MiB").into());
+                    r.entry("415".into()).or_insert_with(|| error("body neither JSON nor MessagePack").into());
+                    r.entry("422".into()).or_insert_with(|| error("well-formed, but not this route's body").into());
+                }
+                r.entry("408".into()).or_insert_with(|| error("the request took too long").into());
+                r.entry("503".into()).or_insert_with(|| error("overloaded or shutting down; retry").into());
+            }
+        }
+    }
+}
+
 /// The routes and their OpenAPI document, generated from the handlers' annotations.
 pub fn routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(api::routes())
         .merge(udfs::routes())
         .routes(utoipa_axum::routes!(openapi_json))
         .routes(utoipa_axum::routes!(metrics::metrics))
-        .split_for_parts()
+        .split_for_parts();
+    // After the routes are in: it edits their operations.
+    utoipa::Modify::modify(&CommonErrors, &mut doc);
+    (router, doc)
 }
 
 /// The OpenAPI document (generated from the handlers' annotations, not hand-written).

@@ -142,27 +142,30 @@ async fn delete_udf(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InvokeRequest {
-    /// Start (inclusive): RFC 3339, Unix ns (number or string), `now`, `-1h`.
-    #[schema(value_type = String)]
-    pub from: Option<Value>,
-    /// End (exclusive), same forms.
-    #[schema(value_type = String)]
-    pub to: Option<Value>,
+    /// Start (inclusive): RFC 3339, Unix ns (number or string), `now`, `-1h`. Default: the beginning.
+    #[serde(default)]
+    pub from: Option<TimeValue>,
+    /// End (exclusive), same forms. Default: the end of time.
+    #[serde(default)]
+    pub to: Option<TimeValue>,
     /// Parameters by name, as the analysis declares them (`GET /api/v1/udfs/{name}`).
     #[serde(default)]
     pub params: Map<String, Value>,
 }
 
-/// An instant in the body: a string in any form the API takes, or Unix ns as a number.
-fn time_of(v: Option<&Value>, name: &str) -> Result<Option<TimeArg>, CoreError> {
+/// An instant in a body: a string in any form the API takes, or Unix ns as a number.
+#[derive(Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum TimeValue {
+    UnixNs(u64),
+    Text(String),
+}
+
+fn time_of(v: Option<&TimeValue>, name: &str) -> Result<Option<TimeArg>, CoreError> {
     match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => TimeArg::parse(name, s).map(Some),
-        Some(Value::Number(n)) if n.is_u64() => TimeArg::parse(name, &n.to_string()).map(Some),
-        Some(other) => Err(CoreError::BadTime {
-            what: name.to_string(),
-            reason: format!("expected a time string or Unix ns, got {other}"),
-        }),
+        None => Ok(None),
+        Some(TimeValue::UnixNs(ns)) => Ok(Some(TimeArg::UnixNs(*ns))),
+        Some(TimeValue::Text(s)) => TimeArg::parse(name, s).map(Some),
     }
 }
 
