@@ -48,12 +48,20 @@ pub struct HttpArgs {
     /// Analyses one team may run at once.
     #[arg(long, default_value_t = 2)]
     pub udf_team_concurrency: usize,
+    /// How long a request may wait for its answer (an on-demand run that outlasts it answers
+    /// 408 and is stored when it ends).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub request_timeout: Duration,
 }
 
 impl HttpArgs {
     pub fn options(&self) -> crate::doors::http::ServerOptions {
-        let mut o =
-            crate::doors::http::ServerOptions { listen: self.listen, no_auth: self.no_auth, ..Default::default() };
+        let mut o = crate::doors::http::ServerOptions {
+            listen: self.listen,
+            no_auth: self.no_auth,
+            request_timeout: self.request_timeout,
+            ..Default::default()
+        };
         o.limits.time = self.udf_time_limit;
         o.limits.memory_bytes = self.udf_memory_limit as usize;
         o.limits.per_team_invocations = self.udf_team_concurrency;

@@ -58,6 +58,25 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     assert_eq!(mp.content_type, "application/msgpack");
     let decoded: Value = rmp_serde::from_slice(&mp.body).unwrap();
     assert_eq!(decoded, http.get(&format!("/api/v1/runs/{a}")).json());
+
+    // /metrics is OpenMetrics, and says so: HELP and TYPE for every family, counters with
+    // `_total`, and the closing `# EOF`.
+    let m = http.get("/metrics");
+    assert_eq!(m.content_type, "application/openmetrics-text; version=1.0.0; charset=utf-8");
+    let text = String::from_utf8(m.body).unwrap();
+    for family in ["loupe_runs", "loupe_lost_stack_samples", "loupe_http_requests"] {
+        assert!(text.contains(&format!("# HELP {family} ")), "no HELP for {family}:\n{text}");
+        assert!(text.contains(&format!("# TYPE {family} ")), "no TYPE for {family}:\n{text}");
+    }
+    assert!(text.contains("loupe_runs 2\n"), "{text}");
+    assert!(text.trim_end().ends_with("# EOF"), "{text}");
+
+    // A MessagePack body is read like its JSON twin (and a bad one gets the usual error).
+    let body = rmp_serde::to_vec_named(&serde_json::json!({"interval": "1ms"})).unwrap();
+    let answer = http.post_bytes("/api/v1/runs", "application/msgpack", &body);
+    answer.assert_error(409, "not_collecting", "only serves a store");
+    let answer = http.post_bytes("/api/v1/runs", "application/msgpack", &[0x91; 100_000]);
+    answer.assert_error(400, "bad_body", "bad MessagePack body");
     let mp = http.get_with("/api/v1/runs", &[("Accept", "application/msgpack, application/json;q=0.5")]);
     assert_eq!(rmp_serde::from_slice::<Value>(&mp.body).unwrap(), list_cli);
     // Day maps keep their integer keys in MessagePack (JSON must make them strings).

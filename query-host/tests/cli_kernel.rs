@@ -403,3 +403,125 @@ fn sigterm_stops_the_agent_whatever_happened_to_its_files() {
         eprintln!("with {remove} removed: stopped {took:?} after SIGTERM ({})", out.status);
     }
 }
+
+/// An on-demand run that outlasts the request timeout answers 408 `run_timeout` when the
+/// timeout ends — no server thread waits longer — and is stored when it ends all the same.
+/// A run asked for more than 10 minutes ahead is refused at once.
+#[test]
+fn a_run_longer_than_the_request_timeout_answers_408_and_is_stored_later() {
+    require_root!();
+    let pair = VethPair::new("slow").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let port = 17_000 + (std::process::id() % 1000) as u16;
+    let listen = format!("127.0.0.1:{port}");
+    let mut agent = loupe_in(
+        &pair.b.name,
+        &data,
+        &[
+            "agent",
+            "--iface",
+            B_IF,
+            "--intervals",
+            "10ms",
+            "--samples",
+            "200",
+            "--period",
+            "1h",
+            "--no-stacks",
+            "--no-auth",
+            "--listen",
+            &listen,
+            "--request-timeout",
+            "2s",
+            "--duration",
+            "20s",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    thread::sleep(Duration::from_millis(1500));
+    let server = format!("http://{listen}");
+    // The agent's loopback is its namespace's: ask from a thread in there.
+    let post = |body: &'static str| {
+        let url = format!("{server}/api/v1/runs");
+        pair.b
+            .run(move || {
+                let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+                let mut r = agent.post(&url).header("Content-Type", "application/json").send(body).unwrap();
+                (r.status().as_u16().to_string(), r.body_mut().read_to_string().unwrap())
+            })
+            .unwrap()
+    };
+    let asked = std::time::Instant::now();
+    // 100 × 10 ms starting in 4 s: it ends after the 2 s request timeout.
+    let (status, body) = post(r#"{"interval": "10ms", "samples": 100, "start": "+4s"}"#);
+    let waited = asked.elapsed();
+    assert_eq!(status, "408", "{body}");
+    assert!(body.contains("run_timeout"), "{body}");
+    assert!(waited >= Duration::from_secs(2) && waited < Duration::from_secs(4), "answered after {waited:?}");
+    let (status, body) = post(r#"{"interval": "10ms", "samples": 100, "start": "+11m"}"#);
+    assert_eq!(status, "400", "{body}");
+    assert!(body.contains("at most 10m"), "{body}");
+    thread::sleep(Duration::from_secs(5));
+    let list = json(&loupe_in(&pair.b.name, &data, &["--server", &server, "runs", "list", "--json"]).output().unwrap());
+    // (Periodic runs have 200 samples; the on-demand one has 100.)
+    let on_demand = list.as_array().unwrap().iter().filter(|r| r["samples"] == 100).count();
+    assert_eq!(on_demand, 1, "the run that outlasted its request was stored: {list}");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    assert!(agent.wait().unwrap().success());
+}
+
+/// `loupe agent --demo` (what `scripts/start` runs) starts complete: the example analyses are
+/// installed, owned by team `demo`, and answer.
+#[test]
+fn the_demo_starts_with_the_example_analyses_installed() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let wasm_dir = loupe_testbed::wasm_component("flame").parent().unwrap().to_path_buf();
+    let port = 18_000 + (std::process::id() % 1000) as u16;
+    let listen = format!("127.0.0.1:{port}");
+    let mut agent = Command::new(LOUPE)
+        .args(["agent", "--demo", "--no-stacks", "--no-auth", "--duration", "30s", "--listen", &listen])
+        .arg("--demo-analyses")
+        .arg(&wasm_dir)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let http: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let url = format!("http://{listen}/api/v1/udfs");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let list: Value = loop {
+        if let Ok(mut r) = http.get(&url).call()
+            && r.status() == 200
+        {
+            break serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+        }
+        assert!(std::time::Instant::now() < deadline, "the demo's API never answered");
+        assert!(agent.try_wait().unwrap().is_none(), "the demo agent exited early");
+        thread::sleep(Duration::from_millis(200));
+    };
+    let mut names: Vec<&str> = list.as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["burst-detector", "cross-region-share", "flame", "hot-functions", "incast-detector", "nic-stall-detector"]
+    );
+    assert!(list.as_array().unwrap().iter().all(|u| u["owner"] == "demo"), "{list}");
+    let mut r = http
+        .post(format!("{url}/burst-detector/invoke"))
+        .header("Content-Type", "application/json")
+        .send(r#"{"params": {"threshold_bps": 1000000}}"#)
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.body_mut().read_to_string().unwrap());
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    assert!(agent.wait().unwrap().success());
+}

@@ -123,7 +123,7 @@ pub fn run(args: RunArgs, remote: &RemoteArgs) -> Result<()> {
         args.samples,
         crate::clock::format_interval(args.interval.as_nanos() as u64)
     );
-    let _bar = progress::Timed::start(progress::wanted(args.json), &what, order.duration_from_now());
+    let bar = progress::Timed::start(progress::wanted(args.json), &what, order.duration_from_now());
     let view = match backend {
         Backend::Local(host) => host.run_once(&args.iface, &order, local_prefixes)?,
         Backend::Agent(agent) => agent.start_run(order)?,
@@ -145,7 +145,7 @@ pub fn run(args: RunArgs, remote: &RemoteArgs) -> Result<()> {
             client.get(&format!("/api/v1/runs/{}", started.id), &[])?
         }
     };
-    drop(_bar);
+    drop(bar);
     if args.json { print_json(&view) } else { print_text(&render::run::summary(&view)) }
 }
 

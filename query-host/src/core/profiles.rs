@@ -43,3 +43,44 @@ impl Host {
         Ok(self.store.pids(range)?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use loupe_store::Frame;
+
+    use super::*;
+
+    /// The two fields of `profile.proto` that say when and how long.
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Times {
+        #[prost(int64, tag = "9")]
+        time_nanos: i64,
+        #[prost(int64, tag = "10")]
+        duration_nanos: i64,
+        #[prost(int64, tag = "12")]
+        period: i64,
+    }
+
+    fn times(gz: &[u8]) -> Times {
+        let mut bytes = Vec::new();
+        flate2::read::GzDecoder::new(gz).read_to_end(&mut bytes).unwrap();
+        prost::Message::decode(&bytes[..]).unwrap()
+    }
+
+    #[test]
+    fn pprof_time_is_the_datas_span_within_the_range() {
+        let s = 1_795_392_000_000_000_000u64;
+        let stacks = vec![(vec![Frame::user("f", "m")], 3)];
+        let profile = Profile { samples: 3, lost: 0, stacks, span: Some((s, s + 60_000_000_000)) };
+        // `--from 0`: the data's minute, not 56 years.
+        let t = times(&pprof_of(&profile, TimeRange::ALL, 10).unwrap());
+        assert_eq!((t.time_nanos as u64, t.duration_nanos, t.period), (s, 60_000_000_000, 100_000_000));
+        // A range inside the data clips it.
+        let r = TimeRange::new(s + 10_000_000_000, s + 20_000_000_000).unwrap();
+        let t = times(&pprof_of(&profile, r, 100).unwrap());
+        assert_eq!((t.time_nanos as u64, t.duration_nanos, t.period), (s + 10_000_000_000, 10_000_000_000, 10_000_000));
+        assert!(matches!(pprof_of(&profile, r, 0), Err(CoreError::BadFrequency)));
+    }
+}

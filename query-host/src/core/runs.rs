@@ -113,16 +113,14 @@ impl RunScheduler {
         }
     }
 
-    fn worker(&self, iface: Option<&str>) -> CoreResult<(&str, &Worker)> {
+    /// The worker of `iface`, or of the only interface when none is named.
+    fn worker(&self, iface: Option<&str>) -> CoreResult<&Worker> {
         match iface {
             Some(i) => self
                 .workers
-                .get_key_value(i)
-                .map(|(k, w)| (k.as_str(), w))
+                .get(i)
                 .ok_or_else(|| CoreError::UnknownIface { iface: i.to_string(), known: self.ifaces() }),
-            None if self.workers.len() == 1 => {
-                self.workers.iter().next().map(|(k, w)| (k.as_str(), w)).ok_or(CoreError::NotCollecting)
-            }
+            None if self.workers.len() == 1 => self.workers.values().next().ok_or(CoreError::NotCollecting),
             None => Err(CoreError::IfaceRequired { known: self.ifaces() }),
         }
     }
@@ -156,7 +154,7 @@ impl Host {
     pub fn start_run(&self, order: &RunOrder, wait: Duration) -> CoreResult<RunView> {
         let scheduler = self.runs.as_ref().ok_or(CoreError::NotCollecting)?;
         let request = order.request()?;
-        let (_, worker) = scheduler.worker(order.iface.as_deref())?;
+        let worker = scheduler.worker(order.iface.as_deref())?;
         let meta = match worker.request(request).recv_timeout(wait) {
             Ok(outcome) => outcome?,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Err(CoreError::RunTimeout { waited: wait }),

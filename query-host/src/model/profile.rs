@@ -10,7 +10,7 @@
 //! bound before anything is built from them (`analysis::output`), and the number of nodes an
 //! analysis may make is bounded with [`ProfileView::with_node_limit`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use loupe_store::Profile;
 use serde::{Deserialize, Serialize};
@@ -77,7 +77,8 @@ impl ProfileView {
     pub fn with_node_limit(profile: &Profile, max_nodes: usize) -> Result<Self, TooManyNodes> {
         let mut functions: HashMap<&str, (u64, u64)> = HashMap::new();
         let mut arena = vec![ArenaNode { name: "all", value: 0, children: HashMap::new() }];
-        let mut seen: Vec<&str> = Vec::new();
+        // Functions already counted in this stack (a set: a damaged stack may be very deep).
+        let mut seen: HashSet<&str> = HashSet::new();
         for (frames, count) in &profile.stacks {
             let count = *count;
             arena[0].value = arena[0].value.saturating_add(count);
@@ -87,8 +88,7 @@ impl ProfileView {
             }
             seen.clear();
             for f in frames {
-                if !seen.contains(&f.function.as_str()) {
-                    seen.push(&f.function);
+                if seen.insert(&f.function) {
                     let e = functions.entry(&f.function).or_default();
                     e.1 = e.1.saturating_add(count);
                 }

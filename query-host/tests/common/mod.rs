@@ -141,6 +141,11 @@ impl Http {
         Self::finish(self.auth(self.agent.post(format!("{}{path}", self.base)), &[]).send_json(body))
     }
 
+    pub fn post_bytes(&self, path: &str, content_type: &str, bytes: &[u8]) -> Answer {
+        let req = self.auth(self.agent.post(format!("{}{path}", self.base)), &[("Content-Type", content_type)]);
+        Self::finish(req.send(bytes))
+    }
+
     pub fn put_wasm(&self, path: &str, bytes: &[u8]) -> Answer {
         let req = self.auth(self.agent.put(format!("{}{path}", self.base)), &[("Content-Type", "application/wasm")]);
         Self::finish(req.send(bytes))

@@ -1,0 +1,16 @@
+//! The agent's control socket, both ends: a call as the agent reads it (`protocol::Call`,
+//! JSON) and an answer as the CLI reads it (`protocol::decode`, depth-checked JSON), here one
+//! carrying a run and one carrying a profile. Input: a selector byte, then the line.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use loupe_query_host::{doors::control::protocol, model::RunView};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&which, line)) = data.split_first() else { return };
+    match which % 3 {
+        0 => drop(serde_json::from_slice::<protocol::Call>(line)),
+        1 => drop(protocol::decode::<RunView>(line)),
+        _ => drop(protocol::decode::<loupe_store::Profile>(line)),
+    }
+});
