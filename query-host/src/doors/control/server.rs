@@ -104,15 +104,15 @@ fn serve(listener: UnixListener, woken: UnixStream, path: PathBuf, host: Arc<Hos
                     let _ = (&stream).write_all(&encode::<()>(Err(e)));
                     continue;
                 }
-                let host = Arc::clone(&host);
-                let busy = Arc::clone(&busy);
+                let (host, done) = (Arc::clone(&host), Arc::clone(&busy));
                 let spawned = thread::Builder::new().name("loupe-control-call".into()).spawn(move || {
                     if let Err(e) = answer(&stream, &host) {
                         warn!("control socket: {e}");
                     }
-                    busy.fetch_sub(1, Ordering::SeqCst);
+                    done.fetch_sub(1, Ordering::SeqCst);
                 });
                 if let Err(e) = spawned {
+                    busy.fetch_sub(1, Ordering::SeqCst);
                     warn!("control socket: spawning a thread: {e}");
                 }
             }
