@@ -39,6 +39,30 @@ fn output_within(mut cmd: Command, limit: Duration) -> Output {
     child.wait_with_output().expect("collecting output")
 }
 
+/// Polls `ready` until it gives a value; fails if `limit` passes or `child` exits first.
+fn wait_for<T>(
+    child: &mut std::process::Child,
+    what: &str,
+    limit: Duration,
+    mut ready: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = ready() {
+            return v;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: not within {limit:?}");
+        assert!(child.try_wait().unwrap().is_none(), "{what}: the agent exited first");
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The agent's stop signal.
+fn sigterm(child: &std::process::Child) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+}
+
 fn sum(v: &Value) -> u64 {
     v.as_array().expect("array").iter().map(|x| x.as_u64().unwrap()).sum()
 }
@@ -377,18 +401,12 @@ fn sigterm_stops_the_agent_whatever_happened_to_its_files() {
         .spawn()
         .unwrap();
         let sock = data.join("agent.sock");
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !sock.exists() {
-            assert!(std::time::Instant::now() < deadline, "the agent never opened its control socket");
-            assert!(agent.try_wait().unwrap().is_none(), "the agent exited early");
-            thread::sleep(Duration::from_millis(50));
-        }
+        wait_for(&mut agent, "the control socket", Duration::from_secs(10), || sock.exists().then_some(()));
         match remove {
             "agent.sock" => std::fs::remove_file(&sock).unwrap(),
             _ => std::fs::remove_dir_all(&data).unwrap(),
         }
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+        sigterm(&agent);
         let asked = std::time::Instant::now();
         while agent.try_wait().unwrap().is_none() {
             if asked.elapsed() > Duration::from_secs(10) {
@@ -470,8 +488,7 @@ fn a_run_longer_than_the_request_timeout_answers_408_and_is_stored_later() {
     // (Periodic runs have 200 samples; the on-demand one has 100.)
     let on_demand = list.as_array().unwrap().iter().filter(|r| r["samples"] == 100).count();
     assert_eq!(on_demand, 1, "the run that outlasted its request was stored: {list}");
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    sigterm(&agent);
     assert!(agent.wait().unwrap().success());
 }
 
@@ -497,17 +514,10 @@ fn the_demo_starts_with_the_example_analyses_installed() {
         .unwrap();
     let http: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
     let url = format!("http://{listen}/api/v1/udfs");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let list: Value = loop {
-        if let Ok(mut r) = http.get(&url).call()
-            && r.status() == 200
-        {
-            break serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
-        }
-        assert!(std::time::Instant::now() < deadline, "the demo's API never answered");
-        assert!(agent.try_wait().unwrap().is_none(), "the demo agent exited early");
-        thread::sleep(Duration::from_millis(200));
-    };
+    let list: Value = wait_for(&mut agent, "the demo's API", Duration::from_secs(20), || {
+        let mut r = http.get(&url).call().ok().filter(|r| r.status() == 200)?;
+        Some(serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap())
+    });
     let mut names: Vec<&str> = list.as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
     names.sort();
     assert_eq!(
@@ -521,7 +531,6 @@ fn the_demo_starts_with_the_example_analyses_installed() {
         .send(r#"{"params": {"threshold_bps": 1000000}}"#)
         .unwrap();
     assert_eq!(r.status(), 200, "{}", r.body_mut().read_to_string().unwrap());
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    sigterm(&agent);
     assert!(agent.wait().unwrap().success());
 }
