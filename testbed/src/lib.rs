@@ -17,6 +17,6 @@ pub mod topology;
 pub mod traffic;
 pub mod wasm;
 
-pub use wasm::wasm_component;
+pub use wasm::{find_wasm_component, wasm_component};
 
 pub(crate) static TESTBED_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-testbed-ebpf"));

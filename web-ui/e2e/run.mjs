@@ -4,8 +4,8 @@
 // analysis time limit; then drives the page the binary serves at `/`.
 //
 // Env: LOUPE_BIN, LOUPE_SYNTH_BIN (default ../target/release/{loupe,loupe-synth}, honouring
-// CARGO_TARGET_DIR), LOUPE_WASM_DIR (default ../udf-sdk/target/wasm32-wasip2/release or
-// $CARGO_TARGET_DIR/wasm32-wasip2/release), CHROMIUM (default /usr/bin/chromium),
+// CARGO_TARGET_DIR), LOUPE_WASM_DIR (default: what `loupe-synth --wasm-dir` says — the Rust
+// tests' locator: $CARGO_TARGET_DIR, then udf-sdk/target), CHROMIUM (default /usr/bin/chromium),
 // LOUPE_E2E_STATIC=1 (development only: serve web-ui/dist from this script, proxying /api and
 // /metrics to loupe, for a binary that does not embed the UI yet).
 
@@ -26,10 +26,17 @@ const repo = resolve(webUi, '..');
 const targetDir = process.env.CARGO_TARGET_DIR ? resolve(process.env.CARGO_TARGET_DIR) : join(repo, 'target');
 const LOUPE = process.env.LOUPE_BIN ?? join(targetDir, 'release', 'loupe');
 const SYNTH = process.env.LOUPE_SYNTH_BIN ?? join(targetDir, 'release', 'loupe-synth');
-const WASM_DIR =
-  process.env.LOUPE_WASM_DIR ??
-  [join(repo, 'udf-sdk', 'target', 'wasm32-wasip2', 'release'), join(targetDir, 'wasm32-wasip2', 'release')].find((d) => existsSync(join(d, 'burst_detector.wasm'))) ??
-  join(repo, 'udf-sdk', 'target', 'wasm32-wasip2', 'release');
+/** Where the udf-sdk components are: the testbed's one locator says (`loupe-synth --wasm-dir`). */
+function wasmDir() {
+  if (process.env.LOUPE_WASM_DIR) return process.env.LOUPE_WASM_DIR;
+  if (!existsSync(SYNTH)) return join(repo, 'udf-sdk', 'target', 'wasm32-wasip2', 'release'); // reported below
+  try {
+    return execFileSync(SYNTH, ['--wasm-dir'], { encoding: 'utf8' }).trim();
+  } catch (e) {
+    throw new Error(`finding the analyses: ${String(e.stderr ?? e.message).trim()}`);
+  }
+}
+const WASM_DIR = wasmDir();
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(here, 'screenshots');
 const T0 = 1795392000000000000n; // 2026-11-23T00:00:00Z

@@ -1,6 +1,9 @@
 //! `loupe-synth --data-dir D [--wide-stacks N]`: fills a data dir with the testbed's synthetic
 //! data (see `loupe_testbed::synthetic`) so a `loupe serve` over it has known answers — for the
 //! web UI's browser tests and for trying the UI without an agent.
+//!
+//! `loupe-synth --wasm-dir` prints where the udf-sdk components are (`loupe_testbed::wasm`), so
+//! the browser tests find them the way the Rust tests do.
 
 use std::path::PathBuf;
 
@@ -10,10 +13,22 @@ fn main() {
     let mut wide = 0usize;
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--wasm-dir" => match loupe_testbed::find_wasm_component("burst_detector") {
+                Ok(path) => {
+                    println!("{}", path.parent().expect("a file in a directory").display());
+                    return;
+                }
+                Err(e) => {
+                    eprintln!("loupe-synth: {e}");
+                    std::process::exit(1);
+                }
+            },
             "--data-dir" => dir = args.next().map(PathBuf::from),
             "--wide-stacks" => wide = args.next().and_then(|v| v.parse().ok()).expect("--wide-stacks N"),
             other => {
-                eprintln!("loupe-synth: unknown argument '{other}'; usage: loupe-synth --data-dir D [--wide-stacks N]");
+                eprintln!(
+                    "loupe-synth: unknown argument '{other}'; usage: loupe-synth --data-dir D [--wide-stacks N] | --wasm-dir"
+                );
                 std::process::exit(2);
             }
         }
