@@ -5,9 +5,7 @@
 
 use std::path::Path;
 
-use loupe_store::{
-    ConnCounts, Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store,
-};
+use loupe_store::{ConnCounts, Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store};
 
 /// 2026-11-23T00:00:00Z.
 pub const T0: u64 = 1_795_392_000_000_000_000;
@@ -25,7 +23,17 @@ pub const RUN_A_START: u64 = T0;
 /// (20 MB/s), baseline 1,000 B; no cross-region bytes.
 pub const RUN_B_START: u64 = T0 + 60 * SEC;
 
-fn run(start: u64, interval: u64, cpus: u32, in_bytes: &[u64], out_bytes: &[u64], in_pkts: &[u64], out_pkts: &[u64], conns: &[u64], cross: bool) -> NewRun {
+fn run(
+    start: u64,
+    interval: u64,
+    cpus: u32,
+    in_bytes: &[u64],
+    out_bytes: &[u64],
+    in_pkts: &[u64],
+    out_pkts: &[u64],
+    conns: &[u64],
+    cross: bool,
+) -> NewRun {
     let n = in_bytes.len();
     let per_cpu = (0..cpus)
         .map(|c| {
@@ -135,8 +143,9 @@ pub fn samples() -> Vec<Vec<StackSample>> {
 
 /// Writes run A, run B and the samples into a fresh store at `dir`; returns the run ids.
 pub fn fill_known(dir: &Path) -> (u64, u64) {
-    let store = Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
-        .unwrap();
+    let store =
+        Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
+            .unwrap();
     let a = store.put_run(run_a(), T0 + 90 * SEC).unwrap().id.0;
     let b = store.put_run(run_b(), T0 + 90 * SEC).unwrap().id.0;
     for batch in samples() {
@@ -150,8 +159,9 @@ pub fn fill_known(dir: &Path) -> (u64, u64) {
 /// (a tree of call paths, so the merged flame graph has roughly `stacks × depth / 2` nodes),
 /// starting at T0 + 120 s, under pid 300 ("wide"). Returns the number of samples.
 pub fn fill_wide_profile(dir: &Path, stacks: usize, batches: usize) -> u64 {
-    let store = Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
-        .unwrap();
+    let store =
+        Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
+            .unwrap();
     // Deterministic pseudo-random call paths sharing prefixes: a realistic tree.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
