@@ -86,6 +86,8 @@ pub enum Command {
     Sample(SampleArgs),
     /// Aggregate stored stack samples: hot functions, flame graph, pprof.
     Profile(ProfileArgs),
+    /// Name stored frames that were kept as `module+address`, from debug files found now.
+    Symbolize(SymbolizeArgs),
     /// Serve a store's HTTP API without collecting (e.g. a copied data dir).
     Serve(ServeArgs),
     /// Teams' bearer tokens for the HTTP API.
@@ -172,6 +174,13 @@ pub struct StackArgs {
     /// Never sample this cgroup v2 directory or anything below it (repeat).
     #[arg(long = "deny-cgroup")]
     pub deny_cgroups: Vec<PathBuf>,
+    /// Also look for debug files here, before /usr/lib/debug (by build ID, debug link or name; repeat).
+    #[arg(long = "debug-dir")]
+    pub debug_dirs: Vec<PathBuf>,
+    /// Never look for separate debug files: frames the binaries cannot name stay
+    /// `module+address` (with their build ID, for `loupe symbolize` later).
+    #[arg(long)]
+    pub no_debug_files: bool,
 }
 
 impl StackArgs {
@@ -183,6 +192,13 @@ impl StackArgs {
                 pids: self.deny_pids.clone(),
                 cgroups: self.deny_cgroups.clone(),
             },
+        }
+    }
+
+    pub fn naming(&self) -> crate::ingest::symbolize::NamingOptions {
+        crate::ingest::symbolize::NamingOptions {
+            debug_dirs: self.debug_dirs.clone(),
+            no_debug_files: self.no_debug_files,
         }
     }
 }
@@ -228,6 +244,20 @@ pub struct ProfileArgs {
     /// Rows of the text table.
     #[arg(long, default_value_t = 25)]
     pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct SymbolizeArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Frames of samples taken in this range.
+    #[command(flatten)]
+    pub range: RangeArgs,
+    /// Look for debug files here, before /usr/lib/debug (by build ID or `MODULE.debug`; repeat).
+    #[arg(long = "debug-dir")]
+    pub debug_dirs: Vec<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]

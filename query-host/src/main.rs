@@ -24,6 +24,7 @@ fn main() {
         Command::Import(ImportCommand::Millisampler(args)) => commands::import_millisampler(args, remote),
         Command::Sample(args) => commands::sample(args, remote),
         Command::Profile(args) => commands::profile(args, remote),
+        Command::Symbolize(args) => commands::symbolize(args, remote),
         Command::Serve(args) => serve::main(args),
         Command::Token(cmd) => tokens::main(cmd),
         Command::Udf(cmd) => udf::main(cmd, remote),

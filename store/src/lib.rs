@@ -103,8 +103,8 @@ pub use model::{
     RunMeta, RunPos, RunSource, StoreStats, TimeRange,
 };
 pub use open::SCHEMA_VERSION;
-pub use samples::model::{Frame, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample};
-pub use samples::{RawSample, SampleCursor};
+pub use samples::model::{Frame, ObjectAddress, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample};
+pub use samples::{RawSample, Renamed, SampleCursor};
 pub use verify::VerifyReport;
 
 /// A handle on an open store. Cheap to clone; all clones share the same database.

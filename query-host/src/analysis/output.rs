@@ -166,7 +166,7 @@ pub fn bounded(o: wit::Output, output_bytes: usize) -> Result<AnalysisOutput, Ud
                     let frames = s
                         .frames
                         .into_iter()
-                        .map(|f| Frame { function: f.function, module: f.module, kernel: f.kernel })
+                        .map(|f| Frame { function: f.function, module: f.module, kernel: f.kernel, location: None })
                         .collect();
                     (frames, s.count)
                 })

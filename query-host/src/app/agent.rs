@@ -69,7 +69,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
     let stacks = if args.no_stacks {
         None
     } else {
-        let mut collector = StackCollector::start(&args.stacks.options(), store.clone())?;
+        let mut collector = StackCollector::start(&args.stacks.options(), args.stacks.naming(), store.clone())?;
         let stop = Arc::clone(&shutdown);
         Some(thread::Builder::new().name("loupe-stacks".into()).spawn(move || collector.run(None, &stop))?)
     };

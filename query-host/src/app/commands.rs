@@ -14,6 +14,7 @@ use super::{open_store, progress, stop_on_signals};
 use crate::{
     cli::{
         ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RemoteArgs, RunArgs, SampleArgs, ShowArgs, StoreArgs,
+        SymbolizeArgs,
     },
     clock::now_unix_ns,
     core::{
@@ -237,13 +238,31 @@ pub fn sample(args: SampleArgs, remote: &RemoteArgs) -> Result<()> {
         e => e.into(),
     })?;
     let stop = stop_on_signals()?;
-    let mut collector = StackCollector::start(&options, store)?;
+    let mut collector = StackCollector::start(&options, args.stacks.naming(), store)?;
     let length = std::time::Duration::from_secs_f64(args.seconds);
     let bar = progress::Timed::start(progress::wanted(false), "sampling stacks", length);
     let done = collector.run(Some(Instant::now() + length), &stop)?;
     drop(bar);
     println!("{} samples stored, {} lost", done.samples, done.lost);
     Ok(())
+}
+
+pub fn symbolize(args: SymbolizeArgs, remote: &RemoteArgs) -> Result<()> {
+    if remote.server.is_some() {
+        bail!("symbolize reads debug files on the host that holds the samples: run it there (drop --server)");
+    }
+    let range = range(args.range.from, args.range.to)?;
+    // The agent may run elsewhere in the file system: it gets absolute directories.
+    let mut dirs = Vec::with_capacity(args.debug_dirs.len());
+    for d in &args.debug_dirs {
+        dirs.push(fs::canonicalize(d).with_context(|| format!("--debug-dir {}", d.display()))?);
+    }
+    let report = match Backend::open(&args.store, remote)? {
+        Backend::Local(host) => host.symbolize(range, &dirs)?,
+        Backend::Agent(agent) => agent.symbolize(range, dirs)?,
+        Backend::Remote(_) => unreachable!("refused above"),
+    };
+    if args.json { print_json(&report) } else { print_text(&render::profile::symbolized(&report)) }
 }
 
 pub fn profile(args: ProfileArgs, remote: &RemoteArgs) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Stack samples as a core service: profiles of a range (hot functions and flame graph), the
-//! same as pprof, and the PIDs that were sampled.
+//! same as pprof, the PIDs that were sampled, and naming stored frames later.
 
-use std::collections::BTreeSet;
+use std::{collections::BTreeSet, path::PathBuf};
 
 use loupe_store::{Profile, ProfileQuery, TimeRange};
 
@@ -9,7 +9,7 @@ use super::{
     Host,
     error::{CoreError, CoreResult},
 };
-use crate::{clock::now_unix_ns, formats::pprof};
+use crate::{clock::now_unix_ns, formats::pprof, ingest::symbolize::later::name_stored_frames, model::SymbolizeReport};
 
 /// pprof of a profile taken at `frequency_hz`: each sample stands for one sampling period of
 /// CPU time; the profile's time and duration are those of `range` clipped to the data's own
@@ -41,6 +41,12 @@ impl Host {
     /// PIDs with samples in a range.
     pub fn pids(&self, range: TimeRange) -> CoreResult<BTreeSet<u32>> {
         Ok(self.store.pids(range)?)
+    }
+
+    /// Names the frames of a range that were stored as `module+address` from debug files found
+    /// now (in `debug_dirs`, then `/usr/lib/debug`), matched by build ID.
+    pub fn symbolize(&self, range: TimeRange, debug_dirs: &[PathBuf]) -> CoreResult<SymbolizeReport> {
+        Ok(name_stored_frames(&self.store, range, debug_dirs)?)
     }
 }
 

@@ -12,7 +12,7 @@ use loupe_bpf::{RawStack, StackSampler, StackSamplerOptions};
 use loupe_store::{StackSample, Store};
 use tracing::{info, warn};
 
-use super::symbolize::Symbolizer;
+use super::symbolize::{NamingOptions, Symbolizer};
 use crate::clock::now_unix_ns;
 
 /// How often collected samples are written to the store.
@@ -34,6 +34,7 @@ pub struct Collected {
 pub struct StackCollector {
     sampler: StackSampler,
     store: Store,
+    naming: NamingOptions,
     raw: Vec<RawStack>,
     batch: Vec<StackSample>,
     lost_reported: u64,
@@ -41,16 +42,24 @@ pub struct StackCollector {
 }
 
 impl StackCollector {
-    pub fn start(options: &StackSamplerOptions, store: Store) -> Result<Self> {
+    pub fn start(options: &StackSamplerOptions, naming: NamingOptions, store: Store) -> Result<Self> {
         let sampler = StackSampler::start(options)?;
         info!(clock = ?sampler.clock(), hz = sampler.frequency_hz(), "stack sampler running on every CPU");
-        Ok(Self { sampler, store, raw: Vec::new(), batch: Vec::new(), lost_reported: 0, total: Collected::default() })
+        Ok(Self {
+            sampler,
+            store,
+            naming,
+            raw: Vec::new(),
+            batch: Vec::new(),
+            lost_reported: 0,
+            total: Collected::default(),
+        })
     }
 
     /// Collects until `deadline` (if any) or until `stop` is set; writes the last batch.
     pub fn run(&mut self, deadline: Option<Instant>, stop: &AtomicBool) -> Result<Collected> {
         // Made here, on the collecting thread: blazesym's caches are not `Send`.
-        let mut symbolizer = Symbolizer::new();
+        let mut symbolizer = Symbolizer::new(&self.naming);
         let mut last_write = Instant::now();
         loop {
             let done = stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);

@@ -11,5 +11,5 @@ pub mod run;
 pub use analysis::{AnalysisOutput, Cell, Column, InvokeResponse, LogLine, Series};
 pub use error::{ErrorBody, ErrorKind};
 pub use host::{DayView, Health, StatsView};
-pub use profile::{FlameNode, FunctionCount, ProfileView};
+pub use profile::{FlameNode, FunctionCount, ModuleCount, ModuleNaming, ProfileView, SymbolizeReport};
 pub use run::{CpuView, Metrics, RunListEntry, RunView};

@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use loupe_store::Profile;
+use loupe_store::{Frame, Profile};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -31,7 +31,51 @@ pub struct ProfileView {
     /// Sorted by `self` (samples where the function is the leaf), then `total` (samples where it
     /// is anywhere on the stack, once per sample), descending.
     pub functions: Vec<FunctionCount>,
+    /// Each module's share: the program's own binary, each shared library, `[kernel]`, and
+    /// `[unknown]` for code outside any file (JIT without a perf map). Sorted like `functions`.
+    /// What a fleet's "datacenter tax" adds up (how much CPU goes to libc, zlib, the kernel, …).
+    pub modules: Vec<ModuleCount>,
     pub flamegraph: FlameNode,
+}
+
+/// Samples of one module: `self` where its code was running (the leaf frame is in it), `total`
+/// where it is anywhere on the stack (once per sample).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ModuleCount {
+    pub name: String,
+    #[serde(rename = "self")]
+    pub self_samples: u64,
+    pub total: u64,
+}
+
+/// The module a frame's samples are counted under.
+pub fn module_of(frame: &Frame) -> &str {
+    match (frame.kernel, frame.module.as_str()) {
+        (true, _) => "[kernel]",
+        (false, "") => "[unknown]",
+        (false, m) => m,
+    }
+}
+
+/// What naming stored frames did (`loupe symbolize`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SymbolizeReport {
+    /// Frames of the range still named by address, with a build ID, before this pass.
+    pub unnamed: u64,
+    /// Of those, named now.
+    pub named: u64,
+    /// Per module (file name and build ID): its unnamed frames, how many got a name, and the
+    /// debug file the names came from (none found: `null`).
+    pub modules: Vec<ModuleNaming>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ModuleNaming {
+    pub module: String,
+    pub build_id: String,
+    pub frames: u64,
+    pub named: u64,
+    pub debug_file: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -76,6 +120,8 @@ impl ProfileView {
     /// (the root included).
     pub fn with_node_limit(profile: &Profile, max_nodes: usize) -> Result<Self, TooManyNodes> {
         let mut functions: HashMap<&str, (u64, u64)> = HashMap::new();
+        let mut modules: HashMap<&str, (u64, u64)> = HashMap::new();
+        let mut seen_modules: HashSet<&str> = HashSet::new();
         let mut arena = vec![ArenaNode { name: "all", value: 0, children: HashMap::new() }];
         // Functions already counted in this stack (a set: a damaged stack may be very deep).
         let mut seen: HashSet<&str> = HashSet::new();
@@ -85,11 +131,18 @@ impl ProfileView {
             if let Some(leaf) = frames.first() {
                 let e = functions.entry(&leaf.function).or_default();
                 e.0 = e.0.saturating_add(count);
+                let e = modules.entry(module_of(leaf)).or_default();
+                e.0 = e.0.saturating_add(count);
             }
             seen.clear();
+            seen_modules.clear();
             for f in frames {
                 if seen.insert(&f.function) {
                     let e = functions.entry(&f.function).or_default();
+                    e.1 = e.1.saturating_add(count);
+                }
+                if seen_modules.insert(module_of(f)) {
+                    let e = modules.entry(module_of(f)).or_default();
                     e.1 = e.1.saturating_add(count);
                 }
             }
@@ -116,7 +169,12 @@ impl ProfileView {
             .map(|(name, (s, t))| FunctionCount { name: name.to_string(), self_samples: s, total: t })
             .collect();
         functions.sort_by(|a, b| (b.self_samples, b.total, &a.name).cmp(&(a.self_samples, a.total, &b.name)));
-        Ok(Self { samples: profile.samples, lost: profile.lost, functions, flamegraph: nest(arena) })
+        let mut modules: Vec<ModuleCount> = modules
+            .into_iter()
+            .map(|(name, (s, t))| ModuleCount { name: name.to_string(), self_samples: s, total: t })
+            .collect();
+        modules.sort_by(|a, b| (b.self_samples, b.total, &a.name).cmp(&(a.self_samples, a.total, &b.name)));
+        Ok(Self { samples: profile.samples, lost: profile.lost, functions, modules, flamegraph: nest(arena) })
     }
 }
 
@@ -137,10 +195,34 @@ fn nest(arena: Vec<ArenaNode<'_>>) -> FlameNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loupe_store::Frame;
 
     fn f(name: &str) -> Frame {
-        Frame { function: name.into(), module: "m".into(), kernel: false }
+        Frame::user(name, "m")
+    }
+
+    #[test]
+    fn module_shares_count_leaf_and_presence() {
+        let prog = |n: &str| Frame::user(n, "prog");
+        let libc = |n: &str| Frame::user(n, "libc.so.6");
+        let unnamed = Frame::unnamed("libz.so.1", loupe_store::ObjectAddress { build_id: vec![1], address: 0x10 });
+        let profile = Profile {
+            samples: 10,
+            lost: 0,
+            stacks: vec![
+                (vec![libc("strpbrk"), prog("parse"), prog("main")], 4),
+                (vec![Frame::kernel("copy_user"), libc("read"), prog("main")], 3),
+                (vec![unnamed, libc("inflate_wrapper"), prog("main")], 2),
+                (vec![Frame::user("[unknown]+0x7f00", ""), prog("main")], 1),
+            ],
+            span: None,
+        };
+        let v = ProfileView::new(&profile);
+        let got: Vec<(&str, u64, u64)> = v.modules.iter().map(|m| (m.name.as_str(), m.self_samples, m.total)).collect();
+        assert_eq!(
+            got,
+            vec![("libc.so.6", 4, 9), ("[kernel]", 3, 3), ("libz.so.1", 2, 2), ("[unknown]", 1, 1), ("prog", 0, 10)]
+        );
+        assert_eq!(v.modules.iter().map(|m| m.self_samples).sum::<u64>(), 10, "self shares add up to the samples");
     }
 
     #[test]

@@ -37,7 +37,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::bits::{self, BitReader, BitWriter, column_bits, read_column, write_column, zigzag};
-use super::model::Frame;
+use super::model::{Frame, ObjectAddress};
 
 /// Bytes serialized as a MessagePack `bin` (rmp-serde would write a `Vec<u8>` as an array),
 /// borrowed from the record when decoding.
@@ -584,16 +584,35 @@ pub fn decode_batch(bytes: &[u8]) -> Result<BatchRow, String> {
 // ---------------------------------------------------------------------------------------------
 // Dictionary records (`d` records)
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct FrameRow<'a>(&'a str, &'a str, bool);
+#[derive(Serialize)]
+struct LocatedFrameRow<'a>(&'a str, &'a str, bool, &'a ObjectAddress);
 
+/// A frame is `[function, module, kernel]`, or `[function, module, kernel, [build_id,
+/// address]]` when it carries its location in a file (frames stored before locations existed
+/// are the former, and still read). A build ID longer than [`ObjectAddress::MAX_BUILD_ID`] is
+/// refused by its decoder.
 pub fn encode_frame(f: &Frame) -> Vec<u8> {
-    to_msgpack(&FrameRow(&f.function, &f.module, f.kernel))
+    match &f.location {
+        None => to_msgpack(&FrameRow(&f.function, &f.module, f.kernel)),
+        Some(l) => to_msgpack(&LocatedFrameRow(&f.function, &f.module, f.kernel, l)),
+    }
 }
 
 pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
-    let (function, module, kernel): (String, String, bool) = from_msgpack(bytes)?;
-    Ok(Frame { function, module, kernel })
+    // The array's length says which form it is.
+    match bytes.first() {
+        Some(0x93) => {
+            let (function, module, kernel): (String, String, bool) = from_msgpack(bytes)?;
+            Ok(Frame { function, module, kernel, location: None })
+        }
+        Some(0x94) => {
+            let (function, module, kernel, location): (String, String, bool, ObjectAddress) = from_msgpack(bytes)?;
+            Ok(Frame { function, module, kernel, location: Some(location) })
+        }
+        _ => Err("a frame is an array of 3 or 4 fields".into()),
+    }
 }
 
 pub fn encode_comm(c: &str) -> Vec<u8> {
@@ -817,6 +836,20 @@ mod tests {
         assert_eq!(decode_frame(&encode_frame(&f)).unwrap(), f);
         let k = Frame::kernel("do_idle");
         assert_eq!(decode_frame(&encode_frame(&k)).unwrap(), k);
+        let u = Frame::unnamed("libc.so.6", ObjectAddress { build_id: vec![0x93, 0xac, 0x61], address: 0x1750ce });
+        assert_eq!(u.function, "libc.so.6+0x1750ce");
+        assert!(u.is_unnamed() && !f.is_unnamed());
+        assert_eq!(decode_frame(&encode_frame(&u)).unwrap(), u);
+        let named = u.named("__strpbrk_sse42");
+        assert!(!named.is_unnamed());
+        assert_eq!(decode_frame(&encode_frame(&named)).unwrap(), named);
+        // Frames stored before locations existed: a 3-array, still read.
+        let old = rmp_serde::to_vec(&("memcpy", "libc.so.6", false)).unwrap();
+        assert_eq!(decode_frame(&old).unwrap(), Frame::user("memcpy", "libc.so.6"));
+        // A build ID longer than any hash is refused, not kept.
+        let long = rmp_serde::to_vec(&("f", "m", false, (vec![7u8; 65], 1u64))).unwrap();
+        assert!(decode_frame(&long).unwrap_err().contains("build ID"));
+        assert!(decode_frame(&rmp_serde::to_vec(&("f", "m")).unwrap()).is_err());
         assert_eq!(decode_comm(&encode_comm("swapper/0")).unwrap(), "swapper/0");
         assert_eq!(decode_stack(&encode_stack(&[1, 2, u32::MAX])).unwrap(), vec![1, 2, u32::MAX]);
         assert_eq!(decode_stack(&encode_stack(&[])).unwrap(), Vec::<u32>::new());

@@ -79,6 +79,7 @@
 //! - `records`: a batch's `B`/`h`/`b` records by key (list, read, delete),
 //!   [`Store::sample_batches`];
 //! - `totals`: the `x` record, [`Store::sample_stats`], [`Store::lost_samples`];
+//! - `rename`: [`Store::unnamed_frames`], [`Store::rename_frames`] (naming frames later);
 //! - `dict`: the dictionaries and their in-memory cache; `sweep`: deleting what no batch uses;
 //! - `codec` (records ↔ bytes) on top of `bits` (bit-packed integer columns);
 //! - `verify`: the sample part of [`Store::verify`]; [`model`]: the public types.
@@ -94,12 +95,14 @@ pub mod dict;
 pub mod model;
 mod query;
 mod records;
+mod rename;
 mod sweep;
 mod totals;
 pub(crate) mod verify;
 mod write;
 
 pub use cursor::{RawSample, SampleCursor};
+pub use rename::Renamed;
 
 #[cfg(doc)]
 use crate::Store;

@@ -7,23 +7,108 @@ use crate::TimeRange;
 /// One frame of a symbolized stack.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Frame {
-    /// Demangled function name, or `"module+0x1a2b"` when it could not be named.
+    /// Demangled function name, or `"module+0x1a2b"` (see [`Frame::unnamed`]) when it could not
+    /// be named.
     pub function: String,
     /// File name of the binary or library (`""` for kernel frames, which are `[kernel]`).
     pub module: String,
     /// A kernel frame.
     pub kernel: bool,
+    /// Where the instruction lies in which file, for a user frame that could not be named when
+    /// it was sampled: what lets `loupe symbolize` name it once debug information appears, and
+    /// pprof's mappings carry. Kept after the frame is named. `None` for frames named at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<ObjectAddress>,
+}
+
+/// An instruction's place in an ELF file, independent of where the file was loaded.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ObjectAddress {
+    /// The file's GNU build ID (`NT_GNU_BUILD_ID`, usually 20 bytes; at most
+    /// [`ObjectAddress::MAX_BUILD_ID`]); empty when the file has none — such a frame is never
+    /// renamed later, since nothing proves a debug file belongs to it.
+    #[serde(with = "serde_bytes_vec")]
+    pub build_id: Vec<u8>,
+    /// The instruction's address in the file's own address space (the ELF virtual address that
+    /// `nm`, `addr2line` and symbol tables use; not the file offset).
+    pub address: u64,
+}
+
+impl ObjectAddress {
+    /// The longest build ID kept (GNU tools write 20 bytes; 64 leaves room for any hash).
+    pub const MAX_BUILD_ID: usize = 64;
+
+    /// The build ID in lower-case hex, as in `/usr/lib/debug/.build-id/xx/yyyy.debug`.
+    pub fn build_id_hex(&self) -> String {
+        self.build_id.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Build IDs as MessagePack/serde bytes rather than a list of numbers.
+mod serde_bytes_vec {
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a build ID of at most {} bytes", super::ObjectAddress::MAX_BUILD_ID)
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                if v.len() > super::ObjectAddress::MAX_BUILD_ID {
+                    return Err(E::invalid_length(v.len(), &self));
+                }
+                Ok(v.to_vec())
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    if out.len() == super::ObjectAddress::MAX_BUILD_ID {
+                        return Err(serde::de::Error::invalid_length(out.len() + 1, &self));
+                    }
+                    out.push(b);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_bytes(V)
+    }
 }
 
 impl Frame {
     /// A user-space frame.
     pub fn user(function: impl Into<String>, module: impl Into<String>) -> Frame {
-        Frame { function: function.into(), module: module.into(), kernel: false }
+        Frame { function: function.into(), module: module.into(), kernel: false, location: None }
     }
 
     /// A kernel frame (`module` is empty).
     pub fn kernel(function: impl Into<String>) -> Frame {
-        Frame { function: function.into(), module: String::new(), kernel: true }
+        Frame { function: function.into(), module: String::new(), kernel: true, location: None }
+    }
+
+    /// A user frame that could not be named: its function reads `module+0xaddress`.
+    pub fn unnamed(module: impl Into<String>, location: ObjectAddress) -> Frame {
+        let module = module.into();
+        Frame { function: format!("{module}+{:#x}", location.address), module, kernel: false, location: Some(location) }
+    }
+
+    /// Still named by its address, as [`Frame::unnamed`] made it.
+    pub fn is_unnamed(&self) -> bool {
+        self.location.as_ref().is_some_and(|l| {
+            self.function.len() > self.module.len()
+                && self.function.starts_with(&self.module)
+                && self.function[self.module.len()..] == format!("+{:#x}", l.address)
+        })
+    }
+
+    /// The frame with a name found for it later (its module and location stay).
+    pub fn named(&self, function: impl Into<String>) -> Frame {
+        Frame { function: function.into(), ..self.clone() }
     }
 }
 

@@ -192,7 +192,7 @@ impl Synth {
                 2..=9 => format!("ns{}::Class{}::method_{i}(int, char const*)", i % 17, i % 101),
                 _ => format!("func_{i}_{}", rng.random_range(0..100_000)),
             };
-            user.push(Frame { function, module, kernel: false });
+            user.push(Frame { function, module, kernel: false, location: None });
         }
         let user_cdf = zipf_cdf(user.len(), 0.8);
         let kernel_cdf = zipf_cdf(kernel.len(), 1.0);

@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     core::{CoreError, CoreResult, ImportOutcome, RunFilter, RunOrder},
-    model::{RunListEntry, RunView},
+    model::{RunListEntry, RunView, SymbolizeReport},
 };
 
 pub struct AgentClient {
@@ -83,5 +83,9 @@ impl AgentClient {
 
     pub fn pids(&self, range: TimeRange) -> CoreResult<BTreeSet<u32>> {
         self.call(&Call::Pids { range })
+    }
+
+    pub fn symbolize(&self, range: TimeRange, debug_dirs: Vec<PathBuf>) -> CoreResult<SymbolizeReport> {
+        self.call(&Call::Symbolize { range, debug_dirs })
     }
 }

@@ -2,7 +2,7 @@
 //! `{"ok": <the core's value>}` or `{"err": {"kind", "error", "code", "log"}}` — the core's
 //! result, serialized as it is, so a full disk during a run reads as `no_space` on both ends.
 
-use std::time::Duration;
+use std::{path::PathBuf, time::Duration};
 
 use loupe_store::{NewRun, ProfileQuery, TimeRange};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
@@ -33,6 +33,7 @@ pub enum Call {
     Import { runs: Vec<NewRun> },
     Profile { query: ProfileQuery },
     Pids { range: TimeRange },
+    Symbolize { range: TimeRange, debug_dirs: Vec<PathBuf> },
 }
 
 impl Call {

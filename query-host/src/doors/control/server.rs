@@ -154,5 +154,6 @@ fn handle(host: &Host, call: Call) -> Vec<u8> {
         Call::Import { runs } => encode(Ok(host.import_runs(runs))),
         Call::Profile { query } => encode(host.profile(&query)),
         Call::Pids { range } => encode(host.pids(range)),
+        Call::Symbolize { range, debug_dirs } => encode(host.symbolize(range, &debug_dirs)),
     }
 }

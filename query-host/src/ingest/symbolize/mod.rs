@@ -1,0 +1,289 @@
+//! On-host symbolization at ingest time, with blazesym: kernel frames from kallsyms, user frames
+//! from the process's mappings and its binaries' ELF symbols (PIE and shared objects included,
+//! through `/proc/PID/map_files`, so deleted or replaced binaries still resolve), JIT-compiled
+//! code from the process's perf map (`/tmp/perf-PID.map`). Names are demangled (Rust, C++).
+//!
+//! Where a name comes from, in order (`docs/stacks.md` has the whole story):
+//! 1. the binary's own symbol table (`.symtab`, else the `.dynsym` a stripped library keeps);
+//! 2. for code outside any file (JIT): the process's perf map, while the process lives;
+//! 3. the binary's separate debug file (found by build ID or `.gnu_debuglink` under
+//!    `/usr/lib/debug` and `--debug-dir`s, used only if its build ID matches: [`debug_files`]) —
+//!    its symbol table, not its DWARF: libc's local functions such as `__strpbrk_sse42` are
+//!    there, and reading DWARF would inflate megabytes of compressed sections per library;
+//! 4. otherwise the frame is kept as `module+0xaddress` with the file's build ID and the
+//!    address in the file's own address space ([`loupe_store::ObjectAddress`]), so
+//!    [`later`] can name it once debug information appears — or `[unknown]+0xaddress` when
+//!    even the mapping is gone. Never dropped.
+//!
+//! Why at ingest: a retained day must stay readable after its processes have exited, and the
+//! address space that gives an address meaning exists only while the process lives.
+//!
+//! blazesym caches parsed binaries per file (device and inode: one parse per binary, shared by
+//! every process that maps it) and, once asked, each process's memory map; on top of that each
+//! `(pid, address)` is remembered. Answers, memory maps and debug-file lookups are forgotten
+//! every minute (PIDs are reused, libraries loaded, debug packages installed), the whole
+//! blazesym instance every 30 minutes (bounded memory).
+
+pub mod debug_files;
+pub mod elf_file;
+pub mod later;
+
+use std::{
+    collections::{HashMap, HashSet},
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use blazesym::{
+    Addr, MaybeDefault, Pid,
+    normalize::{Normalizer, UserMeta},
+    symbolize::{
+        Input, Symbolized, Symbolizer as Blazesym, cache,
+        source::{self, Source},
+    },
+};
+use debug_files::{Binary, DebugFiles};
+use elf_file::ElfFacts;
+use loupe_bpf::RawStack;
+use loupe_store::{Frame, ObjectAddress, StackSample};
+
+/// How long a `(pid, address)` → frame answer is reused (a PID may be reused, a library
+/// re-mapped, but not many times a minute).
+const MEMO_TTL: Duration = Duration::from_secs(60);
+/// How long one blazesym instance is kept. It parses each binary once (its cache is keyed by
+/// device and inode, so every process running `libc.so.6` shares one parse) but remembers every
+/// `/proc/PID/map_files/…` path it was shown; starting afresh now and then bounds that memory
+/// on hosts that run many short-lived processes, at the price of parsing binaries again.
+const SYMBOLIZER_TTL: Duration = Duration::from_secs(30 * 60);
+/// The module of frames named from a perf map (code a JIT compiled, outside any file).
+pub const JIT_MODULE: &str = "[jit]";
+/// Most binaries whose ELF facts are remembered between resets.
+const MAX_FACTS: usize = 4096;
+
+/// ELF facts by (build ID, path when there is no build ID); `None`: unreadable or replaced.
+type FactsCache = HashMap<(Vec<u8>, PathBuf), Option<Arc<ElfFacts>>>;
+
+/// Where names may come from besides the binaries themselves.
+#[derive(Clone, Debug, Default)]
+pub struct NamingOptions {
+    /// Directories searched for debug files before `/usr/lib/debug` (`--debug-dir`).
+    pub debug_dirs: Vec<PathBuf>,
+    /// Never look for debug files (`--no-debug-files`): frames the binaries cannot name are
+    /// kept as `module+address` with their build ID, for `loupe symbolize` later.
+    pub no_debug_files: bool,
+}
+
+pub struct Symbolizer {
+    blazesym: Blazesym,
+    normalizer: Normalizer,
+    kernel: Source<'static>,
+    memo: HashMap<(u32, u64), Frame>,
+    debug: DebugFiles,
+    /// Facts of the binaries frames could not be named from, by (build ID, path if none).
+    facts: FactsCache,
+    /// Processes whose memory map blazesym holds: reading `/proc/PID/maps` for every new
+    /// address was most of the sampler's cost.
+    vmas_cached: HashSet<u32>,
+    memo_since: Instant,
+    blazesym_since: Instant,
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Self::new(&NamingOptions::default())
+    }
+}
+
+impl Symbolizer {
+    pub fn new(options: &NamingOptions) -> Self {
+        let kernel = source::Kernel {
+            kallsyms: MaybeDefault::Default,
+            // kallsyms names every kernel function; searching for a vmlinux image costs time
+            // at start and rarely finds one on production hosts.
+            vmlinux: MaybeDefault::None,
+            ..Default::default()
+        };
+        Self {
+            blazesym: Blazesym::new(),
+            normalizer: Normalizer::new(),
+            kernel: Source::Kernel(kernel),
+            memo: HashMap::new(),
+            debug: if options.no_debug_files { DebugFiles::disabled() } else { DebugFiles::new(&options.debug_dirs) },
+            facts: HashMap::new(),
+            vmas_cached: HashSet::new(),
+            memo_since: Instant::now(),
+            blazesym_since: Instant::now(),
+        }
+    }
+
+    /// Names every frame of a raw sample: kernel frames (leaf first), then user frames.
+    pub fn sample(&mut self, raw: &RawStack) -> StackSample {
+        if self.memo_since.elapsed() > MEMO_TTL {
+            // Forget answers and memory maps now and then: PIDs get reused, libraries loaded.
+            self.memo.clear();
+            self.vmas_cached.clear();
+            self.debug.forget();
+            self.memo_since = Instant::now();
+        }
+        if self.blazesym_since.elapsed() > SYMBOLIZER_TTL {
+            self.blazesym = Blazesym::new();
+            self.vmas_cached.clear();
+            self.facts.clear();
+            self.blazesym_since = Instant::now();
+        }
+        let mut frames = Vec::with_capacity(raw.kernel.len() + raw.user.len());
+        frames.extend(self.frames(0, &raw.kernel, true));
+        if !raw.user.is_empty() {
+            frames.extend(self.frames(raw.pid, &raw.user, false));
+        }
+        StackSample {
+            time_unix_ns: raw.time_unix_ns,
+            cpu: raw.cpu,
+            pid: raw.pid,
+            tid: raw.tid,
+            comm: raw.comm.clone(),
+            cgroup_id: raw.cgroup_id,
+            idle: raw.idle,
+            frames,
+        }
+    }
+
+    fn frames(&mut self, pid: u32, addrs: &[u64], kernel: bool) -> Vec<Frame> {
+        let key = |a: u64| (if kernel { 0 } else { pid }, a);
+        let missing: Vec<Addr> = addrs.iter().copied().filter(|a| !self.memo.contains_key(&key(*a))).collect();
+        if !missing.is_empty() {
+            let named = if kernel {
+                self.blazesym.symbolize(&self.kernel, Input::AbsAddr(&missing))
+            } else {
+                if self.vmas_cached.insert(pid) {
+                    let _ = self.blazesym.cache(&cache::Cache::Process(cache::Process::new(Pid::from(pid))));
+                }
+                let mut process = source::Process::new(Pid::from(pid));
+                // ELF symbols name functions; DWARF (inlined frames, lines) would mean inflating
+                // the compressed debug sections of every new binary: most of the sampler's cost.
+                process.debug_syms = false;
+                self.blazesym.symbolize(&Source::Process(process), Input::AbsAddr(&missing))
+            };
+            let named = named
+                .unwrap_or_else(|_| vec![Symbolized::Unknown(blazesym::symbolize::Reason::Unsupported); missing.len()]);
+            let mut unknown = Vec::new();
+            for (addr, sym) in missing.iter().zip(named) {
+                match sym {
+                    Symbolized::Sym(sym) => {
+                        let module = match (&sym.module, kernel) {
+                            (_, true) => "[kernel]".to_string(),
+                            (Some(m), false) => file_name(Path::new(m)),
+                            // Named without a file: JIT code, from the process's perf map.
+                            (None, false) => JIT_MODULE.to_string(),
+                        };
+                        self.memo.insert(
+                            key(*addr),
+                            Frame { function: sym.name.into_owned(), module, kernel, location: None },
+                        );
+                    }
+                    Symbolized::Unknown(_) => unknown.push(*addr),
+                }
+            }
+            for (addr, frame) in unknown.iter().zip(self.unnamed(pid, &unknown, kernel)) {
+                self.memo.insert(key(*addr), frame);
+            }
+        }
+        addrs.iter().map(|a| self.memo[&key(*a)].clone()).collect()
+    }
+
+    /// Names for addresses the binaries' own symbols did not name: from the binary's debug
+    /// file, else `module+0xaddress` with its location, else `[unknown]+0xaddress`.
+    fn unnamed(&mut self, pid: u32, addrs: &[u64], kernel: bool) -> Vec<Frame> {
+        let fallback = |a: &u64| Frame {
+            function: format!("[unknown]+{a:#x}"),
+            module: if kernel { "[kernel]".into() } else { String::new() },
+            kernel,
+            location: None,
+        };
+        if kernel || addrs.is_empty() {
+            return addrs.iter().map(fallback).collect();
+        }
+        let Ok(normalized) = self.normalizer.normalize_user_addrs(Pid::from(pid), addrs) else {
+            return addrs.iter().map(fallback).collect();
+        };
+        let mut out = Vec::with_capacity(addrs.len());
+        for (addr, (offset, meta)) in addrs.iter().zip(&normalized.outputs) {
+            let Some(UserMeta::Elf(elf)) = normalized.meta.get(*meta) else {
+                out.push(fallback(addr));
+                continue;
+            };
+            let module = file_name(&elf.path);
+            let build_id: Vec<u8> = elf.build_id.as_deref().map(<[u8]>::to_vec).unwrap_or_default();
+            // The binary as this process can open it, whatever mount namespace it lives in.
+            let readable =
+                Path::new(&format!("/proc/{pid}/root")).join(elf.path.strip_prefix("/").unwrap_or(&elf.path));
+            let facts = facts_of(&mut self.facts, &build_id, &readable);
+            let Some(address) = facts.as_ref().and_then(|f| f.address_of(*offset)) else {
+                // Not even the file's layout: its file offset, which nothing can name later.
+                out.push(Frame::user(format!("{module}+{offset:#x}"), module));
+                continue;
+            };
+            let binary = Binary {
+                readable: Some(&readable),
+                path: Some(&elf.path),
+                module: &module,
+                debuglink: facts.as_ref().and_then(|f| f.debuglink.as_deref()),
+            };
+            let name = self
+                .debug
+                .find(&build_id, binary)
+                .and_then(|debug| name_in(&self.blazesym, &debug, &[address]).pop().flatten());
+            // Named: one dictionary entry per function, like any named frame (a location would
+            // make one per instruction).
+            out.push(match name {
+                Some(name) => Frame::user(name, module),
+                None => Frame::unnamed(module, ObjectAddress { build_id, address }),
+            });
+        }
+        out
+    }
+}
+
+/// The ELF facts of a binary, read once per build ID.
+fn facts_of(known: &mut FactsCache, build_id: &[u8], readable: &Path) -> Option<Arc<ElfFacts>> {
+    let key = (build_id.to_vec(), if build_id.is_empty() { readable.to_path_buf() } else { PathBuf::new() });
+    if let Some(known) = known.get(&key) {
+        return known.clone();
+    }
+    let facts = match ElfFacts::read(readable) {
+        // A file replaced since it was mapped is not the one the address belongs to.
+        Ok(f) if f.build_id == build_id => Some(Arc::new(f)),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::debug!("naming frames: {e}");
+            None
+        }
+    };
+    if known.len() >= MAX_FACTS {
+        known.clear();
+    }
+    known.insert(key, facts.clone());
+    facts
+}
+
+/// Names of `addresses` (in the file's own address space) from a debug file's symbol table
+/// (`None` where it has none). ELF symbols only: see the module docs.
+pub fn name_in(blazesym: &Blazesym, debug_file: &Path, addresses: &[u64]) -> Vec<Option<String>> {
+    let mut elf = source::Elf::new(debug_file);
+    elf.debug_syms = false;
+    match blazesym.symbolize(&Source::Elf(elf), Input::VirtOffset(addresses)) {
+        Ok(named) => named
+            .into_iter()
+            .map(|s| match s {
+                Symbolized::Sym(sym) if !sym.name.is_empty() => Some(sym.name.into_owned()),
+                _ => None,
+            })
+            .collect(),
+        Err(_) => vec![None; addresses.len()],
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string())
+}
