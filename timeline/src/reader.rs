@@ -22,7 +22,9 @@
 //! Each ring is a window of its last `N` records. A record the writer overwrote before we read
 //! it, or may have been overwriting while we copied it (index `≤ head_after_copy − N`), is
 //! never returned and is counted in [`PollStats::lost`]; `read + lost` over all polls equals
-//! the records ever published in the rings (the count is exact or errs towards loss).
+//! the records ever published in the rings. While the writer runs, the oldest slot of a full
+//! ring counts as lost (the writer may be overwriting it); once it has exited, nothing is in
+//! flight and the whole window is read, so the count errs only towards loss.
 //!
 //! # Time
 //! Records carry TSC ticks (or `CLOCK_MONOTONIC` ns). On the writer's boot the reader converts
@@ -479,6 +481,10 @@ impl Tailer {
         let mut table = std::mem::take(&mut self.table);
         let mut table2 = std::mem::take(&mut self.table2);
         let mut copy = std::mem::take(&mut self.copy);
+        // A writer that has exited writes nothing more: then the oldest slot of a full ring is
+        // not being overwritten and can be taken (while it runs, it may be).
+        let quiescent = self.writer_state() == WriterState::Exited;
+        let in_flight = if quiescent { 0 } else { 1 };
         let res = (|| {
             self.read_table(&mut table)?;
             stats.no_ring_drops = {
@@ -543,7 +549,7 @@ impl Tailer {
                     stats.corrupt += 1; // head went backwards: trust nothing copied
                     hi
                 } else {
-                    lo.max((h2 + 1).saturating_sub(cap))
+                    lo.max((h2 + in_flight).saturating_sub(cap))
                 };
                 let valid_lo = valid_lo.min(hi);
                 let lost = valid_lo - pos;

@@ -272,7 +272,7 @@ fn breath_chores(h: &Hot) {
     if h.status.get() == 2 {
         h.status.set(0); // retry a ring at the next logged event
     }
-    if let Some(sh) = current() {
+    if let Some(sh) = existing() {
         sh.maybe_refresh();
     }
 }
@@ -294,13 +294,13 @@ pub fn now() -> u64 {
 
 /// Path of this process's ring file, once [`define`] has created it.
 pub fn file_path() -> Option<PathBuf> {
-    current().map(|s| s.path.clone())
+    existing().map(|s| s.path.clone())
 }
 
 /// Takes a fresh clock calibration sample into the header now (also done every ~2^31 TSC ticks
 /// or 1 s by [`breath`], and by [`define`]). For programs that log without breathing.
 pub fn sync_clock() {
-    if let Some(sh) = current() {
+    if let Some(sh) = existing() {
         sh.refresh();
     }
 }
@@ -341,7 +341,7 @@ static ATFORK: AtomicBool = AtomicBool::new(false);
 
 impl Shared {
     fn atomic64(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0);
+        debug_assert!(off.is_multiple_of(8));
         // SAFETY: every caller passes an 8-aligned offset inside the mapping (header fields,
         // ring-table entries); the mapping outlives `self`.
         unsafe { &*(self.base.add(off) as *const AtomicU64) }
@@ -532,16 +532,16 @@ fn make_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// This process's file, creating it if needed (or anew in a forked child).
-fn current() -> Option<&'static Shared> {
+/// This process's file if it has one (not the parent's, in a forked child).
+fn existing() -> Option<&'static Shared> {
     let p = GLOBAL.load(Ordering::Acquire);
     // SAFETY: GLOBAL only ever holds pointers from Box::leak, never freed.
-    if let Some(sh) = unsafe { p.as_ref() }
-        && sh.pid == std::process::id()
-    {
-        return Some(sh);
-    }
-    init().ok()
+    unsafe { p.as_ref() }.filter(|sh| sh.pid == std::process::id())
+}
+
+/// This process's file, creating it if needed (or anew in a forked child).
+fn current() -> Option<&'static Shared> {
+    existing().or_else(|| init().ok())
 }
 
 fn init() -> Result<&'static Shared, String> {

@@ -9,7 +9,8 @@
 //!                       prints `ev TS LEVEL LAG` per event, LAG computed here (`-` if none)
 //! wall N                N events 1 ms apart, arg0 = CLOCK_REALTIME before the log; prints
 //!                       `wall I AFTER` with CLOCK_REALTIME right after it
-//! stream THREADS        each thread logs (counter, counter*3+1, thread, mix(counter)) forever
+//! stream THREADS        each thread logs (counter, counter*3+1, thread, mix(counter)) forever,
+//                       sleeping 1 ms every 1000 records
 //! count THREADS N       each thread logs N records of the same shape as fast as it can, then
 //!                       prints `done TOTAL` and exits
 //! ```
@@ -116,8 +117,8 @@ fn main() {
                         while c < limit {
                             e.log(c, c * 3 + 1, t, mix(c ^ t << 56));
                             c += 1;
-                            if limit == u64::MAX && c % 1000 == 0 {
-                                std::thread::yield_now();
+                            if limit == u64::MAX && c.is_multiple_of(1000) {
+                                std::thread::sleep(std::time::Duration::from_millis(1));
                             }
                         }
                         c
