@@ -19,6 +19,7 @@ import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
+import { loadTs } from '../test/load-ts.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const webUi = resolve(here, '..');
@@ -39,6 +40,7 @@ function wasmDir() {
 const WASM_DIR = wasmDir();
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(here, 'screenshots');
+const { percent } = await loadTs('format.ts'); // the UI's own percentage formatting
 const T0 = 1795392000000000000n; // 2026-11-23T00:00:00Z
 const S = 1_000_000_000n;
 
@@ -186,6 +188,37 @@ function countNodes(root) {
     for (const c of x.children ?? []) stack.push(c);
   }
   return n;
+}
+
+/**
+ * The profile page's Libraries table shows exactly `GET /api/v1/profile`'s modules for the
+ * page's own query (from its hash): the same names in the same order, self samples and self %.
+ * Returns the API's modules.
+ */
+async function assertModulesTable(page) {
+  const hash = new URL(page.url()).hash;
+  assert.match(hash, /^#\/profile\?/);
+  const prof = await api(`/api/v1/profile?${hash.slice(hash.indexOf('?') + 1)}`);
+  assert.ok(prof.modules.length > 0, 'the profile has modules');
+  await page.waitForSelector('#modules-table');
+  const more = page.locator('section.modules > button');
+  if (await more.isVisible()) {
+    if ((await more.textContent()).startsWith('Show all')) await more.click();
+  }
+  const rows = await page.$$eval('#modules-table tbody tr', (trs) =>
+    trs.map((tr) => ({ name: tr.dataset.module, shown: tr.querySelector('th').textContent, self: tr.dataset.self, selfText: tr.cells[1].textContent, selfPct: tr.querySelector('.share-text').textContent, width: tr.querySelector('.share-fill').style.width })),
+  );
+  assert.deepEqual(
+    rows.map((r) => [r.name, r.shown, r.self, r.selfText, r.selfPct]),
+    prof.modules.map((m) => [m.name, m.name, String(m.self), m.self.toLocaleString('en-US'), percent(m.self, prof.samples)]),
+    'Libraries rows equal the API’s modules',
+  );
+  // The bars: the widest is the first row's, in proportion to the self share.
+  for (const [i, r] of rows.entries()) {
+    assert.ok(Math.abs(parseFloat(r.width) - (100 * prof.modules[i].self) / prof.samples) <= 0.051, `${r.name}: bar ${r.width}`);
+  }
+  assert.equal(await page.getAttribute('#modules-table', 'data-top-module'), prof.modules[0].name);
+  return prof.modules;
 }
 
 // ---- setup ----
@@ -428,6 +461,8 @@ test('profile of run B window: hot_leaf on top, search, keyboard zoom, pprof dow
   await page.waitForSelector('#functions-table');
   assert.equal(await page.getAttribute('#functions-table', 'data-top-function'), 'hot_leaf');
   assert.equal(await page.textContent('#functions-table tbody tr:first-child th'), 'hot_leaf');
+  // Libraries: the module shares the API gives for the same range.
+  await assertModulesTable(page);
   // Search highlights.
   await page.fill('.flame-search', 'hot_leaf');
   await page.press('.flame-search', 'Enter');
@@ -458,6 +493,32 @@ test('profile of run B window: hot_leaf on top, search, keyboard zoom, pprof dow
   await page.fill('.flame-search', 'hot_leaf');
   await page.press('.flame-search', 'Enter');
   await shoot(page, 'profile');
+  await page.close();
+  assertNoConsoleErrors();
+});
+
+test('profile: the Libraries table equals the API’s module shares; an empty list is said plainly', async () => {
+  const page = await newPage();
+  await withToken(page);
+  // The whole day, every process: the program's own binaries of both synthetic workloads.
+  await go(page, `#/profile?from=${T0}&to=${T0 + 86_400n * S}`);
+  const modules = await assertModulesTable(page);
+  assert.ok(modules.length >= 2, `${modules.length} modules`);
+  assert.equal(await page.getAttribute('#modules-table thead th:nth-child(2)', 'aria-sort'), 'descending');
+  assert.equal(await page.getAttribute('section.modules .table-wrap', 'aria-label'), 'Libraries: each module’s share of the samples');
+  await shoot(page, 'profile-libraries');
+  // A profile with samples but no modules (answer stubbed in the browser).
+  await page.route(/\/api\/v1\/profile\?/, (r) =>
+    r.fulfill({
+      status: 200,
+      contentType: 'application/json',
+      body: JSON.stringify({ samples: 3, lost: 0, functions: [{ name: 'f', self: 3, total: 3 }], modules: [], flamegraph: { name: 'all', value: 3, children: [{ name: 'f', value: 3 }] } }),
+    }),
+  );
+  await go(page, `#/profile?from=${T0}&to=${T0 + S}`);
+  await page.waitForSelector('#modules-empty');
+  assert.equal(await page.locator('#modules-table').count(), 0);
+  assert.match(await page.textContent('#modules-empty'), /No module information/);
   await page.close();
   assertNoConsoleErrors();
 });

@@ -385,6 +385,17 @@ export interface components {
             out_packets: number[];
             out_retx_bytes: number[];
         };
+        /**
+         * @description Samples of one module: `self` where its code was running (the leaf frame is in it), `total`
+         *     where it is anywhere on the stack (once per sample).
+         */
+        ModuleCount: {
+            name: string;
+            /** Format: int64 */
+            self: number;
+            /** Format: int64 */
+            total: number;
+        };
         /** @enum {string} */
         ParamKind: "unsigned" | "float" | "text" | "flag";
         ParamSpec: {
@@ -407,6 +418,12 @@ export interface components {
             functions: components["schemas"]["FunctionCount"][];
             /** Format: int64 */
             lost: number;
+            /**
+             * @description Each module's share: the program's own binary, each shared library, `[kernel]`, and
+             *     `[unknown]` for code outside any file (JIT without a perf map). Sorted like `functions`.
+             *     What a fleet's "datacenter tax" adds up (how much CPU goes to libc, zlib, the kernel, …).
+             */
+            modules: components["schemas"]["ModuleCount"][];
             /** Format: int64 */
             samples: number;
         };

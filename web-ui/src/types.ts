@@ -51,6 +51,8 @@ export type RunView = Exact<Schemas['RunView'], 'id' | 'start_unix_ns'>;
 
 export type FlameNode = Schemas['FlameNode'];
 export type FunctionCount = Schemas['FunctionCount'];
+/** A module's (shared library's, `[kernel]`, the program's own) samples: `self` as leaf, `total` anywhere on the stack. */
+export type ModuleCount = Schemas['ModuleCount'];
 export type Profile = Schemas['ProfileView'];
 
 /** `default`: any JSON value; `null` (or absent): the parameter is required. */

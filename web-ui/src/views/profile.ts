@@ -1,12 +1,14 @@
-// Profile of a time range: flame graph (search, zoom), top functions, filters, pprof download.
+// Profile of a time range: flame graph (search, zoom), libraries (each module's share), top
+// functions, filters, pprof download.
 
 import { api, apiBlob, apiUrl, getToken } from '../api';
 import { field, h } from '../dom';
 import { count, percent } from '../format';
 import { FlameGraph } from '../flame';
+import { barWidth, moduleShares } from '../modules';
 import { str } from '../json';
 import type { ViewCtx } from '../main';
-import type { Day, FunctionCount, Profile } from '../types';
+import type { Day, FunctionCount, ModuleCount, Profile } from '../types';
 import { NS_PER_DAY, parseTimeInput, rfc3339, timeForInput } from '../time';
 import { errorBox, kv, loading, tableWrap } from '../ui';
 
@@ -160,7 +162,7 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
   body.append(flameSection);
   const fg = renderFlame(flameSection, profile, 'Flame graph of the range');
   ctx.onCleanup(() => fg.destroy());
-  body.append(functionsTable(profile.functions, profile.samples, (name) => fg.search(name)));
+  body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, profile.samples), functionsTable(profile.functions, profile.samples, (name) => fg.search(name))));
 }
 
 /** Draws a profile's flame graph and records its timings. */
@@ -172,6 +174,87 @@ export function renderFlame(parent: HTMLElement, profile: Profile, title: string
   t.flameRender = fg.timings.layoutMs + fg.timings.drawMs;
   t.flameNodes = fg.timings.nodes;
   return fg;
+}
+
+/**
+ * The library share view: each module's (shared library's, `[kernel]`, the program's own) self
+ * samples, self % (with a bar) and total %, by self samples. Flame nodes carry no module, so a
+ * row highlights nothing; it is the "datacenter tax" figure of the range.
+ */
+export function modulesTable(modules: ModuleCount[], samples: number): HTMLElement {
+  const TOP = 20;
+  const rows = moduleShares(modules, samples);
+  const heading = h('h2', { id: 'modules-heading' }, 'Libraries');
+  const note = h(
+    'p',
+    { class: 'muted small table-note' },
+    'Self: samples whose running code (the leaf frame) is in the module; total: samples with the module anywhere on the stack. ',
+    h('code', null, '[kernel]'),
+    ' is the kernel, ',
+    h('code', null, '[jit]'),
+    ' JIT code named by a perf map, ',
+    h('code', null, '[unknown]'),
+    ' code outside any file.',
+  );
+  if (!rows.length) {
+    return h('section', { class: 'modules', 'aria-labelledby': 'modules-heading' }, heading, h('p', { class: 'muted', id: 'modules-empty' }, 'No module information in this profile.'));
+  }
+  let limit = TOP;
+  const tbody = h('tbody');
+  const more = h('button', { type: 'button', hidden: rows.length <= TOP });
+  const render = () => {
+    tbody.replaceChildren(
+      ...rows.slice(0, limit).map((m) =>
+        h(
+          'tr',
+          { 'data-module': m.name, 'data-self': String(m.self), 'data-total': String(m.total) },
+          h('th', { scope: 'row', class: 'fn mono' }, m.name),
+          h('td', { class: 'num' }, count(m.self)),
+          h(
+            'td',
+            { class: 'num' },
+            h(
+              'span',
+              { class: 'share' },
+              h('span', { class: 'share-bar', 'aria-hidden': 'true' }, h('span', { class: 'share-fill', style: { width: barWidth(m.selfShare) } })),
+              h('span', { class: 'share-text' }, percent(m.self, samples)),
+            ),
+          ),
+          h('td', { class: 'num' }, percent(m.total, samples)),
+        ),
+      ),
+    );
+    more.textContent = limit < rows.length ? `Show all ${count(rows.length)}` : `Show top ${TOP}`;
+  };
+  more.addEventListener('click', () => ((limit = limit < rows.length ? rows.length : TOP), render()));
+  render();
+  return h(
+    'section',
+    { class: 'modules', 'aria-labelledby': 'modules-heading' },
+    heading,
+    tableWrap(
+      h(
+        'table',
+        { class: 'data compact', id: 'modules-table', 'data-top-module': rows[0].name },
+        h(
+          'thead',
+          null,
+          h(
+            'tr',
+            null,
+            h('th', { scope: 'col' }, 'Module'),
+            h('th', { scope: 'col', class: 'num', 'aria-sort': 'descending' }, 'Self'),
+            h('th', { scope: 'col', class: 'num' }, 'Self %'),
+            h('th', { scope: 'col', class: 'num' }, 'Total %'),
+          ),
+        ),
+        tbody,
+      ),
+      'Libraries: each module’s share of the samples',
+    ),
+    more,
+    note,
+  );
 }
 
 export function functionsTable(functions: FunctionCount[], samples: number, highlight: (name: string) => void): HTMLElement {
