@@ -2,67 +2,25 @@
 //! pointers and a known hot function is busy while `loupe sample` runs; `loupe profile` must
 //! attribute the right number of samples to it, in the right place of the stack, after it exited.
 
+mod sampling;
+
 use std::{
     path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
-    thread,
-    time::Duration,
+    process::{Command, Output},
 };
 
 use loupe_testbed::require_root;
+use sampling::*;
 use serde_json::Value;
 
-const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");
 const HZ: f64 = 10.0;
 
-/// Builds the fixture program once per test (cheap) into `dir`.
 fn build_busy(dir: &Path) -> PathBuf {
     build_busy_with(dir, "busy", &[])
 }
 
 fn build_busy_with(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/busy.c");
-    let out = dir.join(name);
-    let status = Command::new("cc")
-        .args(["-O2", "-fno-omit-frame-pointer", "-pthread"])
-        .args(extra)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("running cc");
-    assert!(status.success(), "compiling {}", src.display());
-    out
-}
-
-fn loupe(args: &[&str], data: &Path) -> Command {
-    let mut cmd = Command::new(LOUPE);
-    cmd.args(args).arg("--data-dir").arg(data).env("RUST_LOG", "warn");
-    cmd
-}
-
-/// Starts `loupe sample` for `seconds`, waits until it is sampling, and returns it.
-fn start_sampling(data: &Path, seconds: f64, extra: &[&str]) -> Child {
-    let secs = seconds.to_string();
-    let mut args = vec!["sample", "--seconds", &secs];
-    args.extend_from_slice(extra);
-    let child = loupe(&args, data).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    thread::sleep(Duration::from_millis(700)); // load + attach on every CPU
-    child
-}
-
-fn finish(child: Child) -> Output {
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "loupe sample: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn profile(data: &Path, args: &[&str]) -> Value {
-    let mut all = vec!["profile", "--json"];
-    all.extend_from_slice(args);
-    let out = loupe(&all, data).output().unwrap();
-    assert!(out.status.success(), "loupe profile: {}", String::from_utf8_lossy(&out.stderr));
-    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
+    build_fixture(dir, "busy", name, extra)
 }
 
 /// Sum of the values of nodes named `name` whose parent is named `parent`.
