@@ -258,7 +258,7 @@ fn main() {
         // Alternate quiet and tailed rounds; compare the medians.
         let (mut quiet, mut tailed) = (Vec::new(), Vec::new());
         let mut read = 0;
-        for _ in 0..5 {
+        for _ in 0..7 {
             quiet.push(writer_rate(None).0);
             let (ns, r) = writer_rate(Some(Duration::from_millis(every)));
             tailed.push(ns);

@@ -187,10 +187,21 @@ thread_local! {
 /// record's timestamp on the file's clock ([`now`]), or 0 if it was skipped or dropped.
 #[inline(always)]
 pub fn log(event: Event, a0: u64, a1: u64, a2: u64, a3: u64) -> u64 {
-    HOT.with(|h| if event.rate() < h.threshold.get() { 0 } else { write(h, event, [a0, a1, a2, a3]) })
+    // The closure is kept tiny so that `LocalKey::with` inlines into the caller and the skip is
+    // a thread-pointer-relative load and a compare: with the write path inside it, the compiler
+    // sometimes kept `with` out of line and the skip cost an indirect call (6.8 ns, measured).
+    if HOT.with(|h| event.rate() < h.threshold.get()) {
+        return 0;
+    }
+    write_path(event, [a0, a1, a2, a3])
 }
 
-#[inline]
+#[inline(never)]
+fn write_path(event: Event, args: [u64; 4]) -> u64 {
+    HOT.with(|h| write(h, event, args))
+}
+
+#[inline(always)]
 fn write(h: &Hot, event: Event, args: [u64; 4]) -> u64 {
     let mut ring = h.ring.get();
     if ring.is_null() {
