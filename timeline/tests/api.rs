@@ -42,7 +42,9 @@ fn writer_api_in_process() {
     let mut ev = Vec::new();
     t.poll(&mut ev).unwrap();
     assert_eq!(ev.len(), 1);
-    assert_eq!((ev[0].event, ev[0].args[0], ev[0].tid), (a.id(), 1, unsafe { libc::gettid() } as u32));
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() } as u32;
+    assert_eq!((ev[0].event, ev[0].args[0], ev[0].tid), (a.id(), 1, me));
 
     // 40 threads one after another on 4 rings: each exiting thread gives its ring back.
     for i in 0..40 {

@@ -109,6 +109,7 @@ fn main() {
         "stream" | "count" => {
             let threads = num(1);
             let limit = if mode == "count" { num(2) } else { u64::MAX };
+            let pace = mode == "stream";
             let e = tl::define("seq", 0, 9, &["counter", "check", "thread", "mix"]).expect("define");
             let hs: Vec<_> = (0..threads)
                 .map(|t| {
@@ -117,7 +118,7 @@ fn main() {
                         while c < limit {
                             e.log(c, c * 3 + 1, t, mix(c ^ t << 56));
                             c += 1;
-                            if limit == u64::MAX && c.is_multiple_of(1000) {
+                            if pace && c.is_multiple_of(1000) {
                                 std::thread::sleep(std::time::Duration::from_millis(1));
                             }
                         }
