@@ -22,9 +22,10 @@
 //! Each ring is a window of its last `N` records. A record the writer overwrote before we read
 //! it, or may have been overwriting while we copied it (index `≤ head_after_copy − N`), is
 //! never returned and is counted in [`PollStats::lost`]; `read + lost` over all polls equals
-//! the records ever published in the rings. While the writer runs, the oldest slot of a full
-//! ring counts as lost (the writer may be overwriting it); once it has exited, nothing is in
-//! flight and the whole window is read, so the count errs only towards loss.
+//! the records ever published in the rings. The oldest slot of a full ring is never taken
+//! and counts as lost: the writer may be overwriting it with the next record — or may have been
+//! killed half-way through doing so, which the file cannot tell from a clean exit. So a ring
+//! yields at most `N − 1` records at once, and the count errs only towards loss.
 //!
 //! # Time
 //! Records carry TSC ticks (or `CLOCK_MONOTONIC` ns). On the writer's boot the reader converts
@@ -481,10 +482,6 @@ impl Tailer {
         let mut table = std::mem::take(&mut self.table);
         let mut table2 = std::mem::take(&mut self.table2);
         let mut copy = std::mem::take(&mut self.copy);
-        // A writer that has exited writes nothing more: then the oldest slot of a full ring is
-        // not being overwritten and can be taken (while it runs, it may be).
-        let quiescent = self.writer_state() == WriterState::Exited;
-        let in_flight = if quiescent { 0 } else { 1 };
         let res = (|| {
             self.read_table(&mut table)?;
             stats.no_ring_drops = {
@@ -549,7 +546,9 @@ impl Tailer {
                     stats.corrupt += 1; // head went backwards: trust nothing copied
                     hi
                 } else {
-                    lo.max((h2 + in_flight).saturating_sub(cap))
+                    // Record h2 may be half-written into the slot of h2 − cap, even by a writer
+                    // that has since been killed: that slot is never taken.
+                    lo.max((h2 + 1).saturating_sub(cap))
                 };
                 let valid_lo = valid_lo.min(hi);
                 let lost = valid_lo - pos;

@@ -124,8 +124,8 @@ fn a_reader_racing_the_writer_never_returns_a_torn_record() {
 }
 
 /// A writer logging flat out is killed while it is most likely inside `log`: the newest record
-/// of each ring is whole and readable (a half-written one would fail the argument checks or
-/// leave the last counter short of the head), and read + lost = every head.
+/// of each ring is whole and readable, the record it was killed writing (over the oldest slot)
+/// is not taken (either would fail the argument or order checks), and read + lost = every head.
 #[test]
 fn kill_9_of_a_flat_out_writer_takes_nothing_half_written() {
     // Several kills: each lands inside a record's stores only some of the time.
@@ -156,7 +156,8 @@ fn kill_9_of_a_flat_out_writer_takes_nothing_half_written() {
         }
         for (r, l) in last {
             assert_eq!(heads[r as usize], l + 1, "ring {r}: the newest published record is readable");
-            assert_eq!(count[&r], 65536.min(heads[r as usize]), "ring {r}: the whole window is read");
+            // All but the oldest slot, which a killed writer may have been overwriting.
+            assert_eq!(count[&r], 65535.min(heads[r as usize]), "ring {r}: the whole window is read");
         }
     }
 }

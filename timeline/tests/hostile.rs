@@ -22,7 +22,8 @@ fn real_file(dir: &Path) -> Vec<u8> {
     let mut t = Tailer::open(&path).unwrap();
     let mut ev = Vec::new();
     let s = t.poll(&mut ev).unwrap();
-    assert_eq!((s.read, s.lost, s.corrupt), (64, 36, 0), "the real file reads cleanly");
+    // 100 records in a 64-record ring: the oldest slot is never taken (docs/timeline.md).
+    assert_eq!((s.read, s.lost, s.corrupt), (63, 37, 0), "the real file reads cleanly");
     bytes
 }
 
@@ -117,7 +118,7 @@ fn bad_records_and_shrinking_files() {
     let mut t = Tailer::open(&p).unwrap();
     let mut ev = Vec::new();
     let s = t.poll(&mut ev).unwrap();
-    assert_eq!((s.read, s.corrupt), (62, 2));
+    assert_eq!((s.read, s.corrupt), (61, 2));
 
     // Event count larger than the table; names without NUL or not UTF-8: no panic.
     let mut b = good.clone();
