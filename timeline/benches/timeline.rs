@@ -84,6 +84,64 @@ mod ring_subscriber {
     }
 }
 
+/// tests/c/bench.c built against the shared and the static library, if there is a C compiler.
+fn c_costs(dir: &std::path::Path) {
+    use std::path::Path;
+    use std::process::Command;
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if Command::new(&cc).arg("--version").output().map_or(true, |o| !o.status.success()) {
+        println!("SKIP C costs: no C compiler ({cc})");
+        return;
+    }
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // This bench binary is target/<profile>/deps/timeline-*; the libraries were built beside it.
+    let exe = std::env::current_exe().expect("exe");
+    let deps = exe.parent().expect("deps");
+    for (kind, shared) in [("so", true), ("a", false)] {
+        let out = dir.join(format!("cbench_{kind}"));
+        let mut cmd = Command::new(&cc);
+        cmd.args(["-O2", "-I"]).arg(crate_dir.join("include")).arg(crate_dir.join("tests/c/bench.c"));
+        if shared {
+            cmd.arg("-L").arg(deps).arg("-lloupe_timeline").arg(format!("-Wl,-rpath,{}", deps.display()));
+        } else {
+            cmd.arg(deps.join("libloupe_timeline.a")).args([
+                "-lgcc_s",
+                "-lutil",
+                "-lrt",
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-lc",
+            ]);
+        }
+        let built = cmd.arg("-o").arg(&out).output().expect("cc");
+        if !built.status.success() {
+            println!("SKIP C costs ({kind}): {}", String::from_utf8_lossy(&built.stderr).lines().next().unwrap_or(""));
+            continue;
+        }
+        // cargo's LD_LIBRARY_PATH would win over the rpath: point it at this build's library.
+        let run = Command::new(&out)
+            .env("LOUPE_TIMELINE_DIR", dir)
+            .env("LD_LIBRARY_PATH", deps)
+            .output()
+            .expect("run C bench");
+        if !run.status.success() {
+            println!("SKIP C costs ({kind}): {}", String::from_utf8_lossy(&run.stderr).lines().next().unwrap_or(""));
+        }
+        for line in String::from_utf8_lossy(&run.stdout).lines() {
+            let Some((name, v)) = line.split_once(' ') else { continue };
+            let Ok(v) = v.parse::<f64>() else { continue };
+            let (goal, note) = match name {
+                "skip_inline" => (Some(1.0), "loupe_tl_log_inline, skipped (goal ≤ 1)"),
+                "skip_call" => (None, "loupe_tl_log, skipped (a call)"),
+                "log_inline" => (None, "loupe_tl_log_inline, logged"),
+                _ => (None, "loupe_tl_log, logged"),
+            };
+            bench(&format!("c_{kind}_{name}_ns"), v, "ns", goal, &format!("C via lib{kind}: {note}"));
+        }
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo test --benches` asks; nothing to list
@@ -278,6 +336,8 @@ fn main() {
             &format!("writer {q:.2} ns/event alone, {t:.2} tailed every {every} ms ({read} records read; goal ≤ 5 %)"),
         );
     }
+
+    c_costs(dir.path());
 
     // Bytes per event in the ring, from the file itself.
     let t = Tailer::open(&path).expect("open");

@@ -48,6 +48,23 @@ void loupe_tl_breath(void);
  * loupe_tl_now), or 0 if the event was skipped or dropped (no free ring). */
 uint64_t loupe_tl_log(loupe_tl_event event, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
 
+/* The same as loupe_tl_log, with the rate check inlined into the caller: a skipped event is
+ * two thread-local loads and a compare (~1 ns) instead of a call (~2.5 ns static, ~6 ns through
+ * the shared library). Each translation unit caches its threads' threshold pointers. */
+const volatile uint8_t *loupe_tl_threshold_ptr(void);
+#if defined(__GNUC__) || defined(__clang__)
+static __thread const volatile uint8_t *loupe_tl__threshold;
+static inline __attribute__((always_inline)) uint64_t
+loupe_tl_log_inline(loupe_tl_event event, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3) {
+    const volatile uint8_t *t = loupe_tl__threshold;
+    if (__builtin_expect(t == 0, 0)) t = loupe_tl__threshold = loupe_tl_threshold_ptr();
+    if (((event >> 24) & 0xf) < *t) return 0;
+    return loupe_tl_log(event, a0, a1, a2, a3);
+}
+#else
+#define loupe_tl_log_inline loupe_tl_log
+#endif
+
 /* The file clock: TSC ticks when the TSC is constant and nonstop, else CLOCK_MONOTONIC ns. */
 uint64_t loupe_tl_now(void);
 /* 1 if the file clock is the TSC, 0 if CLOCK_MONOTONIC nanoseconds. */

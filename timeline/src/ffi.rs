@@ -84,6 +84,13 @@ pub extern "C" fn loupe_tl_log(event: u32, a0: u64, a1: u64, a2: u64, a3: u64) -
     writer::log(Event::from_raw(event), a0, a1, a2, a3)
 }
 
+/// This thread's rate threshold, for the header's inline skip: a pointer valid for the
+/// calling thread's life, to be read only by that thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn loupe_tl_threshold_ptr() -> *const u8 {
+    writer::threshold_ptr()
+}
+
 /// The file clock now (TSC ticks, or CLOCK_MONOTONIC ns when the TSC is not usable).
 #[unsafe(no_mangle)]
 pub extern "C" fn loupe_tl_now() -> u64 {

@@ -193,12 +193,14 @@ pub fn log(event: Event, a0: u64, a1: u64, a2: u64, a3: u64) -> u64 {
     if HOT.with(|h| event.rate() < h.threshold.get()) {
         return 0;
     }
-    write_path(event, [a0, a1, a2, a3])
+    write_path(event, a0, a1, a2, a3)
 }
 
+/// Out of line, arguments in registers: callers (and `loupe_tl_log`) reach it with a tail
+/// jump, so their skip path needs no stack frame.
 #[inline(never)]
-fn write_path(event: Event, args: [u64; 4]) -> u64 {
-    HOT.with(|h| write(h, event, args))
+fn write_path(event: Event, a0: u64, a1: u64, a2: u64, a3: u64) -> u64 {
+    HOT.with(|h| write(h, event, [a0, a1, a2, a3]))
 }
 
 #[inline(always)]
@@ -276,6 +278,13 @@ pub fn breath() {
 /// This thread's current threshold (1..=9): events of a lower rate are skipped.
 pub fn threshold() -> u8 {
     HOT.with(|h| h.threshold.get())
+}
+
+/// Where this thread's threshold lives, for the C header's inline skip
+/// (`loupe_tl_log_inline`): valid for the calling thread's whole life, and only that thread
+/// may read it (it is not atomic; only that thread writes it).
+pub fn threshold_ptr() -> *const u8 {
+    HOT.with(|h| h.threshold.as_ptr() as *const u8)
 }
 
 #[cold]

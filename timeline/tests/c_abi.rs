@@ -11,14 +11,24 @@ fn cc() -> Option<String> {
     Command::new(&cc).arg("--version").output().ok().filter(|o| o.status.success()).map(|_| cc)
 }
 
-fn lib_dir() -> PathBuf {
-    // The test writer binary sits beside the crate's libraries (target/<profile>/).
-    Path::new(env!("CARGO_BIN_EXE_loupe-tl-testwriter")).parent().unwrap().to_path_buf()
+/// Where this build's `libloupe_timeline.{so,a}` are: `cargo test` builds them into
+/// `target/<profile>/deps/` and only `cargo build` copies them up to `target/<profile>/`, so
+/// the newer of the two (a stale copy up there would test old code).
+fn lib_dir(file: &str) -> PathBuf {
+    // The test writer binary sits in target/<profile>/.
+    let up = Path::new(env!("CARGO_BIN_EXE_loupe-tl-testwriter")).parent().unwrap().to_path_buf();
+    let deps = up.join("deps");
+    let mtime = |d: &Path| std::fs::metadata(d.join(file)).and_then(|m| m.modified()).ok();
+    match (mtime(&up), mtime(&deps)) {
+        (Some(a), Some(b)) if a >= b => up,
+        (_, Some(_)) => deps,
+        _ => up,
+    }
 }
 
 fn build(cc: &str, out: &Path, shared: bool) -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = lib_dir();
+    let lib = lib_dir(if shared { "libloupe_timeline.so" } else { "libloupe_timeline.a" });
     let exe = out.join(if shared { "writer_so" } else { "writer_a" });
     let mut cmd = Command::new(cc);
     cmd.args(["-O2", "-Wall", "-Werror", "-I"]).arg(crate_dir.join("include")).arg(crate_dir.join("tests/c/writer.c"));
@@ -34,8 +44,10 @@ fn build(cc: &str, out: &Path, shared: bool) -> PathBuf {
     exe
 }
 
-fn run_and_read(exe: &Path, dir: &Path) {
-    let o = Command::new(exe).env("LOUPE_TIMELINE_DIR", dir).output().expect("run C writer");
+fn run_and_read(exe: &Path, dir: &Path, lib: &Path) {
+    // cargo sets LD_LIBRARY_PATH, which the loader prefers to the rpath: name our library's.
+    let o =
+        Command::new(exe).env("LOUPE_TIMELINE_DIR", dir).env("LD_LIBRARY_PATH", lib).output().expect("run C writer");
     assert!(o.status.success(), "C writer exited {:?}: {}", o.status, String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8(o.stdout).unwrap();
     let mut lines = out.lines();
@@ -72,6 +84,6 @@ fn c_program_via_shared_and_static_library() {
         let exe = build(&cc, tmp.path(), shared);
         let dir = tmp.path().join(if shared { "so" } else { "a" });
         std::fs::create_dir_all(&dir).unwrap();
-        run_and_read(&exe, &dir);
+        run_and_read(&exe, &dir, &lib_dir("libloupe_timeline.so"));
     }
 }

@@ -26,8 +26,9 @@ int main(void) {
     for (uint64_t i = 0; i < 1000; i++) {
         loupe_tl_breath();
         uint64_t t0 = loupe_tl_log(loop, i, 0, 0, 0);
-        uint64_t t1 = loupe_tl_log(step, i, i * i, i * i * i, (uint64_t)-(int64_t)i);
+        uint64_t t1 = loupe_tl_log_inline(step, i, i * i, i * i * i, (uint64_t)-(int64_t)i);
         if (loupe_tl_log(never, i, 0, 0, 0) != 0) return 8; /* rate 0: never */
+        if (loupe_tl_log_inline(never, i, 0, 0, 0) != 0) return 11;
         if (loupe_tl_log(0, i, 0, 0, 0) != 0) return 9;     /* the 0 handle: never */
         if (t0 == 0 || t1 < t0) return 10;
         printf("lag %" PRIu64 "\n", t1 - t0);
