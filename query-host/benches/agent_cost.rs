@@ -2,6 +2,11 @@
 //! (no traffic runs), measured from outside through /proc: CPU seconds per wall second after a
 //! warm-up (first-time symbolization of the host's binaries is excluded), and peak RSS.
 //!
+//! Three agents in turn: on an idle host; and while a process keeps one CPU busy in a libc
+//! function that only libc's debug file names, with `--no-debug-files` and with debug files
+//! looked up (their ratio is what naming frames from debug files costs). CPU per sample divides
+//! by the samples the agent stored in the window (idle ones included).
+//!
 //! `cargo bench -p loupe-query-host --bench agent_cost` (root; `LOUPE_BENCH_SECONDS`, default 60).
 
 use std::{
@@ -25,16 +30,23 @@ fn status_kb(pid: u32, key: &str) -> u64 {
     status.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)).unwrap().parse().unwrap()
 }
 
-fn main() {
-    if unsafe { libc::geteuid() } != 0 {
-        println!("SKIP agent_cost bench: needs root");
-        return;
-    }
-    let seconds: u64 = std::env::var("LOUPE_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+/// What one agent cost over the measured window.
+struct Figures {
+    cpu_share: f64,
+    wall: f64,
+    samples: u64,
+    rss_kb: u64,
+    hwm_kb: u64,
+}
+
+/// Runs `loupe agent` (stacks only, 10 Hz) with `extra` arguments for a warm-up and then
+/// `seconds`, optionally while `workload` keeps one CPU busy.
+fn measure(extra: &[&str], workload: Option<&std::path::Path>, seconds: u64) -> Figures {
     let dir = tempfile::tempdir().unwrap();
     let mut agent = Command::new(env!("CARGO_BIN_EXE_loupe"))
-        .args(["agent", "--frequency", "10", "--data-dir"])
+        .args(["agent", "--frequency", "10", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -42,23 +54,87 @@ fn main() {
         .unwrap();
     let pid = agent.id();
     let warmup = Duration::from_secs(12); // one batch written, the host's binaries symbolized once
+    let mut busy = workload.map(|w| {
+        let secs = (warmup.as_secs() + seconds + 5).to_string();
+        Command::new(w).args(["libc", &secs]).stdout(Stdio::null()).spawn().unwrap()
+    });
     thread::sleep(warmup);
-    let (cpu0, t0) = (cpu_seconds(pid), Instant::now());
+    let (cpu0, t0, from) = (cpu_seconds(pid), Instant::now(), now_ns());
     thread::sleep(Duration::from_secs(seconds));
-    let (cpu1, wall) = (cpu_seconds(pid), t0.elapsed().as_secs_f64());
-    let rss = status_kb(pid, "VmRSS:");
-    let hwm = status_kb(pid, "VmHWM:");
+    let (cpu1, wall, to) = (cpu_seconds(pid), t0.elapsed().as_secs_f64(), now_ns());
+    let rss_kb = status_kb(pid, "VmRSS:");
+    let hwm_kb = status_kb(pid, "VmHWM:");
+    // SAFETY: kill(2) on the child we spawned.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let _ = agent.wait();
-    let share = (cpu1 - cpu0) / wall;
-    println!("agent_cost: stacks at 10 Hz on {} CPUs, {wall:.0} s after a {} s warm-up", num_cpus(), warmup.as_secs());
+    if let Some(b) = busy.as_mut() {
+        let _ = b.kill();
+        let _ = b.wait();
+    }
+    // Samples the agent stored in the window (idle ones too: each cost the same to take).
+    let out = Command::new(env!("CARGO_BIN_EXE_loupe"))
+        .args(["profile", "--json", "--idle", "--from", &from.to_string(), "--to", &to.to_string(), "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let view: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    Figures { cpu_share: (cpu1 - cpu0) / wall, wall, samples: view["samples"].as_u64().unwrap_or(0), rss_kb, hwm_kb }
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+fn report(name: &str, what: &str, f: &Figures) {
+    let per_sample_us = if f.samples == 0 { 0.0 } else { f.cpu_share * f.wall * 1e6 / f.samples as f64 };
     println!(
-        "agent_cost: {:.5} CPU s per wall s = {:.3} % of one core (goal < 0.1 %; /proc ticks are 10 ms, so ±{:.3} %)",
-        share,
-        share * 100.0,
-        1.0 / wall
+        "agent_cost: {what}: {:.3} % of one core (±{:.3} %: /proc ticks are 10 ms), {} samples = {per_sample_us:.0} µs of agent CPU per sample, RSS {} KiB (peak {} KiB)",
+        f.cpu_share * 100.0,
+        1.0 / f.wall,
+        f.samples,
+        f.rss_kb,
+        f.hwm_kb
     );
-    println!("agent_cost: RSS {rss} KiB now, peak {hwm} KiB");
+    println!(r#"BENCH {{"name": "agent_cpu_{name}", "value": {:.5}, "unit": "% of one core"}}"#, f.cpu_share * 100.0);
+    println!(r#"BENCH {{"name": "agent_cpu_per_sample_{name}", "value": {per_sample_us:.1}, "unit": "us"}}"#);
+    println!(r#"BENCH {{"name": "agent_rss_{name}", "value": {}, "unit": "KiB"}}"#, f.rss_kb);
+}
+
+fn main() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIP agent_cost bench: needs root");
+        return;
+    }
+    let seconds: u64 = std::env::var("LOUPE_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+    println!(
+        "agent_cost: stacks at 10 Hz on {} CPUs, {seconds} s each after a 12 s warm-up, HTTP server idle",
+        num_cpus()
+    );
+    let idle = measure(&[], None, seconds);
+    report("idle_host", "idle host", &idle);
+    // A process spending its time in libc, whose hot function only libc's debug file names:
+    // the agent's cost with and without looking for debug files.
+    let dir = tempfile::tempdir().unwrap();
+    let names = dir.path().join("names");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/names.c");
+    let ok = Command::new("cc").args(["-O2", "-fno-omit-frame-pointer", "-o"]).arg(&names).arg(&src).status();
+    if !ok.is_ok_and(|s| s.success()) {
+        println!("SKIP agent_cost debug-file comparison: cc cannot build {}", src.display());
+        return;
+    }
+    let off = measure(&["--no-debug-files"], Some(&names), seconds);
+    report("libc_busy_no_debug_files", "one CPU busy in libc, --no-debug-files", &off);
+    let on = measure(&[], Some(&names), seconds);
+    report("libc_busy_debug_files", "one CPU busy in libc, debug files looked up", &on);
+    let ratio = on.cpu_share / off.cpu_share.max(1e-9);
+    println!(
+        "agent_cost: debug-file lookup on / off: CPU {ratio:.2}x, RSS {:.2}x",
+        on.rss_kb as f64 / off.rss_kb.max(1) as f64
+    );
+    println!(
+        r#"BENCH {{"name": "agent_cpu_debug_files_ratio", "value": {ratio:.3}, "unit": "ratio", "baseline": "--no-debug-files"}}"#
+    );
 }
 
 fn num_cpus() -> usize {

@@ -26,6 +26,18 @@ pub struct SynthParams {
     pub empty_stack: f64,
     /// Put some non-ASCII names in.
     pub unicode: bool,
+    /// Make this fraction of user frames unnamed ones located in one real file (`loupe
+    /// symbolize`'s benchmark: a library whose debug file names them).
+    pub unnamed: Option<UnnamedFrames>,
+}
+
+/// Unnamed frames at random addresses of one file's text.
+#[derive(Clone, Debug)]
+pub struct UnnamedFrames {
+    pub fraction: f64,
+    pub module: String,
+    pub build_id: Vec<u8>,
+    pub text: std::ops::Range<u64>,
 }
 
 impl SynthParams {
@@ -41,6 +53,7 @@ impl SynthParams {
             idle_fraction: 0.3,
             empty_stack: 0.002,
             unicode: false,
+            unnamed: None,
         }
     }
 
@@ -56,6 +69,7 @@ impl SynthParams {
             idle_fraction: 0.3,
             empty_stack: 0.03,
             unicode: true,
+            unnamed: None,
         }
     }
 }
@@ -192,7 +206,14 @@ impl Synth {
                 2..=9 => format!("ns{}::Class{}::method_{i}(int, char const*)", i % 17, i % 101),
                 _ => format!("func_{i}_{}", rng.random_range(0..100_000)),
             };
-            user.push(Frame { function, module, kernel: false, location: None });
+            match &p.unnamed {
+                Some(u) if rng.random_bool(u.fraction) => {
+                    let address = rng.random_range(u.text.clone());
+                    let at = loupe_store::ObjectAddress { build_id: u.build_id.clone(), address };
+                    user.push(Frame::unnamed(u.module.clone(), at));
+                }
+                _ => user.push(Frame { function, module, kernel: false, location: None }),
+            }
         }
         let user_cdf = zipf_cdf(user.len(), 0.8);
         let kernel_cdf = zipf_cdf(kernel.len(), 1.0);
