@@ -13,7 +13,7 @@
 //!   [`log`]. One file per process, one ring per thread, one release store per record.
 //! * Reader ([`reader`]): [`reader::discover`], [`reader::Tailer`] — checks hostile files,
 //!   counts losses, converts stamps to wall-clock time, computes lags.
-//! * Format ([`format`]) and `docs/timeline.md`: byte layout, ordering protocol, clocks.
+//! * Format ([`format`](mod@format)) and `docs/timeline.md`: byte layout, ordering protocol, clocks.
 //!
 //! ```no_run
 //! use loupe_timeline as tl;
@@ -28,8 +28,11 @@
 //! }
 //! ```
 //!
-//! Measured costs (`cargo bench -p loupe-timeline`) are in the module docs of [`writer`] and
-//! in `docs/timeline.md`.
+//! Measured (`cargo bench -p loupe-timeline`, 2-core AMD EPYC VM): a logged event 13.7–17.3 ns
+//! against 11.4–11.8 ns for a bare `rdtsc` and 32–52 ns for `tracing` with a minimal subscriber
+//! doing the same work; a skipped one 0.6–0.8 ns; 48 bytes per event in the ring; a reader
+//! tailing every 20–50 ms slows the writer by less than this machine's ±6 % noise. Details in
+//! `docs/timeline.md`.
 
 pub mod clock;
 pub mod ffi;
