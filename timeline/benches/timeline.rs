@@ -337,6 +337,30 @@ fn main() {
         );
     }
 
+    // The reader's side: ns per event decoded by Tailer::poll (the agent's CPU cost).
+    {
+        let mut t = Tailer::open(&path).expect("open");
+        t.seek_to_end().expect("seek");
+        let mut ev = Vec::with_capacity(8192);
+        let (mut polled, mut spent) = (0u64, Duration::ZERO);
+        for _ in 0..50 {
+            for i in 0..8000 {
+                logged.log(i, 1, 2, 3);
+            }
+            ev.clear();
+            let t0 = Instant::now();
+            polled += t.poll(&mut ev).expect("poll").read;
+            spent += t0.elapsed();
+        }
+        bench(
+            "timeline_reader_ns_per_event",
+            spent.as_nanos() as f64 / polled.max(1) as f64,
+            "ns",
+            None,
+            &format!("Tailer::poll, decode + lag + wall clock ({polled} events in polls of 8000)"),
+        );
+    }
+
     c_costs(dir.path());
 
     // Bytes per event in the ring, from the file itself.

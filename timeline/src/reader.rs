@@ -473,7 +473,10 @@ impl Tailer {
     }
 
     /// Appends the records published since the last poll to `out`, in ring order (each ring's
-    /// records in the order its thread wrote them).
+    /// records in the order its thread wrote them; sort by time to merge threads). Reads only,
+    /// with `pread`: the ring table (twice), the header's clock sample and the new records. The
+    /// first poll of a TSC file in a process may
+    /// sleep up to 20 ms, once, to calibrate the TSC (see the module docs).
     pub fn poll(&mut self, out: &mut Vec<Event>) -> Result<PollStats, ReadError> {
         let mut stats = PollStats::default();
         let conv = self.converter()?;

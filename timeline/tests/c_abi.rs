@@ -87,3 +87,45 @@ fn c_program_via_shared_and_static_library() {
         run_and_read(&exe, &dir, &lib_dir("libloupe_timeline.so"));
     }
 }
+
+/// docs/timeline.md's examples are these files, verbatim: the Rust one is built with the crate
+/// (`examples/loop.rs`), the C one is built and run here against the static library.
+#[test]
+fn the_documented_examples_are_the_built_ones() {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(crate_dir.join("../docs/timeline.md")).unwrap();
+    for f in ["examples/loop.rs", "examples/c/loop.c"] {
+        let src = std::fs::read_to_string(crate_dir.join(f)).unwrap();
+        assert!(doc.contains(&src), "docs/timeline.md does not carry {f} verbatim");
+    }
+    let Some(cc) = cc() else {
+        println!("SKIP: no C compiler (cc) to build examples/c/loop.c");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = lib_dir("libloupe_timeline.a");
+    let exe = tmp.path().join("loop");
+    let o = Command::new(&cc)
+        .args(["-O2", "-Wall", "-Werror", "-I"])
+        .arg(crate_dir.join("include"))
+        .arg(crate_dir.join("examples/c/loop.c"))
+        .arg(lib.join("libloupe_timeline.a"))
+        .args(["-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-ldl", "-lc", "-o"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "cc: {}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(&exe).env("LOUPE_TIMELINE_DIR", tmp.path()).output().unwrap();
+    assert!(o.status.success());
+    let out = String::from_utf8(o.stdout).unwrap();
+    let path = out.trim().strip_prefix("events in ").expect("the example prints its file");
+    let mut t = Tailer::open(path).unwrap();
+    let mut ev = Vec::new();
+    let s = t.poll(&mut ev).unwrap();
+    // 1,000,000 iterations of loop + loop_end (+ rx_batch in ~1/5) through an 8192-record ring.
+    let published = s.read + s.lost;
+    assert!((2_150_000..2_250_000).contains(&published), "{published} records");
+    let ends: Vec<_> = ev.iter().filter(|e| t.events()[e.event as usize].name == "loop_end").collect();
+    // After the loss at the start of the window, lags restart: the first loop_end may have none.
+    assert!(ends.len() > 2000 && ends[1..].iter().all(|e| e.lag_ticks.is_some()), "loop_end lags");
+}

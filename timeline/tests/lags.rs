@@ -95,3 +95,23 @@ fn wall_clock_with_the_monotonic_fallback() {
     println!("wall-clock error ({clock:?}): worst {worst} ns outside [before, after]");
     assert!(worst <= WALL_ERROR_NS, "{clock:?}: {worst} ns");
 }
+
+/// Records carry the CPU the thread ran on, from glibc's rseq area or, with rseq disabled,
+/// from sched_getcpu(): a real CPU number either way.
+#[test]
+fn records_carry_real_cpu_numbers() {
+    // SAFETY: sysconf has no preconditions.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) } as u16;
+    for env in [vec![], vec![("GLIBC_TUNABLES", "glibc.pthread.rseq=0")]] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = common::writer(dir.path(), &env, &["count", "2", "3000"]);
+        assert_eq!(w.line().as_deref(), Some("done 6000"));
+        let path = w.path.clone();
+        w.wait_ok();
+        let mut t = Tailer::open(&path).unwrap();
+        let mut ev = Vec::new();
+        t.poll(&mut ev).unwrap();
+        assert_eq!(ev.len(), 2 * 3000, "6000 records fit one 8192-record ring even if the threads share it");
+        assert!(ev.iter().all(|e| e.cpu < cpus), "{env:?}: a CPU number ≥ {cpus}");
+    }
+}
