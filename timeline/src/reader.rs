@@ -669,22 +669,29 @@ struct Converter {
 
 impl Converter {
     fn ticks_to_ns(&self, ticks: u64) -> u64 {
-        (ticks as f64 * self.ns_per_tick).round() as u64
+        ticks_to_ns(ticks, self.ns_per_tick)
     }
 
+    /// Plain i64/f64 arithmetic: i128 conversions and libm's `round` were a third of the
+    /// reader's time per event.
     fn wall(&self, ts: u64) -> u64 {
-        let a = self.anchors.iter().min_by_key(|a| a.raw.abs_diff(ts)).copied().unwrap_or(Sample {
-            raw: 0,
-            mono_ns: 0,
-            real_ns: 0,
-        });
-        let (raw, real) = if self.mono { (a.mono_ns, a.real_ns) } else { (a.raw, a.real_ns) };
-        let d = (ts as i128 - raw as i128) as f64 * self.ns_per_tick;
-        (real as i128 + d.round() as i128).clamp(0, u64::MAX as i128) as u64
+        let mut best = (u64::MAX, 0u64, 0u64);
+        for a in &self.anchors {
+            let raw = if self.mono { a.mono_ns } else { a.raw };
+            let dist = raw.abs_diff(ts);
+            if dist < best.0 {
+                best = (dist, raw, a.real_ns);
+            }
+        }
+        let (_, raw, real) = best;
+        let d = ts.wrapping_sub(raw) as i64 as f64 * self.ns_per_tick;
+        let d = if d >= 0.0 { d + 0.5 } else { d - 0.5 } as i64; // saturating, rounded half away
+        (real as i64).saturating_add(d).max(0) as u64
     }
 }
 
-/// Converts a raw lag or duration with a given slope, as [`Tailer::poll`] does (for checks).
+/// Converts a raw lag or duration with a given slope, as [`Tailer::poll`] does (for checks):
+/// rounded to the nearest nanosecond.
 pub fn ticks_to_ns(ticks: u64, ns_per_tick: f64) -> u64 {
-    (ticks as f64 * ns_per_tick).round() as u64
+    (ticks as f64 * ns_per_tick + 0.5) as u64
 }
