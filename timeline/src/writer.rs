@@ -187,14 +187,23 @@ thread_local! {
     static GUARD: RefCell<Option<RingGuard>> = const { RefCell::new(None) };
 }
 
+/// Runs `f` on this thread's [`Hot`]. The `LocalKey::with` closure only takes the address, so
+/// it always inlines to a thread-pointer-relative `lea`; with real work inside, the compiler
+/// sometimes kept `with` out of line and every call went through an indirect TLS accessor
+/// (measured: a skip 6.8 ns instead of 0.7, a logged event rdtsc + 7 instead of + 3).
+#[inline(always)]
+fn with_hot<R>(f: impl FnOnce(&Hot) -> R) -> R {
+    let p: *const Hot = HOT.with(|h| h as *const Hot);
+    // SAFETY: HOT is const-initialized and has no destructor, so its storage is valid for the
+    // whole life of this thread, and the reference does not leave this call on this thread.
+    f(unsafe { &*p })
+}
+
 /// Logs `event` with four arguments if its rate passes this thread's threshold; returns the
 /// record's timestamp on the file's clock ([`now`]), or 0 if it was skipped or dropped.
 #[inline(always)]
 pub fn log(event: Event, a0: u64, a1: u64, a2: u64, a3: u64) -> u64 {
-    // The closure is kept tiny so that `LocalKey::with` inlines into the caller and the skip is
-    // a thread-pointer-relative load and a compare: with the write path inside it, the compiler
-    // sometimes kept `with` out of line and the skip cost an indirect call (6.8 ns, measured).
-    if HOT.with(|h| event.rate() < h.threshold.get()) {
+    if with_hot(|h| event.rate() < h.threshold.get()) {
         return 0;
     }
     write_path(event, a0, a1, a2, a3)
@@ -204,7 +213,7 @@ pub fn log(event: Event, a0: u64, a1: u64, a2: u64, a3: u64) -> u64 {
 /// jump, so their skip path needs no stack frame.
 #[inline(never)]
 fn write_path(event: Event, a0: u64, a1: u64, a2: u64, a3: u64) -> u64 {
-    HOT.with(|h| write(h, event, [a0, a1, a2, a3]))
+    with_hot(|h| write(h, event, [a0, a1, a2, a3]))
 }
 
 #[inline(always)]
@@ -250,7 +259,7 @@ fn write(h: &Hot, event: Event, args: [u64; 4]) -> u64 {
 /// probabilities). Call it once per iteration of the program's main loop, before its events.
 #[inline]
 pub fn breath() {
-    HOT.with(|h| {
+    with_hot(|h| {
         let mut x = h.rng.get();
         if x == 0 {
             x = seed();
