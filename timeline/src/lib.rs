@@ -28,11 +28,11 @@
 //! }
 //! ```
 //!
-//! Measured (`cargo bench -p loupe-timeline`, 2-core AMD EPYC VM): a logged event 13.7–17.3 ns
-//! against 11.4–11.8 ns for a bare `rdtsc` and 32–52 ns for `tracing` with a minimal subscriber
-//! doing the same work; a skipped one 0.6–0.8 ns; 48 bytes per event in the ring; a reader
-//! tailing every 20–50 ms slows the writer by less than this machine's ±6 % noise. Details in
-//! `docs/timeline.md`.
+//! Measured (`cargo bench -p loupe-timeline`, 2-core AMD EPYC VM): a logged event 12.9–14.1 ns
+//! against 11.5 ns for a bare `rdtsc` and 33–54 ns for `tracing` with a minimal subscriber
+//! doing the same work; a skipped one 0.7–1.0 ns; 48 bytes per event in the ring; a reader
+//! tailing every 20–50 ms slows the writer by less than this machine's noise (a few %).
+//! Details in `docs/timeline.md`.
 
 pub mod clock;
 pub mod ffi;

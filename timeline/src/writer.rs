@@ -18,11 +18,9 @@
 //!
 //! # The logging path
 //! `log` is `#[inline(always)]`: a skipped event is one thread-local byte load and a compare
-//! (0.6–0.8 ns measured by `benches/timeline.rs`; when the whole write path sat inside the
-//! `LocalKey::with` closure the compiler sometimes kept `with` out of line and a skip cost an
-//! indirect call, 6.8 ns). A logged event costs `rdtsc` + 2–5 ns (13.7–17.3 ns here, `rdtsc`
-//! 11.4–11.8 ns; `tracing` with a minimal subscriber doing the same work: 32–52 ns). It reads
-//! the clock and the CPU
+//! (0.7–1.0 ns measured by `benches/timeline.rs`; see `with_hot` for why it stays inlined).
+//! A logged event costs `rdtsc` + 1.4–2.5 ns (12.9–14.1 ns here, `rdtsc` 11.5 ns; `tracing`
+//! with a minimal subscriber doing the same work: 33–54 ns). It reads the clock and the CPU
 //! (one load from glibc's rseq area), writes six words into the thread's ring with plain
 //! stores and publishes them with one release store of the ring's head: no lock, no syscall,
 //! no shared cache line but the thread's own ring. A thread claims its ring once, on its first
