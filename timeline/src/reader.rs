@@ -38,7 +38,7 @@
 //! sample; `tests/clock.rs` holds it under the documented bound.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -50,7 +50,7 @@ use crate::format::{self, ev, hdr, ring};
 pub enum ReadError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{0}: not a timeline file (bad magic)")]
+    #[error("{0}: not a timeline file (not a regular file, or bad magic)")]
     NotTimeline(PathBuf),
     #[error("{path}: timeline format version {version} not supported (this reader reads version {})", format::VERSION)]
     UnsupportedVersion { path: PathBuf, version: u32 },
@@ -256,8 +256,18 @@ impl Tailer {
     pub fn open(path: impl AsRef<Path>) -> Result<Tailer, ReadError> {
         let path = path.as_ref().to_path_buf();
         let io = |source| ReadError::Io { path: path.clone(), source };
-        let file = File::options().read(true).open(&path).map_err(io)?;
-        let have = file.metadata().map_err(io)?.len();
+        // Anyone can put a name here: never follow a symlink, never block on a FIFO, and read
+        // only regular files.
+        let file = File::options()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            return Err(ReadError::NotTimeline(path));
+        }
+        let have = meta.len();
         let mut magic = [0u8; 8];
         if have < 8 {
             return Err(ReadError::Truncated { path, what: "the magic", need: 8, have });

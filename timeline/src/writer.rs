@@ -406,15 +406,25 @@ impl Shared {
         let name = format!("{pid}-{start}.tl");
         let path = dir.join(&name);
         let tmp = dir.join(format!(".{name}.tmp"));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(&tmp)
-            .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        // The directory is world-writable: create the file exclusively and never through a
+        // symlink someone left under our temporary name (removed, once, if so).
+        let create = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+                .open(&tmp)
+        };
+        let file = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let _ = std::fs::remove_file(&tmp);
+                create()
+            }
+            r => r,
+        }
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
         file.set_len(size).map_err(|e| format!("{}: {e}", tmp.display()))?;
         // SAFETY: a fresh shared read-write mapping of the whole file we just sized; the kernel
         // chooses the address. It is never unmapped (records must stay writable for the

@@ -57,6 +57,18 @@ fn bad_headers_are_clear_errors() {
     assert!(matches!(e, ReadError::Truncated { .. }) && e.to_string().contains("truncated"), "{e}");
     let e = open_err(&write(d, "short", &good[..12]));
     assert!(matches!(e, ReadError::Truncated { .. }), "{e}");
+    // A FIFO or a symlink named like a ring file: refused at once (no blocking, no following).
+    let fifo = d.join("1-1.tl");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let e = open_err(&fifo);
+    assert!(matches!(e, ReadError::NotTimeline(_)), "{e}");
+    let link = d.join("2-2.tl");
+    std::os::unix::fs::symlink(write(d, "target", &good), &link).unwrap();
+    let e = open_err(&link);
+    assert!(matches!(e, ReadError::Io { .. }), "{e}");
+
     let e = open_err(&write(d, "garbage", &vec![0x5a; 20_000]));
     assert!(matches!(e, ReadError::NotTimeline(_)) && e.to_string().contains("not a timeline file"), "{e}");
 
