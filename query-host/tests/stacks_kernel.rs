@@ -6,7 +6,7 @@ mod sampling;
 
 use std::{
     path::{Path, PathBuf},
-    process::{Command, Output},
+    process::{Command, Output, Stdio},
 };
 
 use loupe_testbed::require_root;
