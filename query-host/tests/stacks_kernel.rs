@@ -84,7 +84,26 @@ fn hot_function_gets_its_share_and_survives_process_exit() {
     let mut all = Vec::new();
     names(&view["flamegraph"], &mut all);
     assert!(all.iter().any(|n| n == "worker"), "static function names resolved too: {all:?}");
-    assert!(!all.iter().any(|n| n.starts_with("[unknown]")), "unnamed frames in an exited process: {all:?}");
+    // A frame first sampled in the process's last moments (the drain runs every 0.5 s) finds
+    // it gone and stays `[unknown]+address` (docs/stacks.md); everything else is named.
+    let unknown = unknown_samples(&view["flamegraph"]);
+    assert!(unknown * 50 <= samples, "{unknown} of {samples} samples have unnamed frames: {all:?}");
+}
+
+/// Samples that pass through a node named `[unknown]…` (counted at the outermost such node).
+fn unknown_samples(node: &Value) -> u64 {
+    node["children"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            if c["name"].as_str().is_some_and(|n| n.starts_with("[unknown]")) {
+                c["value"].as_u64().unwrap()
+            } else {
+                unknown_samples(c)
+            }
+        })
+        .sum()
 }
 
 #[test]

@@ -56,13 +56,22 @@ fn unnamed_frames_are_found_by_range_and_renamed_everywhere() {
         p.stacks.iter().flat_map(|(f, _)| f.iter()).filter(|f| f.function == "__strpbrk_sse42").collect();
     assert_eq!(p.stacks.iter().filter(|(f, _)| f[0].function == "__strpbrk_sse42").count(), 2);
     assert!(renamed.iter().all(|f| f.module == "libc.so.6" && f.location == hot.location));
+    // Raw samples and an analysis' cursor (stack ids resolved through the dictionary) see it.
+    let raw = store.samples(&ProfileQuery::range(first)).unwrap();
+    assert_eq!(raw.iter().filter(|s| s.frames.first().is_some_and(|f| f.function == "__strpbrk_sse42")).count(), 2);
+    let mut cursor = store.sample_cursor(ProfileQuery::range(first)).unwrap();
+    let page = cursor.next_page().unwrap().unwrap();
+    let stacks: Vec<u32> = page.iter().map(|s| s.stack).collect();
+    let leaves: Vec<String> =
+        store.stack_frames(&stacks).unwrap().iter().filter_map(|f| f.first()).map(|f| f.function.clone()).collect();
+    assert_eq!(leaves.iter().filter(|n| *n == "__strpbrk_sse42").count(), 2, "{leaves:?}");
     // No longer unnamed; a second rename of it is skipped, as are unknown ids and empty names.
     assert!(store.unnamed_frames(first).unwrap().is_empty());
     let again = store.rename_frames(&[(hot_id, "x".into()), (999_999, "y".into()), (all[1].0, String::new())]).unwrap();
     assert_eq!(again, Renamed { renamed: 0, skipped: 3 });
 
     // The dictionary on disk says the same after a reopen, and verifies.
-    drop(store);
+    drop((cursor, store));
     let store = Store::open(dir.path(), Retention::default()).unwrap();
     assert!(names_in(&store, first).contains(&"__strpbrk_sse42".to_string()));
     assert_eq!(store.unnamed_frames(TimeRange::ALL).unwrap().len(), 1);
