@@ -19,6 +19,9 @@ use super::{
 };
 use crate::model::{ModuleNaming, SymbolizeReport};
 
+/// A frame's dictionary id and its address in its file.
+type FrameAt = (u32, u64);
+
 /// Names the unnamed frames of `range` from debug files in `debug_dirs` and `/usr/lib/debug`.
 pub fn name_stored_frames(
     store: &Store,
@@ -26,7 +29,7 @@ pub fn name_stored_frames(
     debug_dirs: &[PathBuf],
 ) -> Result<SymbolizeReport, StoreError> {
     let unnamed = store.unnamed_frames(range)?;
-    let mut by_module: BTreeMap<(Vec<u8>, String), Vec<(u32, u64)>> = BTreeMap::new();
+    let mut by_module: BTreeMap<(Vec<u8>, String), Vec<FrameAt>> = BTreeMap::new();
     for (id, frame) in &unnamed {
         if let Some(l) = &frame.location {
             by_module.entry((l.build_id.clone(), frame.module.clone())).or_default().push((*id, l.address));
