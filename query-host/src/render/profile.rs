@@ -1,42 +1,29 @@
-//! A profile for a terminal: the top of the hot-function table.
+//! A profile for a terminal: the top of the hot-function and module tables.
 
 use std::fmt::Write as _;
 
 use crate::model::{ProfileView, SymbolizeReport};
 
-/// `rows` functions, hottest first, with self and total shares.
+/// `rows` functions, hottest first, with self and total shares; then as many modules.
 pub fn summary(view: &ProfileView, rows: usize) -> String {
-    let mut out = format!(
-        "{} samples, {} lost\n{:>8} {:>7} {:>8} {:>7}  function\n",
-        view.samples, view.lost, "self", "self%", "total", "total%"
-    );
-    let pct = |n: u64| if view.samples == 0 { 0.0 } else { n as f64 * 100.0 / view.samples as f64 };
-    for f in view.functions.iter().take(rows) {
-        let _ = writeln!(
-            out,
-            "{:>8} {:>6.1}% {:>8} {:>6.1}%  {}",
-            f.self_samples,
-            pct(f.self_samples),
-            f.total,
-            pct(f.total),
-            f.name
-        );
-    }
+    let mut out = format!("{} samples, {} lost\n", view.samples, view.lost);
+    let functions = view.functions.iter().map(|f| (f.self_samples, f.total, f.name.as_str()));
+    table(&mut out, view.samples, "function", functions.take(rows));
     if !view.modules.is_empty() {
-        let _ = writeln!(out, "\n{:>8} {:>7} {:>8} {:>7}  module", "self", "self%", "total", "total%");
-        for m in view.modules.iter().take(rows) {
-            let _ = writeln!(
-                out,
-                "{:>8} {:>6.1}% {:>8} {:>6.1}%  {}",
-                m.self_samples,
-                pct(m.self_samples),
-                m.total,
-                pct(m.total),
-                m.name
-            );
-        }
+        out.push('\n');
+        let modules = view.modules.iter().map(|m| (m.self_samples, m.total, m.name.as_str()));
+        table(&mut out, view.samples, "module", modules.take(rows));
     }
     out
+}
+
+/// Rows of `(self, total, name)` with their shares of `samples`.
+fn table<'a>(out: &mut String, samples: u64, what: &str, rows: impl Iterator<Item = (u64, u64, &'a str)>) {
+    let pct = |n: u64| if samples == 0 { 0.0 } else { n as f64 * 100.0 / samples as f64 };
+    let _ = writeln!(out, "{:>8} {:>7} {:>8} {:>7}  {what}", "self", "self%", "total", "total%");
+    for (own, total, name) in rows {
+        let _ = writeln!(out, "{own:>8} {:>6.1}% {total:>8} {:>6.1}%  {name}", pct(own), pct(total));
+    }
 }
 
 /// What `loupe symbolize` named, per module.
