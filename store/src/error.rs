@@ -42,6 +42,10 @@ pub enum StoreError {
     /// A sample batch cannot be stored (e.g. a dictionary ran out of ids); nothing was written.
     #[error("invalid sample batch: {0}")]
     InvalidSamples(String),
+    /// A timeline batch cannot be stored (an event naming no definition, a source too large,
+    /// too many events in one batch, the dictionary out of ids); nothing was written.
+    #[error("invalid timeline batch: {0}")]
+    InvalidTimeline(String),
     /// The run (or sample batch) alone is larger than the retention byte cap; nothing was written.
     #[error("needs {bytes} bytes, more than the store's cap of {max_bytes} bytes; nothing written")]
     TooLarge { bytes: u64, max_bytes: u64 },

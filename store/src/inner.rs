@@ -38,6 +38,9 @@ pub(crate) struct Inner {
     /// The sample dictionaries, loaded on first use (see [`crate::samples`]). Lock order:
     /// `visibility` before `dict`.
     pub(crate) dict: RwLock<Dict>,
+    /// The timeline source dictionary, loaded on first use (see [`crate::timeline`]). Lock
+    /// order: `visibility` before `tl_dict`.
+    pub(crate) tl_dict: RwLock<crate::timeline::records::TlDict>,
 }
 
 impl Inner {

@@ -25,6 +25,15 @@
 //! | `b`  | `b` start:u64 cpu:u32 batch:u64            | one CPU's samples of the batch     |
 //! | `d`  | `d` kind:u8 id:u32 (`f` frame, `c` comm, `s` stack, `t` thread) | dictionary entry |
 //! | `x`  | `x`                                        | sample totals, lost, id counters   |
+//!
+//! Programs' timeline events too (see [`crate::timeline`]):
+//!
+//! | kind | key                                        | value                              |
+//! |------|--------------------------------------------|------------------------------------|
+//! | `E`  | `E` start:u64 batch:u64                    | batch metadata + per-event lag histograms |
+//! | `e`  | `e` start:u64 batch:u64                    | the batch's events, bit-packed columns |
+//! | `n`  | `n` id:u32                                 | dictionary: a source (pid, start, comm, event defs) |
+//! | `y`  | `y`                                        | timeline totals, lost, id counter  |
 
 use crate::RunId;
 
@@ -44,6 +53,58 @@ pub const DICT_STACK: u8 = b's';
 pub const DICT_THREAD: u8 = b't';
 /// The single key holding the sample totals.
 pub const SAMPLE_TOTALS: &[u8] = b"x";
+
+pub const TL_BATCH: u8 = b'E';
+pub const TL_BLOCK: u8 = b'e';
+pub const TL_DICT: u8 = b'n';
+/// The single key holding the timeline totals.
+pub const TL_TOTALS: &[u8] = b"y";
+
+/// `n ++ id`: a timeline dictionary entry (a source).
+pub fn tl_dict_key(id: u32) -> [u8; 5] {
+    let mut k = [0u8; 5];
+    k[0] = TL_DICT;
+    k[1..].copy_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// Splits a timeline dictionary key into its id.
+pub fn parse_tl_dict_key(key: &[u8]) -> Option<u32> {
+    if key.len() != 5 || key[0] != TL_DICT {
+        return None;
+    }
+    Some(u32::from_be_bytes(key[1..5].try_into().ok()?))
+}
+
+/// Running totals of the timeline records, kept under [`TL_TOTALS`] and updated in the same
+/// batch as every timeline write, delete and dictionary sweep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TimelineTotals {
+    pub batches: u64,
+    pub events: u64,
+    /// Bytes of `E` and `e` records.
+    pub batch_bytes: u64,
+    /// Bytes of `n` records.
+    pub dict_bytes: u64,
+    pub sources: u64,
+    pub next_source: u64,
+    /// The longest batch span seen (how far before a query's start a batch may begin).
+    pub max_span_ns: u64,
+    /// Events lost (overwritten before read), summed over the retained batches.
+    pub lost: u64,
+    /// Batches deleted since the last dictionary sweep.
+    pub deleted_since_gc: u64,
+}
+
+impl TimelineTotals {
+    pub fn encode(&self) -> Vec<u8> {
+        rmp_serde::to_vec(self).expect("MessagePack encoding of plain data into memory")
+    }
+
+    pub fn decode(v: &[u8]) -> Option<TimelineTotals> {
+        rmp_serde::from_slice(v).ok()
+    }
+}
 
 /// `kind ++ start ++ batch`: a batch's metadata (`B`) or table (`h`).
 pub fn batch_key(kind: u8, start_unix_ns: u64, batch: u64) -> [u8; 17] {

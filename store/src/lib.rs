@@ -1,9 +1,13 @@
-//! Loupe's local store for Millisampler runs and CPU stack samples.
+//! Loupe's local store for Millisampler runs, CPU stack samples and programs' timeline events.
 //!
 //! Stack samples (`perf record -F 10 -a -g`-like profiling) are described in [`samples`]:
 //! [`Store::put_samples`], [`Store::profile`], [`Store::samples`], [`Store::pids`],
 //! [`Store::sample_stats`]. They share the tree, the writer lock, the totals discipline and the
 //! retention policy described below.
+//!
+//! Programs' timeline events (`loupe-timeline`) are described in [`timeline`]:
+//! [`Store::put_timeline`], [`Store::timeline_events`], [`Store::timeline_stats`],
+//! [`Store::timeline_sources`] — in the same tree, under the same retention, ≤ 8 bytes an event.
 //!
 //! A *run* is a short burst of per-CPU network counters on one interface: `samples` slots of
 //! `interval_ns` each, with nine `u64` counters and two 128-bit connection sketches per slot
@@ -78,6 +82,7 @@
 //! | `verify` | [`Store::verify`], the `fsck` |
 //! | [`keys`], [`codec`] | key layout and totals records; column encoding |
 //! | [`samples`] | stack samples (its own modules: write, read, dictionary, codec, sweep) |
+//! | [`timeline`] | programs' timeline events (write, query, codec, sources, sweep) |
 
 pub mod codec;
 mod error;
@@ -91,6 +96,7 @@ mod retention;
 mod runs;
 pub mod samples;
 mod stats;
+pub mod timeline;
 mod validate;
 mod verify;
 
@@ -105,6 +111,10 @@ pub use model::{
 pub use open::SCHEMA_VERSION;
 pub use samples::model::{Frame, ObjectAddress, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample};
 pub use samples::{RawSample, Renamed, SampleCursor};
+pub use timeline::model::{
+    EventPos, EventStats, StoredEvent, TimelineBatchMeta, TimelineEvent, TimelineEventDef, TimelineQuery,
+    TimelineSource, TimelineSourceSummary, TimelineStats,
+};
 pub use verify::VerifyReport;
 
 /// A handle on an open store. Cheap to clone; all clones share the same database.

@@ -222,7 +222,7 @@ pub struct Run {
 pub struct Retention {
     /// Runs that started longer ago than this are deleted.
     pub max_age: Duration,
-    /// Cap on the bytes of all runs and sample batches, sample dictionary included
+    /// Cap on the bytes of all runs, sample and timeline batches, dictionaries included
     /// ([`StoreStats::total_bytes`]).
     pub max_bytes: u64,
 }
@@ -299,6 +299,8 @@ pub struct RetentionReport {
     /// Bytes of the deleted runs and sample batches.
     pub freed_bytes: u64,
     pub deleted_sample_batches: u64,
+    #[serde(default)]
+    pub deleted_timeline_batches: u64,
 }
 
 /// Totals of the store, from the running counters (no scan).
@@ -314,13 +316,24 @@ pub struct StoreStats {
     pub samples: u64,
     /// Bytes of the sample batches and the sample dictionary (`SampleStats::stored_bytes`).
     pub sample_bytes: u64,
-    /// `stored_bytes + sample_bytes`: what the retention byte cap applies to.
+    /// `stored_bytes + sample_bytes + timeline_bytes`: what the retention byte cap applies to.
     pub total_bytes: u64,
     /// Stack samples the kernel dropped, summed over the retained sample batches (a batch's
     /// lost count leaves the total when retention deletes the batch). A running counter,
     /// updated in the same atomic batch as the sample batches it counts; for a store written
     /// before it existed, recomputed once at open.
     pub lost_samples: u64,
+    /// Timeline batches and the events in them (see [`crate::timeline`]).
+    #[serde(default)]
+    pub timeline_batches: u64,
+    #[serde(default)]
+    pub timeline_events: u64,
+    /// Bytes of the timeline batches and the timeline dictionary (also in `total_bytes`).
+    #[serde(default)]
+    pub timeline_bytes: u64,
+    /// Timeline events overwritten before the agent read them, over the retained batches.
+    #[serde(default)]
+    pub lost_timeline_events: u64,
 }
 
 /// Runs and stack samples of one UTC day.

@@ -89,6 +89,7 @@ impl Store {
                 writer: Mutex::new(()),
                 visibility: RwLock::new(()),
                 dict: RwLock::new(Default::default()),
+                tl_dict: RwLock::new(Default::default()),
                 out_of_space: AtomicBool::new(false),
             }),
         };

@@ -1,14 +1,16 @@
-//! Retention: by age, then by bytes, oldest first — runs and stack-sample batches alike.
+//! Retention: by age, then by bytes, oldest first — runs, stack-sample batches and timeline
+//! batches alike.
 //!
 //! Because `m` keys sort by start time, "the oldest run" is simply the first `m` key, and
 //! "runs older than the cutoff" is a range scan — no index beyond the key order is needed.
 //! Sample batches (`B` keys) sort the same way by their first sample, so they are handled as
-//! one more kind of run: by age, every run and batch that started before the cutoff goes; by
-//! bytes, the older of the oldest run and the oldest batch goes until the total (runs, batches
-//! and the sample dictionary) fits the cap. The byte totals come from the running counters, so
+//! one more kind of run, and so are timeline batches (`E` keys, by their first event): by age,
+//! every run and batch that started before the cutoff goes; by bytes, the oldest of the oldest
+//! run, sample batch and timeline batch goes until the total (runs, batches and both
+//! dictionaries) fits the cap. The byte totals come from the running counters, so
 //! checking the cap costs two reads. Each victim is removed in one atomic batch (all its
 //! records plus the totals), so a crash mid-retention never leaves a half-deleted run or batch.
-//! When enough batches went, the unreferenced part of the sample dictionary is swept.
+//! When enough batches went, the unreferenced part of each dictionary is swept.
 
 use crate::{Inner, RetentionReport, RunId, RunMeta, Store, StoreError, keys};
 
@@ -17,16 +19,17 @@ use crate::{Inner, RetentionReport, RunId, RunMeta, Store, StoreError, keys};
 pub(crate) enum Protect {
     Run(RunId),
     Batch(u64),
+    Timeline(u64),
 }
 
 impl Store {
-    /// Deletes runs and sample batches that started before `now - max_age`, then the oldest
-    /// of either until the stored bytes (runs, samples and their dictionary) fit the cap. Each
+    /// Deletes runs, sample batches and timeline batches that started before `now - max_age`,
+    /// then the oldest of any until the stored bytes (dictionaries included) fit the cap. Each
     /// run and each batch goes in one atomic batch.
     pub fn enforce_retention(&self, now_unix_ns: u64) -> Result<RetentionReport, StoreError> {
         let _w = self.inner.lock_writer();
         let report = self.inner.enforce_retention(now_unix_ns, None)?;
-        if report.deleted_runs > 0 || report.deleted_sample_batches > 0 {
+        if report.deleted_runs > 0 || report.deleted_sample_batches > 0 || report.deleted_timeline_batches > 0 {
             self.inner.flush("flush retention deletes")?;
         }
         Ok(report)
@@ -52,6 +55,10 @@ impl Inner {
             Some(Protect::Batch(id)) => Some(id),
             _ => None,
         };
+        let protect_tl = match protect {
+            Some(Protect::Timeline(id)) => Some(id),
+            _ => None,
+        };
 
         // By age: every run and batch that started before the cutoff.
         if cutoff > 0 {
@@ -74,6 +81,20 @@ impl Inner {
             if report.deleted_sample_batches > 0 {
                 self.maybe_sweep_dictionary()?;
             }
+            let mut expired = Vec::new();
+            self.for_each_tl_batch(0, cutoff, |start, id, row| {
+                if Some(id) != protect_tl {
+                    expired.push((start, id, row.into_owned()));
+                }
+                Ok(true)
+            })?;
+            for (start, id, row) in &expired {
+                report.freed_bytes += self.delete_tl_batch_locked(*start, *id, row)?;
+                report.deleted_timeline_batches += 1;
+            }
+            if !expired.is_empty() {
+                self.maybe_sweep_tl_dict()?;
+            }
         }
 
         // By bytes: the oldest run or batch until the total fits.
@@ -81,27 +102,38 @@ impl Inner {
             let all = self.runs.scan_prefix([keys::META]);
             let run = self.metas_in(all, protect_run, Some(1))?.pop();
             let batch = self.oldest_batch(protect_batch)?;
-            match (run, batch) {
-                (Some(run), Some((start, _, _))) if run.start_unix_ns <= start => {
+            let tl = self.oldest_tl_batch(protect_tl)?;
+            // The kind whose oldest starts first (runs win ties, then sample batches).
+            let starts = [run.as_ref().map(|r| r.start_unix_ns), batch.as_ref().map(|b| b.0), tl.as_ref().map(|t| t.0)];
+            let oldest = (0..3).filter(|&i| starts[i].is_some()).min_by_key(|&i| (starts[i], i));
+            match oldest {
+                Some(0) => {
+                    let run = run.expect("run present");
                     report.freed_bytes += self.delete_locked(&run)?;
                     report.deleted_runs += 1;
                 }
-                (_, Some((start, id, row))) => {
+                Some(1) => {
+                    let (start, id, row) = batch.expect("batch present");
                     report.freed_bytes += self.delete_batch_locked(start, id, &row)?;
                     report.deleted_sample_batches += 1;
                     // Dictionary entries only the deleted batches used count against the cap
                     // too: sweep them before deleting more batches than needed.
                     self.maybe_sweep_dictionary()?;
                 }
-                (Some(run), None) => {
-                    report.freed_bytes += self.delete_locked(&run)?;
-                    report.deleted_runs += 1;
+                Some(_) => {
+                    let (start, id, row) = tl.expect("timeline batch present");
+                    report.freed_bytes += self.delete_tl_batch_locked(start, id, &row)?;
+                    report.deleted_timeline_batches += 1;
+                    self.maybe_sweep_tl_dict()?;
                 }
-                (None, None) => {
+                None => {
                     // Only the protected write is left (it fits alone, checked at put), plus
                     // perhaps dictionary entries nothing refers to any more.
                     if self.sample_totals()?.deleted_since_gc > 0 {
                         self.sweep_dictionary()?;
+                    }
+                    if self.tl_totals()?.deleted_since_gc > 0 {
+                        self.sweep_tl_dict()?;
                     }
                     break;
                 }
@@ -110,10 +142,11 @@ impl Inner {
         Ok(report)
     }
 
-    /// Bytes the retention cap applies to: runs, sample batches and the sample dictionary.
+    /// Bytes the retention cap applies to: runs, sample and timeline batches, dictionaries.
     pub(crate) fn total_bytes(&self) -> Result<u64, StoreError> {
         let s = self.sample_totals()?;
-        Ok(self.totals()?.stored_bytes + s.batch_bytes + s.dict_bytes)
+        let t = self.tl_totals()?;
+        Ok(self.totals()?.stored_bytes + s.batch_bytes + s.dict_bytes + t.batch_bytes + t.dict_bytes)
     }
 
     /// Metadata from a scan over `m` keys, skipping `protect`, at most `limit` of them.

@@ -20,6 +20,8 @@ impl Store {
         let samples = self.inner.sample_totals()?;
         let disk_bytes = self.inner.db.size_on_disk().map_err(|e| self.inner.storage("measure disk usage", e))?;
         let sample_bytes = samples.batch_bytes + samples.dict_bytes;
+        let tl = self.inner.tl_totals()?;
+        let timeline_bytes = tl.batch_bytes + tl.dict_bytes;
         Ok(StoreStats {
             runs: totals.runs,
             stored_bytes: totals.stored_bytes,
@@ -27,8 +29,12 @@ impl Store {
             sample_batches: samples.batches,
             samples: samples.samples,
             sample_bytes,
-            total_bytes: totals.stored_bytes + sample_bytes,
+            total_bytes: totals.stored_bytes + sample_bytes + timeline_bytes,
             lost_samples: samples.lost.unwrap_or(0),
+            timeline_batches: tl.batches,
+            timeline_events: tl.events,
+            timeline_bytes,
+            lost_timeline_events: tl.lost,
         })
     }
 

@@ -1,4 +1,4 @@
-//! Full consistency check of the `runs` tree (an `fsck`), runs and stack samples.
+//! Full consistency check of the `runs` tree (an `fsck`): runs, stack samples, timeline events.
 //!
 //! Scans every record once and checks the invariants that atomic batches are meant to keep:
 //! each run has its metadata, index entry and exactly the CPU rows its metadata lists; no
@@ -23,6 +23,13 @@ pub struct VerifyReport {
     pub sample_batches: u64,
     pub samples: u64,
     pub sample_bytes: u64,
+    /// Timeline batches with metadata, their events and `stored_bytes`.
+    #[serde(default)]
+    pub timeline_batches: u64,
+    #[serde(default)]
+    pub timeline_events: u64,
+    #[serde(default)]
+    pub timeline_bytes: u64,
     /// Every inconsistency found, one sentence each. Empty means the store is sound.
     pub problems: Vec<String>,
 }
@@ -50,6 +57,7 @@ impl Store {
         let mut report = VerifyReport::default();
         let mut totals = None;
         let mut samples = crate::samples::verify::SampleSeen::default();
+        let mut timeline = crate::timeline::verify::TimelineSeen::default();
         for item in inner.runs.iter() {
             let (k, v) = item.map_err(|e| inner.storage("verify", e))?;
             let size = (k.len() + v.len()) as u64;
@@ -82,6 +90,7 @@ impl Store {
                 }
                 _ if k.as_ref() == keys::STATS => totals = Some(inner.totals()?),
                 _ if samples.observe(&k, &v, &mut report) => {}
+                _ if timeline.observe(&k, &v, &mut report) => {}
                 _ => report.problems.push(format!("unknown key {:?}", k.as_ref())),
             }
         }
@@ -117,6 +126,7 @@ impl Store {
             ));
         }
         samples.finish(inner, &mut report)?;
+        timeline.finish(inner, &mut report)?;
         Ok(report)
     }
 

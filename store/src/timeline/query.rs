@@ -1,0 +1,196 @@
+//! Reading timeline events back: pages of events, per-event statistics, sources.
+//!
+//! Every query scans the `E` records from `max span` before the range (so a batch that began
+//! earlier but reaches into it is found) and skips, without reading its events, a batch whose
+//! source or definitions do not match the filters, or that ends before the range.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::codec::{self, SumHist};
+use super::model::{EventPos, EventStats, StoredEvent, TimelineQuery, TimelineSource, TimelineSourceSummary};
+use crate::{Store, StoreError, TimeRange};
+
+/// Which of a source's definitions a query selects (`None`: the source does not match).
+fn selected(q: &TimelineQuery, s: &TimelineSource) -> Option<Vec<bool>> {
+    if q.pid.is_some_and(|p| p != s.pid) || q.comm.as_ref().is_some_and(|c| *c != s.comm) {
+        return None;
+    }
+    let sel: Vec<bool> = s.events.iter().map(|d| q.event.as_ref().is_none_or(|n| *n == d.name)).collect();
+    sel.iter().any(|&b| b).then_some(sel)
+}
+
+fn stored(s: &TimelineSource, e: &codec::Ev) -> StoredEvent {
+    let d = &s.events[e.event as usize];
+    StoredEvent {
+        time_unix_ns: e.time,
+        pid: s.pid,
+        tid: e.tid,
+        cpu: e.cpu,
+        comm: s.comm.clone(),
+        name: d.name.clone(),
+        level: d.level,
+        args: e.args,
+        lag_ns: e.lag,
+    }
+}
+
+impl Store {
+    /// Events in `[from, to)` matching the query, in time order (then batch, then place in
+    /// the batch), at most `limit` (0 counts as 1), resuming after `after`; returns the
+    /// position to resume from if more remain.
+    ///
+    /// Cost: the batches around the page — batches ending before `after` are skipped unread,
+    /// and the scan stops at the first batch starting after the page's last event.
+    pub fn timeline_events(
+        &self,
+        q: &TimelineQuery,
+        after: Option<EventPos>,
+        limit: usize,
+    ) -> Result<(Vec<StoredEvent>, Option<EventPos>), StoreError> {
+        q.range.check()?;
+        let limit = limit.max(1);
+        let inner = &*self.inner;
+        let _r = inner.read_lock();
+        inner.ensure_tl_dict()?;
+        let (from, to) = (q.range.from_unix_ns, q.range.to_unix_ns);
+        let lo = after.map_or(from, |a| a.time_unix_ns.max(from));
+        let span = inner.tl_totals()?.max_span_ns;
+        let mut cand: Vec<(EventPos, StoredEvent)> = Vec::new();
+        let keep = limit.saturating_add(1);
+        let mut sources: BTreeMap<u32, (Arc<TimelineSource>, Option<Vec<bool>>)> = BTreeMap::new();
+        inner.for_each_tl_batch(lo.saturating_sub(span), to, |start, id, row| {
+            if cand.len() >= keep && start > cand[keep - 1].0.time_unix_ns {
+                return Ok(false);
+            }
+            if row.events == 0 || row.end < lo {
+                return Ok(true);
+            }
+            if let std::collections::btree_map::Entry::Vacant(v) = sources.entry(row.source) {
+                let s = inner.tl_source(row.source, id)?;
+                let sel = selected(q, &s);
+                v.insert((s, sel));
+            }
+            let (s, sel) = &sources[&row.source];
+            let Some(sel) = sel else { return Ok(true) };
+            let evs = inner.read_tl_block(start, id, s)?;
+            for (seq, e) in evs.iter().enumerate() {
+                let pos = EventPos { time_unix_ns: e.time, batch: id, seq: seq as u32 };
+                if e.time < from || e.time >= to || after.is_some_and(|a| pos <= a) || !sel[e.event as usize] {
+                    continue;
+                }
+                cand.push((pos, stored(s, e)));
+            }
+            if cand.len() >= keep {
+                cand.sort_unstable_by_key(|c| c.0);
+                cand.truncate(keep);
+            }
+            Ok(true)
+        })?;
+        cand.sort_unstable_by_key(|c| c.0);
+        let next = (cand.len() > limit).then(|| cand[limit - 1].0);
+        cand.truncate(limit);
+        Ok((cand.into_iter().map(|c| c.1).collect(), next))
+    }
+
+    /// Per (process pid and comm, event name and level): how many events match the query and
+    /// their lag percentiles. Batches wholly inside the range are summed from the histograms
+    /// in their metadata without reading an event; batches the range cuts are decoded. p50
+    /// and p99 are within 1/64 (1.6 %) of the exact nearest-rank values; the maximum is exact.
+    pub fn timeline_stats(&self, q: &TimelineQuery) -> Result<Vec<EventStats>, StoreError> {
+        q.range.check()?;
+        let inner = &*self.inner;
+        let _r = inner.read_lock();
+        inner.ensure_tl_dict()?;
+        let (from, to) = (q.range.from_unix_ns, q.range.to_unix_ns);
+        let span = inner.tl_totals()?.max_span_ns;
+        let mut groups: BTreeMap<(u32, String, String, u8), SumHist> = BTreeMap::new();
+        let mut sources: BTreeMap<u32, (Arc<TimelineSource>, Option<Vec<bool>>)> = BTreeMap::new();
+        inner.for_each_tl_batch(from.saturating_sub(span), to, |start, id, row| {
+            if row.events == 0 || row.end < from {
+                return Ok(true);
+            }
+            if let std::collections::btree_map::Entry::Vacant(v) = sources.entry(row.source) {
+                let s = inner.tl_source(row.source, id)?;
+                let sel = selected(q, &s);
+                v.insert((s, sel));
+            }
+            let (s, sel) = &sources[&row.source];
+            let Some(sel) = sel else { return Ok(true) };
+            let key = |e: u32| {
+                let d = &s.events[e as usize];
+                (s.pid, s.comm.clone(), d.name.clone(), d.level)
+            };
+            if from <= start && row.end < to {
+                let hists = codec::decode_hists(&row.hists.0)
+                    .map_err(|d| inner.corrupt(format!("timeline batch {id} histograms"), d))?;
+                for (e, h) in &hists {
+                    let Some(&want) = sel.get(*e as usize) else {
+                        return Err(inner.corrupt(
+                            format!("timeline batch {id} histograms"),
+                            format!("event {e} past the source's {} definitions", sel.len()),
+                        ));
+                    };
+                    if want {
+                        groups.entry(key(*e)).or_default().add(h);
+                    }
+                }
+            } else {
+                for e in inner.read_tl_block(start, id, s)? {
+                    if e.time >= from && e.time < to && sel[e.event as usize] {
+                        groups.entry(key(e.event)).or_default().add_lag(e.lag);
+                    }
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(groups
+            .into_iter()
+            .filter(|(_, h)| h.count > 0)
+            .map(|((pid, comm, name, level), h)| EventStats {
+                pid,
+                comm,
+                name,
+                level,
+                count: h.count,
+                lag_p50_ns: h.quantile(0.5),
+                lag_p99_ns: h.quantile(0.99),
+                lag_max_ns: h.max,
+            })
+            .collect())
+    }
+
+    /// Per process (pid, start ticks, comm): the batches that overlap `range` — their first
+    /// and last event, events and lost counts (whole batches: a batch the range cuts counts
+    /// wholly). A batch that only reports losses counts at its time.
+    pub fn timeline_sources(&self, range: TimeRange) -> Result<Vec<TimelineSourceSummary>, StoreError> {
+        range.check()?;
+        let inner = &*self.inner;
+        let _r = inner.read_lock();
+        inner.ensure_tl_dict()?;
+        let (from, to) = (range.from_unix_ns, range.to_unix_ns);
+        let span = inner.tl_totals()?.max_span_ns;
+        let mut out: BTreeMap<(u32, u64, String), TimelineSourceSummary> = BTreeMap::new();
+        inner.for_each_tl_batch(from.saturating_sub(span), to, |start, id, row| {
+            if row.end < from {
+                return Ok(true);
+            }
+            let s = inner.tl_source(row.source, id)?;
+            let e = out.entry((s.pid, s.start_ticks, s.comm.clone())).or_insert_with(|| TimelineSourceSummary {
+                pid: s.pid,
+                start_ticks: s.start_ticks,
+                comm: s.comm.clone(),
+                first_unix_ns: start,
+                last_unix_ns: row.end,
+                events: 0,
+                lost: 0,
+            });
+            e.first_unix_ns = e.first_unix_ns.min(start);
+            e.last_unix_ns = e.last_unix_ns.max(row.end);
+            e.events += row.events;
+            e.lost += row.lost;
+            Ok(true)
+        })?;
+        Ok(out.into_values().collect())
+    }
+}
