@@ -68,6 +68,10 @@ impl Store {
             }
             if let std::collections::btree_map::Entry::Vacant(v) = sources.entry(row.source) {
                 let s = inner.tl_source(row.source, id)?;
+                if s.events.is_empty() {
+                    let detail = format!("{} events but source {} defines none", row.events, row.source);
+                    return Err(inner.corrupt(format!("timeline batch {id}"), detail));
+                }
                 let sel = selected(q, &s);
                 v.insert((s, sel));
             }
@@ -112,6 +116,10 @@ impl Store {
             }
             if let std::collections::btree_map::Entry::Vacant(v) = sources.entry(row.source) {
                 let s = inner.tl_source(row.source, id)?;
+                if s.events.is_empty() {
+                    let detail = format!("{} events but source {} defines none", row.events, row.source);
+                    return Err(inner.corrupt(format!("timeline batch {id}"), detail));
+                }
                 let sel = selected(q, &s);
                 v.insert((s, sel));
             }

@@ -6,6 +6,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 pub mod samples;
+pub mod timeline;
 
 pub const T0: u64 = 1_700_000_000_000_000_000; // 2023-11-14T22:13:20Z
 pub const SEC: u64 = 1_000_000_000;
