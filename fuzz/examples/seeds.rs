@@ -2,7 +2,8 @@
 //! `cargo +$(cat ../bpf/ebpf/NIGHTLY) run --example seeds -- corpus` in `fuzz/`.
 //!
 //! It stores a few runs (idle, bursty with sketches, with connection counts) and sample
-//! batches (periodic samples on several CPUs, shared and own stacks, a lost-only batch) with
+//! batches (periodic samples on several CPUs, shared and own stacks, a lost-only batch) and
+//! timeline batches (a packet loop on two threads, odd events) with
 //! `loupe-store`, closes the store, reads its `runs` tree back with sled and frames each record
 //! the way its target expects. Output is deterministic (fixed seeds and times).
 
@@ -11,7 +12,10 @@ use std::path::Path;
 
 use loupe_fuzz::join;
 use loupe_store::samples::bits::{BitWriter, write_column};
-use loupe_store::{ConnCounts, Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store, keys};
+use loupe_store::{
+    ConnCounts, Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store, TimelineEvent,
+    TimelineEventDef, TimelineSource, keys,
+};
 
 const T0: u64 = 1_700_000_000_000_000_000;
 const MAX_PER_TARGET: usize = 16;
@@ -82,6 +86,51 @@ fn samples(start: u64, cpus: u32, per_cpu: u64, seed: u64) -> Vec<StackSample> {
     out
 }
 
+fn timeline_source() -> TimelineSource {
+    let def = |name: &str, level, rate, args: &[&str]| TimelineEventDef {
+        name: name.into(),
+        level,
+        rate,
+        arg_names: args.iter().map(|a| a.to_string()).collect(),
+    };
+    TimelineSource {
+        pid: 77,
+        start_ticks: 12345,
+        comm: "pktloop".into(),
+        events: vec![def("loop_start", 0, 9, &[]), def("rx", 1, 7, &["packets"]), def("loop_end", 0, 9, &["packets"])],
+    }
+}
+
+/// A packet loop's events on two threads, then odd ones (no lags, huge arguments).
+fn timeline_batches() -> Vec<Vec<TimelineEvent>> {
+    let mut x = 9;
+    let mut a = Vec::new();
+    for tid in [10u32, 11] {
+        let mut t = T0 + u64::from(tid);
+        for i in 0..40u64 {
+            for (event, lag) in [(0u32, 300), (1, 200), (2, 2_000)] {
+                if event == 1 && i % 5 != 0 {
+                    continue;
+                }
+                t += lag + lcg(&mut x) % 100;
+                let args = [if event == 0 { 0 } else { 1 + lcg(&mut x) % 32 }, 0, 0, 0];
+                a.push(TimelineEvent { time_unix_ns: t, tid, cpu: tid - 10, event, args, lag_ns: (i > 0).then_some(lag) });
+            }
+        }
+    }
+    let b = (0..20u64)
+        .map(|i| TimelineEvent {
+            time_unix_ns: T0 + 5_000_000_000 + i * 1000,
+            tid: 3,
+            cpu: u32::MAX,
+            event: (i % 3) as u32,
+            args: [u64::MAX - i, i << 50, 0, i],
+            lag_ns: (i % 2 == 0).then_some(i * 77),
+        })
+        .collect();
+    vec![a, b]
+}
+
 fn main() {
     let out = std::env::args().nth(1).unwrap_or_else(|| "corpus".into());
     let dir = tempfile::tempdir().expect("temp dir");
@@ -93,6 +142,9 @@ fn main() {
         store.put_samples(&samples(T0, 3, 20, 5), 0, T0).unwrap();
         store.put_samples(&samples(T0 + 10_000_000_000, 2, 8, 6), 3, T0).unwrap();
         store.put_samples(&[], 9, T0 + 20_000_000_000).unwrap();
+        for (i, evs) in timeline_batches().iter().enumerate() {
+            store.put_timeline(&timeline_source(), evs, i as u64, T0).unwrap();
+        }
         store.flush().unwrap();
     }
     let db = sled::open(dir.path()).expect("reopen with sled");
@@ -133,6 +185,14 @@ fn main() {
                 add("sample_block", join(&[k, table, v]));
             }
             keys::DICT => add("dict_entry", join(&[k, v])),
+            keys::TL_BLOCK => {
+                let (start, batch) = keys::parse_batch_key(k).unwrap();
+                let meta = by_key[keys::batch_key(keys::TL_BATCH, start, batch).as_slice()];
+                let row = loupe_store::timeline::codec::decode_batch(meta).unwrap();
+                let source = by_key[keys::tl_dict_key(row.source).as_slice()];
+                add("timeline_batch", join(&[k, source, meta, v]));
+            }
+            keys::TL_BATCH | keys::TL_DICT => {}
             _ => add("keys", v.clone()), // the `s` and `x` totals values
         }
         add("keys", k.clone());

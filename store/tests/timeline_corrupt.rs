@@ -58,15 +58,40 @@ fn check(dir: &std::path::Path, what: &str) -> usize {
 
 #[test]
 fn corrupt_records_are_clear_errors() {
-    let cases: Vec<(&str, u8, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(&str, u8, Damage)> = vec![
         ("events truncated", b'e', Box::new(|v| v.truncate(v.len() / 2))),
         ("events garbage", b'e', Box::new(|v| v.iter_mut().for_each(|b| *b = 0xff))),
-        ("events bit flip", b'e', Box::new(|v| { let i = v.len() - 40; v[i] ^= 0x10; })),
-        ("events count", b'e', Box::new(|v| { v[3] ^= 0x7f; })),
+        (
+            "events bit flip",
+            b'e',
+            Box::new(|v| {
+                let i = v.len() - 40;
+                v[i] ^= 0x10;
+            }),
+        ),
+        (
+            "events count",
+            b'e',
+            Box::new(|v| {
+                v[3] ^= 0x7f;
+            }),
+        ),
         ("metadata garbage", b'E', Box::new(|v| v.truncate(3))),
-        ("histograms", b'E', Box::new(|v| { let i = v.len() - 3; v[i] ^= 0xff; })),
+        (
+            "histograms",
+            b'E',
+            Box::new(|v| {
+                let i = v.len() - 3;
+                v[i] ^= 0xff;
+            }),
+        ),
         ("source garbage", b'n', Box::new(|v| v.truncate(5))),
-        ("source without definitions", b'n', Box::new(|v| *v = rmp_serde::to_vec(&(7u32, 1007u64, "pktloop", Vec::<u8>::new())).unwrap())),
+        (
+            "source without definitions",
+            b'n',
+            Box::new(|v| *v = rmp_serde::to_vec(&(7u32, 1007u64, "pktloop", Vec::<u8>::new())).unwrap()),
+        ),
     ];
     for (what, kind, f) in cases {
         let dir = tempfile::tempdir().unwrap();

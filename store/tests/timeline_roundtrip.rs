@@ -184,6 +184,8 @@ fn events_roundtrip_with_every_filter_and_paging() {
     assert!(checked > 100_000);
 }
 
+type GroupKey = (u32, String, String, u8);
+
 /// Exact nearest-rank quantile.
 fn exact(sorted: &[u64], q: f64) -> u64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
@@ -196,7 +198,7 @@ fn stats_match_brute_force_within_the_histogram_error() {
     let store = Store::open(dir.path(), Retention::default()).unwrap();
     let w = populate(&store);
     for q in queries(&w) {
-        let mut want: BTreeMap<(u32, String, String, u8), (u64, Vec<u64>)> = BTreeMap::new();
+        let mut want: BTreeMap<GroupKey, (u64, Vec<u64>)> = BTreeMap::new();
         for e in w.events.iter().filter(|e| matches(&q, e)) {
             let g = want.entry((e.pid, e.comm.clone(), e.name.clone(), e.level)).or_default();
             g.0 += 1;
@@ -227,7 +229,8 @@ fn sources_list_processes_with_counts_and_losses() {
     let store = Store::open(dir.path(), Retention::default()).unwrap();
     let w = populate(&store);
     let got = store.timeline_sources(TimeRange::ALL).unwrap();
-    let got: BTreeMap<_, _> = got.into_iter().map(|s| ((s.pid, s.start_ticks, s.comm.clone()), (s.events, s.lost))).collect();
+    let got: BTreeMap<_, _> =
+        got.into_iter().map(|s| ((s.pid, s.start_ticks, s.comm.clone()), (s.events, s.lost))).collect();
     assert_eq!(got, w.sources);
     // Dictionary: pid 100 has two sources (definitions changed), stored once each.
     assert_eq!(store.timeline_stats_totals().unwrap().sources, 4);

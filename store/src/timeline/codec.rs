@@ -505,7 +505,7 @@ pub fn encode_block(start: u64, evs: &[Ev], levels: &[u8]) -> Vec<u8> {
     for cols in &args_by_id {
         for raw in cols {
             let delta = delta_code(raw);
-            if column_bits(&delta) < column_bits(&raw) {
+            if column_bits(&delta) < column_bits(raw) {
                 w.put(1, 1);
                 write_column(&mut w, &delta);
             } else {

@@ -2,7 +2,7 @@
 //! it has any), every block decodable against its source and agreeing with its metadata's
 //! counts and histograms, every referenced source present, totals exact.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use super::codec::{self, TlBatchRow};
 use super::model::TimelineSource;
@@ -69,7 +69,6 @@ impl TimelineSeen {
         let totals = self.totals.unwrap_or_default();
         let p = &mut report.problems;
         let (mut lost, mut max_span) = (0u64, 0u64);
-        let mut referenced = HashSet::new();
         for (&(start, id), seen) in &self.batches {
             let Some(meta) = &seen.meta else {
                 p.push(format!("timeline batch {id}: records without metadata (half-written or half-deleted)"));
@@ -80,7 +79,6 @@ impl TimelineSeen {
             report.timeline_bytes += meta.stored_bytes;
             lost = lost.saturating_add(meta.lost);
             max_span = max_span.max(meta.end.saturating_sub(start));
-            referenced.insert(meta.source);
             if seen.bytes != meta.stored_bytes {
                 p.push(format!(
                     "timeline batch {id}: records take {} bytes, metadata says {}",
@@ -156,7 +154,6 @@ impl TimelineSeen {
         if self.sources.keys().next_back().is_some_and(|&i| u64::from(i) >= totals.next_source) {
             p.push("a timeline source id is not below its counter (ids could be reused)".into());
         }
-        let _ = referenced;
         Ok(())
     }
 }

@@ -63,7 +63,12 @@ impl PacketLoop {
         let mut rng = StdRng::seed_from_u64(seed);
         let base_ticks = rng.random_range(1u64 << 40..1u64 << 44);
         let threads = (0..threads)
-            .map(|i| Thread { tid: 4000 + i * 3, cpu: i, ticks: base_ticks + rng.random_range(0..10_000), last: [None; 10] })
+            .map(|i| Thread {
+                tid: 4000 + i * 3,
+                cpu: i,
+                ticks: base_ticks + rng.random_range(0..10_000),
+                last: [None; 10],
+            })
             .collect();
         PacketLoop { rng, threads, base_ticks, base_ns: start_unix_ns, gap_ns, random_args: false }
     }
@@ -109,7 +114,8 @@ impl PacketLoop {
             if rate < threshold {
                 return;
             }
-            let args = if random_args { [rng.random(), rng.random(), rng.random(), rng.random()] } else { [arg, 0, 0, 0] };
+            let args =
+                if random_args { [rng.random(), rng.random(), rng.random(), rng.random()] } else { [arg, 0, 0, 0] };
             let th = &pl.threads[t];
             let now = th.ticks;
             let lag_ticks = th.last[..=level].iter().flatten().max().map(|&p| now - p);
