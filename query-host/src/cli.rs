@@ -88,6 +88,9 @@ pub enum Command {
     Profile(ProfileArgs),
     /// Name stored frames that were kept as `module+address`, from debug files found now.
     Symbolize(SymbolizeArgs),
+    /// Programs' application timelines: events and their lags.
+    #[command(subcommand)]
+    Timeline(TimelineCommand),
     /// Serve a store's HTTP API without collecting (e.g. a copied data dir).
     Serve(ServeArgs),
     /// Teams' bearer tokens for the HTTP API.
@@ -246,6 +249,39 @@ pub struct ProfileArgs {
     pub top: usize,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum TimelineCommand {
+    /// Programs that logged events in a range, and per event its count and lag percentiles.
+    List(TimelineArgs),
+    /// The events themselves, in time order.
+    Show {
+        #[command(flatten)]
+        args: TimelineArgs,
+        /// Most events to print.
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct TimelineArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[command(flatten)]
+    pub range: RangeArgs,
+    /// Only this process.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// Only programs with this name.
+    #[arg(long)]
+    pub comm: Option<String>,
+    /// Only this event.
+    #[arg(long)]
+    pub event: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct SymbolizeArgs {
     #[command(flatten)]
@@ -311,6 +347,13 @@ pub struct AgentArgs {
     pub no_stacks: bool,
     #[command(flatten)]
     pub stacks: StackArgs,
+    /// Where programs using the timeline library write their ring files (default
+    /// $LOUPE_TIMELINE_DIR, else /dev/shm/loupe-timeline).
+    #[arg(long)]
+    pub timeline_dir: Option<PathBuf>,
+    /// Do not collect programs' timeline events.
+    #[arg(long)]
+    pub no_timeline: bool,
     #[command(flatten)]
     pub http: HttpArgs,
     /// Do not serve the HTTP API.

@@ -25,6 +25,7 @@ fn main() {
         Command::Sample(args) => commands::sample(args, remote),
         Command::Profile(args) => commands::profile(args, remote),
         Command::Symbolize(args) => commands::symbolize(args, remote),
+        Command::Timeline(cmd) => commands::timeline(cmd, remote),
         Command::Serve(args) => serve::main(args),
         Command::Token(cmd) => tokens::main(cmd),
         Command::Udf(cmd) => udf::main(cmd, remote),

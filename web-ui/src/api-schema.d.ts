@@ -162,6 +162,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Programs that logged timeline events in a range, and per event its count and lag percentiles
+         *     (`loupe timeline list --json`).
+         */
+        get: operations["summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/timeline/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Timeline events in time order, a page at a time (`loupe timeline show --json`). */
+        get: operations["events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/udfs": {
         parameters: {
             query?: never;
@@ -308,6 +345,27 @@ export interface components {
             error: string;
             /** @description Lines the analysis logged before it failed, when there are any. */
             log?: string[];
+        };
+        /**
+         * @description One event of one program over a range. A lag is the time since the previous event of
+         *     equal or lower level on the same thread (the lag of a loop's last event is the iteration's
+         *     latency); percentiles are within 1.6 %, the maximum exact.
+         */
+        EventStatsView: {
+            comm: string;
+            /** Format: int64 */
+            count: number;
+            /** Format: int64 */
+            lag_max_ns?: number | null;
+            /** Format: int64 */
+            lag_p50_ns?: number | null;
+            /** Format: int64 */
+            lag_p99_ns?: number | null;
+            /** Format: int32 */
+            level: number;
+            name: string;
+            /** Format: int32 */
+            pid: number;
         };
         /**
          * @description One node of the flame graph: `value` samples passed through it; children are callees,
@@ -537,6 +595,54 @@ export interface components {
         };
         /** @description An instant in a body: a string in any form the API takes, or Unix ns as a number. */
         TimeValue: number | string;
+        TimelineEventView: {
+            /** @description The event's four arguments (their names are in its definition). */
+            args: number[];
+            comm: string;
+            /** Format: int32 */
+            cpu: number;
+            /** Format: int64 */
+            lag_ns?: number | null;
+            /** Format: int32 */
+            level: number;
+            name: string;
+            /** Format: int32 */
+            pid: number;
+            /** Format: int32 */
+            tid: number;
+            /** Format: int64 */
+            time_unix_ns: number;
+        };
+        /** @description `loupe timeline show --json`: events in time order. */
+        TimelineEventsPage: {
+            events: components["schemas"]["TimelineEventView"][];
+            /** @description More events follow: pass this as `after` for the next page. */
+            next?: string | null;
+        };
+        /** @description One program's events in a range. */
+        TimelineSourceView: {
+            comm: string;
+            /** Format: int64 */
+            events: number;
+            /** Format: int64 */
+            first_unix_ns: number;
+            /** Format: int64 */
+            last_unix_ns: number;
+            /**
+             * Format: int64
+             * @description Records the program wrote that were overwritten in its ring before the agent read them.
+             */
+            lost: number;
+            /** Format: int32 */
+            pid: number;
+        };
+        /** @description `loupe timeline list --json`. */
+        TimelineSummary: {
+            /** @description Per program and event: count and lag percentiles, by program then level then name. */
+            events: components["schemas"]["EventStatsView"][];
+            /** @description Programs with events in the range, by first event. */
+            sources: components["schemas"]["TimelineSourceView"][];
+        };
         /** @description What `GET /api/v1/udfs` lists for each analysis. */
         UdfMeta: {
             description: components["schemas"]["Description"];
@@ -1144,6 +1250,138 @@ export interface operations {
                     "application/json": components["schemas"]["StatsView"];
                 };
             };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    summary: {
+        parameters: {
+            query?: {
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
+                from?: string;
+                /** @description End (exclusive), same forms. Default: the end of time. */
+                to?: string;
+                pid?: number;
+                /** @description Exact command name of the program. */
+                comm?: string;
+                /** @description Exact event name. */
+                event?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimelineSummary"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    events: {
+        parameters: {
+            query?: {
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
+                from?: string;
+                /** @description End (exclusive), same forms. Default: the end of time. */
+                to?: string;
+                pid?: number;
+                /** @description Exact command name of the program. */
+                comm?: string;
+                /** @description Exact event name. */
+                event?: string;
+                /** @description The `next` of the previous page. */
+                after?: string;
+                /** @description Events per page (1 to 10,000; default 1,000). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimelineEventsPage"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
             401: {
                 headers: {
                     [name: string]: unknown;

@@ -21,7 +21,7 @@ use crate::{
         control::ControlServer,
         http::{AppState, Server},
     },
-    ingest::{runs::Schedule, stacks::StackCollector},
+    ingest::{runs::Schedule, stacks::StackCollector, timeline::TimelineCollector},
 };
 
 /// How long a stop may take before the process exits anyway.
@@ -38,8 +38,8 @@ pub fn main(args: AgentArgs) -> Result<()> {
     for interval in &schedule.intervals {
         RunOrder { iface: None, interval: *interval, samples: schedule.samples, start_unix_ns: None }.request()?;
     }
-    if ifaces.is_empty() && args.no_stacks && !args.demo {
-        bail!("nothing to sample: give --iface IF (repeatable) or --demo, or drop --no-stacks");
+    if ifaces.is_empty() && args.no_stacks && args.no_timeline && !args.demo {
+        bail!("nothing to collect: give --iface IF (repeatable) or --demo, or drop --no-stacks or --no-timeline");
     }
     let _demo = if args.demo {
         let demo = demo::Demo::start(Arc::clone(&shutdown))?;
@@ -73,6 +73,15 @@ pub fn main(args: AgentArgs) -> Result<()> {
         let stop = Arc::clone(&shutdown);
         Some(thread::Builder::new().name("loupe-stacks".into()).spawn(move || collector.run(None, &stop))?)
     };
+    // Application timelines: programs' ring files tailed every 50 ms, stored in batches.
+    let timeline = if args.no_timeline {
+        None
+    } else {
+        let dir = args.timeline_dir.clone().unwrap_or_else(loupe_timeline::timeline_dir);
+        let mut collector = TimelineCollector::new(dir, &args.store.data_dir, store.clone());
+        let stop = Arc::clone(&shutdown);
+        Some(thread::Builder::new().name("loupe-timeline".into()).spawn(move || collector.run(&stop))?)
+    };
     let control = ControlServer::start(&args.store.data_dir, Arc::clone(&host))?;
     let http = if args.no_http {
         None
@@ -98,6 +107,15 @@ pub fn main(args: AgentArgs) -> Result<()> {
             Ok(Ok(done)) => info!(samples = done.samples, lost = done.lost, "stack sampling stopped"),
             Ok(Err(e)) => tracing::error!("stack sampling failed: {e:#}"),
             Err(_) => tracing::error!("stack sampling thread panicked"),
+        }
+    }
+    if let Some(timeline) = timeline {
+        match timeline.join() {
+            Ok(Ok(done)) => {
+                info!(events = done.events, lost = done.lost, programs = done.sources, "timeline collection stopped")
+            }
+            Ok(Err(e)) => tracing::error!("timeline collection failed: {e:#}"),
+            Err(_) => tracing::error!("timeline thread panicked"),
         }
     }
     store.flush()?;

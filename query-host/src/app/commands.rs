@@ -1,4 +1,5 @@
-//! The one-shot commands — `run`, `runs list|show|export`, `import`, `sample`, `profile` — as
+//! The one-shot commands — `run`, `runs list|show|export`, `import`, `sample`, `profile`,
+//! `symbolize`, `timeline list|show` — as
 //! adapters: parse the arguments, call the core where the data is, render. The data is in a
 //! local store (a [`Host`] on it), or behind a running agent's control socket, or behind a
 //! remote host's API (`--server`); each answers with the same model types.
@@ -7,14 +8,14 @@ use std::{fs, io::Write, str::FromStr, time::Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use loupe_bpf::parse_prefix;
-use loupe_store::{NewRun, Profile, ProfileQuery, RunId, StoreError, TimeRange};
+use loupe_store::{NewRun, Profile, ProfileQuery, RunId, StoreError, TimeRange, TimelineQuery};
 use serde::Serialize;
 
 use super::{open_store, progress, stop_on_signals};
 use crate::{
     cli::{
         ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RemoteArgs, RunArgs, SampleArgs, ShowArgs, StoreArgs,
-        SymbolizeArgs,
+        SymbolizeArgs, TimelineCommand,
     },
     clock::now_unix_ns,
     core::{
@@ -25,7 +26,7 @@ use crate::{
     doors::{control::AgentClient, http::api::StartedRun, remote::Client},
     formats::millisampler,
     ingest::stacks::StackCollector,
-    model::{ProfileView, RunListEntry, RunView},
+    model::{ProfileView, RunListEntry, RunView, TimelineEventsPage},
     render,
 };
 
@@ -263,6 +264,51 @@ pub fn symbolize(args: SymbolizeArgs, remote: &RemoteArgs) -> Result<()> {
         Backend::Remote(_) => unreachable!("refused above"),
     };
     if args.json { print_json(&report) } else { print_text(&render::profile::symbolized(&report)) }
+}
+
+pub fn timeline(cmd: TimelineCommand, remote: &RemoteArgs) -> Result<()> {
+    let (args, limit) = match &cmd {
+        TimelineCommand::List(args) => (args, None),
+        TimelineCommand::Show { args, limit } => (args, Some(*limit)),
+    };
+    let range = range(args.range.from, args.range.to)?;
+    let query = TimelineQuery { range, pid: args.pid, comm: args.comm.clone(), event: args.event.clone() };
+    let mut params = range_query(range);
+    params.extend(args.pid.map(|p| ("pid", p.to_string())));
+    params.extend(args.comm.clone().map(|c| ("comm", c)));
+    params.extend(args.event.clone().map(|e| ("event", e)));
+    let backend = Backend::open(&args.store, remote)?;
+    let Some(limit) = limit else {
+        let summary = match &backend {
+            Backend::Local(host) => host.timeline(&query)?,
+            Backend::Agent(agent) => agent.timeline(query)?,
+            Backend::Remote(client) => client.get("/api/v1/timeline", &params)?,
+        };
+        return if args.json { print_json(&summary) } else { print_text(&render::timeline::summary(&summary)) };
+    };
+    // Page through until `limit` events.
+    let mut page = TimelineEventsPage::default();
+    let mut after: Option<String> = None;
+    while page.events.len() < limit {
+        let want = (limit - page.events.len()).min(crate::core::timeline::MAX_PAGE);
+        let next = match &backend {
+            Backend::Local(host) => host.timeline_events(&query, after.as_deref(), Some(want))?,
+            Backend::Agent(agent) => agent.timeline_events(query.clone(), after.clone(), Some(want))?,
+            Backend::Remote(client) => {
+                let mut q = params.clone();
+                q.push(("limit", want.to_string()));
+                q.extend(after.clone().map(|a| ("after", a)));
+                client.get("/api/v1/timeline/events", &q)?
+            }
+        };
+        page.events.extend(next.events);
+        page.next = next.next;
+        match &page.next {
+            Some(n) => after = Some(n.clone()),
+            None => break,
+        }
+    }
+    if args.json { print_json(&page) } else { print_text(&render::timeline::events(&page)) }
 }
 
 pub fn profile(args: ProfileArgs, remote: &RemoteArgs) -> Result<()> {

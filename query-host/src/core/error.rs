@@ -27,6 +27,10 @@ pub enum CoreError {
     StartTooFar { limit: Duration },
     #[error("frequency must be at least 1 (the rate the samples were taken at, in Hz)")]
     BadFrequency,
+    #[error("limit {limit} out of bounds: 1 to {max}")]
+    BadLimit { limit: usize, max: usize },
+    #[error("bad cursor '{0}': pass the `next` of the previous page as it was given")]
+    BadCursor(String),
     #[error("the agent does not sample '{iface}' (it samples {known:?})")]
     UnknownIface { iface: String, known: Vec<String> },
     #[error("name the interface: one of {known:?}")]
@@ -69,6 +73,7 @@ impl CoreError {
             BadRange { .. } | BadTime { .. } | BadId(_) | BadInterval { .. } | StartTooFar { .. } | BadFrequency => {
                 ErrorKind::Invalid
             }
+            BadLimit { .. } | BadCursor(_) => ErrorKind::Invalid,
             UnknownIface { .. } | IfaceRequired { .. } => ErrorKind::Invalid,
             NoRun(_) | NoSamples(_) => ErrorKind::NotFound,
             NotCollecting | NoAnalyses => ErrorKind::Conflict,
@@ -110,6 +115,8 @@ impl CoreError {
             BadId(_) => "bad_id",
             BadInterval { .. } => "bad_interval",
             BadFrequency => "bad_frequency",
+            BadLimit { .. } => "bad_limit",
+            BadCursor(_) => "bad_cursor",
             UnknownIface { .. } | IfaceRequired { .. } => "bad_iface",
             NoRun(_) => "not_found",
             NoSamples(_) => "no_samples",

@@ -1,7 +1,7 @@
 //! The core: one transport-free service every door calls — the CLI on a local store, the
 //! agent's control socket, the HTTP API. [`Host`] owns the store handle, the agent's run
 //! scheduler (when it collects) and the analyses (when it serves them), and offers typed
-//! operations: runs ([`runs`]), profiles ([`profiles`]), analyses ([`analyses`]), days and
+//! operations: runs ([`runs`]), profiles ([`profiles`]), application timelines ([`timeline`]), analyses ([`analyses`]), days and
 //! stats (here), each returning a [`CoreError`] that says what went wrong. Rules live here once:
 //! one time-range parser with one set of defaults ([`time`]), one check of a run order, one
 //! pprof period.
@@ -15,6 +15,7 @@ pub mod error;
 pub mod profiles;
 pub mod runs;
 pub mod time;
+pub mod timeline;
 pub mod tokens;
 
 use std::time::Instant;

@@ -1,7 +1,9 @@
 //! Each data source, from the kernel to the store: [`runs`] (the tc filter's Millisampler runs,
 //! one worker per interface) and [`stacks`] (the perf-event stack sampler, symbolized by
-//! [`symbolize`] while the sampled processes still live). Nothing here knows a door.
+//! [`symbolize`] while the sampled processes still live), and [`timeline`] (programs' event
+//! rings, tailed). Nothing here knows a door.
 
 pub mod runs;
 pub mod stacks;
 pub mod symbolize;
+pub mod timeline;

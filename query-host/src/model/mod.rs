@@ -7,9 +7,11 @@ pub mod error;
 pub mod host;
 pub mod profile;
 pub mod run;
+pub mod timeline;
 
 pub use analysis::{AnalysisOutput, Cell, Column, InvokeResponse, LogLine, Series};
 pub use error::{ErrorBody, ErrorKind};
 pub use host::{DayView, Health, StatsView};
 pub use profile::{FlameNode, FunctionCount, ModuleCount, ModuleNaming, ProfileView, SymbolizeReport};
 pub use run::{CpuView, Metrics, RunListEntry, RunView};
+pub use timeline::{EventStatsView, TimelineEventView, TimelineEventsPage, TimelineSourceView, TimelineSummary};

@@ -4,3 +4,4 @@
 pub mod analysis;
 pub mod profile;
 pub mod run;
+pub mod timeline;

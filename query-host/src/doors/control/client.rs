@@ -9,7 +9,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use loupe_store::{NewRun, Profile, ProfileQuery, RunId, TimeRange};
+use loupe_store::{NewRun, Profile, ProfileQuery, RunId, TimeRange, TimelineQuery};
 use serde::de::DeserializeOwned;
 
 use super::{
@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     core::{CoreError, CoreResult, ImportOutcome, RunFilter, RunOrder},
-    model::{RunListEntry, RunView, SymbolizeReport},
+    model::{RunListEntry, RunView, SymbolizeReport, TimelineEventsPage, TimelineSummary},
 };
 
 pub struct AgentClient {
@@ -87,5 +87,18 @@ impl AgentClient {
 
     pub fn symbolize(&self, range: TimeRange, debug_dirs: Vec<PathBuf>) -> CoreResult<SymbolizeReport> {
         self.call(&Call::Symbolize { range, debug_dirs })
+    }
+
+    pub fn timeline(&self, query: TimelineQuery) -> CoreResult<TimelineSummary> {
+        self.call(&Call::Timeline { query })
+    }
+
+    pub fn timeline_events(
+        &self,
+        query: TimelineQuery,
+        after: Option<String>,
+        limit: Option<usize>,
+    ) -> CoreResult<TimelineEventsPage> {
+        self.call(&Call::TimelineEvents { query, after, limit })
     }
 }

@@ -4,7 +4,7 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use loupe_store::{NewRun, ProfileQuery, TimeRange};
+use loupe_store::{NewRun, ProfileQuery, TimeRange, TimelineQuery};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::{
@@ -34,6 +34,8 @@ pub enum Call {
     Profile { query: ProfileQuery },
     Pids { range: TimeRange },
     Symbolize { range: TimeRange, debug_dirs: Vec<PathBuf> },
+    Timeline { query: TimelineQuery },
+    TimelineEvents { query: TimelineQuery, after: Option<String>, limit: Option<usize> },
 }
 
 impl Call {

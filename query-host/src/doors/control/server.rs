@@ -155,5 +155,7 @@ fn handle(host: &Host, call: Call) -> Vec<u8> {
         Call::Profile { query } => encode(host.profile(&query)),
         Call::Pids { range } => encode(host.pids(range)),
         Call::Symbolize { range, debug_dirs } => encode(host.symbolize(range, &debug_dirs)),
+        Call::Timeline { query } => encode(host.timeline(&query)),
+        Call::TimelineEvents { query, after, limit } => encode(host.timeline_events(&query, after.as_deref(), limit)),
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! - [`api`]: health, days, stats, runs (list, one, on-demand), profiles, pids.
 //! - [`udfs`]: upload, list, delete and invoke analyses.
+//! - [`timeline`]: programs' timeline events and their lag statistics.
 //! - [`web`]: the embedded web UI at `/`.
 //! - [`auth`]: bearer tokens → teams. [`negotiate`]: JSON or MessagePack. [`error`]: errors.
 //! - [`metrics`]: `/metrics` in the OpenMetrics text format.
@@ -13,6 +14,7 @@ pub mod auth;
 pub mod error;
 pub mod metrics;
 pub mod negotiate;
+pub mod timeline;
 pub mod udfs;
 pub mod web;
 
@@ -155,6 +157,7 @@ pub fn routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
     let (router, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(api::routes())
         .merge(udfs::routes())
+        .merge(timeline::routes())
         .routes(utoipa_axum::routes!(openapi_json))
         .routes(utoipa_axum::routes!(metrics::metrics))
         .split_for_parts();
