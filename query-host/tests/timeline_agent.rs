@@ -188,8 +188,8 @@ fn agent_stores_every_event_with_its_lag_and_retires_the_ring() {
     assert_eq!(args, vec![0, 1, 2, 3, 4]);
 
     // The HTTP API answers the same, pages by `next`, and refuses bad pages clearly.
-    let server = Server::start(&data, &["--no-auth"]);
-    let http = Http::new(&server.url, None);
+    let server = Server::start(&data, &[]);
+    let http = Http::new(&server.url, Some(&server.token("apps")));
     assert_eq!(http.get(&format!("/api/v1/timeline?pid={pid}")).json(), list);
     let page = |after: &str| {
         let a = http.get(&format!("/api/v1/timeline/events?pid={pid}&event=loop_end&limit=3{after}"));
@@ -205,6 +205,22 @@ fn agent_stores_every_event_with_its_lag_and_retires_the_ring() {
     http.get("/api/v1/timeline/events?limit=10001").assert_error(400, "bad_limit", "10000");
     http.get("/api/v1/timeline/events?after=zz").assert_error(400, "bad_cursor", "next");
     http.get("/api/v1/timeline/events?after=9301").assert_error(400, "bad_cursor", "next");
+
+    // The example analysis reads the same events through the sandbox's timeline cursor.
+    http.upload("timeline-lags", "timeline_lags");
+    let a = http.invoke("timeline-lags", serde_json::json!({"from": 0, "params": {"iteration": "loop_end", "top": 3}}));
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let out = a.json();
+    let rows = out["rows"].as_array().unwrap();
+    let stats = list["events"].as_array().unwrap().iter().find(|e| e["name"] == "loop_end").unwrap();
+    let lags = rows.iter().find(|r| r[0] == "lags" && r[4] == "loop_end").expect("a lags row for loop_end");
+    assert_eq!((&lags[6], &lags[11]), (&stats["count"], &stats["lag_max_ns"]), "count and max agree with the store's");
+    let (p50, store_p50) = (lags[9].as_u64().unwrap() as f64, stats["lag_p50_ns"].as_u64().unwrap() as f64);
+    assert!((p50 - store_p50).abs() <= store_p50 / 32.0 + 1.0, "p50 {p50} vs the store's {store_p50}");
+    // The slowest iteration is the one with the largest lag, and shows the step inside it.
+    let slow = rows.iter().position(|r| r[0] == "slow #1").expect("a slowest iteration");
+    assert_eq!(rows[slow][8], stats["lag_max_ns"]);
+    assert_eq!((&rows[slow - 1][0], &rows[slow - 1][4]), (&Value::from("  in #1"), &Value::from("step")));
     server.stop();
 }
 

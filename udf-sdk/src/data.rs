@@ -1,9 +1,9 @@
-//! Reading the host's data: run and sample cursors, and the stack / comm dictionaries.
+//! Reading the host's data: run, sample and timeline cursors, and the stack / comm dictionaries.
 
 use std::{collections::BTreeMap, ops::Deref};
 
 use crate::bindings::loupe::udf::data as host;
-use crate::{Frame, HostInfo, Run, Sample, SampleFilter, TimeRange};
+use crate::{Frame, HostInfo, Run, Sample, SampleFilter, TimeRange, TimelineEvent, TimelineFilter};
 
 /// Ids sent to `data.stacks` / `data.comms` in one call at most.
 const IDS_PER_CALL: usize = 4096;
@@ -31,6 +31,54 @@ pub fn runs(range: TimeRange) -> RunQuery {
 /// [`include_idle`](SampleQuery::include_idle).
 pub fn samples(range: TimeRange) -> SampleQuery {
     SampleQuery { range, filter: SampleFilter { pid: None, comm: None, cpu: None, include_idle: false } }
+}
+
+/// Programs' application-timeline events in `range`, in time order. Narrow them, then
+/// [`open`](TimelineQuery::open):
+///
+/// ```no_run
+/// # fn f(range: loupe_udf::TimeRange) -> Result<(), String> {
+/// for e in loupe_udf::timeline(range).event("loop_end").open()? {
+///     // e.lag_ns: this iteration's latency; e.args: what the program logged with it
+/// }
+/// # Ok(()) }
+/// ```
+pub fn timeline(range: TimeRange) -> TimelineQuery {
+    TimelineQuery { range, filter: TimelineFilter { pid: None, comm: None, event: None } }
+}
+
+/// Which timeline events to read; see [`timeline`].
+#[derive(Clone, Debug)]
+#[must_use = "a query reads nothing until opened"]
+pub struct TimelineQuery {
+    range: TimeRange,
+    filter: TimelineFilter,
+}
+
+impl TimelineQuery {
+    /// Only this process (`None`: every process).
+    pub fn pid(mut self, pid: impl Into<Option<u32>>) -> Self {
+        self.filter.pid = pid.into();
+        self
+    }
+
+    /// Only programs with this command name (`None`: every program).
+    pub fn comm(mut self, comm: impl OptionalText) -> Self {
+        self.filter.comm = comm.into_option();
+        self
+    }
+
+    /// Only events of this name (`None`: every event).
+    pub fn event(mut self, event: impl OptionalText) -> Self {
+        self.filter.event = event.into_option();
+        self
+    }
+
+    /// Opens the host cursor (one host call), or the host's reason why not.
+    pub fn open(self) -> Result<TimelineEvents, String> {
+        let cursor = host::open_timeline(self.range, &self.filter)?;
+        Ok(Batched::new(cursor))
+    }
 }
 
 /// Which runs to read; see [`runs`].
@@ -140,6 +188,14 @@ impl NextBatch for host::SampleCursor {
     }
 }
 
+impl NextBatch for host::TimelineCursor {
+    type Item = TimelineEvent;
+
+    fn next_batch(&mut self) -> Vec<TimelineEvent> {
+        host::TimelineCursor::next_batch(self)
+    }
+}
+
 /// The items of a batched cursor, one [`NextBatch::next_batch`] call per batch, never one per
 /// item. An iterator, and batch by batch with [`next_batch`](Self::next_batch).
 pub struct Batched<C: NextBatch> {
@@ -151,6 +207,9 @@ pub struct Batched<C: NextBatch> {
 
 /// The runs of an opened [`RunQuery`], one host call per batch of a few runs.
 pub type Runs = Batched<host::RunCursor>;
+
+/// The events of an opened [`TimelineQuery`], one host call per few thousand events.
+pub type TimelineEvents = Batched<host::TimelineCursor>;
 
 /// The samples of an opened [`SampleQuery`], one host call per stored batch (about ten seconds of
 /// every CPU). [`lost`](Batched::lost) tells how many the kernel dropped.

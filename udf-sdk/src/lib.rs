@@ -82,7 +82,7 @@ pub mod types {
 pub use bindings::loupe::udf::data::{HostInfo, Level};
 pub use data::{
     Batched, CommDictionary, Comms, Dictionary, IdCache, NextBatch, OptionalText, RunQuery, Runs, SampleQuery, Samples,
-    StackDictionary, Stacks, host_info, runs, samples,
+    StackDictionary, Stacks, TimelineEvents, TimelineQuery, host_info, runs, samples, timeline,
 };
 pub use output::Flamegraph;
 pub use params::Params;
@@ -91,7 +91,7 @@ pub use params::Params;
 pub use types::ParamSpec as Param;
 pub use types::{
     Cell, Column, CpuMetrics, Description, Frame, Metrics, Output, ParamKind, ParamValue, Point, ResultKind, Run,
-    Sample, SampleFilter, Series, Table, TimeRange, WeightedStack,
+    Sample, SampleFilter, Series, Table, TimeRange, TimelineEvent, TimelineFilter, WeightedStack,
 };
 
 /// One analysis: implement it on a unit struct and export it with [`export_analysis!`].
@@ -128,6 +128,12 @@ impl Context {
     /// Stack samples in the invocation's range (narrow with [`SampleQuery`]'s methods).
     pub fn samples(&self) -> SampleQuery {
         samples(self.range)
+    }
+
+    /// Programs' timeline events in the invocation's range (narrow with [`TimelineQuery`]'s
+    /// methods).
+    pub fn timeline(&self) -> TimelineQuery {
+        timeline(self.range)
     }
 }
 

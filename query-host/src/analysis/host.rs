@@ -1,6 +1,7 @@
 //! What an analysis may call: the `loupe:udf/data` interface, implemented over the store.
 //!
-//! Data leaves the host in batches (a few runs, or up to [`SAMPLE_PAGE`] samples, per call),
+//! Data leaves the host in batches (a few runs, up to [`SAMPLE_PAGE`] samples or
+//! [`TIMELINE_PAGE`] timeline events per call),
 //! so a day-long analysis makes thousands of host calls, not millions. Stacks and comms are
 //! handed out as dictionary ids; the guest resolves each distinct id once.
 //!
@@ -12,7 +13,9 @@
 
 use std::collections::VecDeque;
 
-use loupe_store::{ProfileQuery, RawSample, RunMeta, RunPos, Store, StoreError, TimeRange as StoreRange};
+use loupe_store::{
+    EventPos, ProfileQuery, RawSample, RunMeta, RunPos, Store, StoreError, TimeRange as StoreRange, TimelineQuery,
+};
 use wasmtime::component::{Resource, ResourceTable};
 
 use super::sandbox::InvocationLog;
@@ -27,6 +30,7 @@ wasmtime::component::bindgen!({
     with: {
         "loupe:udf/data.run-cursor": RunCursor,
         "loupe:udf/data.sample-cursor": SampleCursor,
+        "loupe:udf/data.timeline-cursor": TimelineCursor,
     },
 });
 
@@ -44,6 +48,10 @@ pub const MAX_OPEN_CURSORS: usize = 16;
 /// Most samples per `sample-cursor.next-batch` call (a stored batch of a big host can hold
 /// more; it is then handed out in pieces). 16 Ki samples ≈ 512 KiB of guest memory.
 pub const SAMPLE_PAGE: usize = 16 * 1024;
+
+/// Events per `timeline-cursor.next-batch` call (an event with its names is ~100 bytes of
+/// guest memory), read from the store a page at a time.
+pub const TIMELINE_PAGE: usize = 4096;
 
 /// Most ids per `stacks`/`comms` call: bounds what one call copies into the guest.
 const MAX_LOOKUP: usize = 64 * 1024;
@@ -63,6 +71,13 @@ pub struct SampleCursor {
     inner: loupe_store::SampleCursor,
     /// The rest of the current store page, handed out [`SAMPLE_PAGE`] at a time.
     pending: VecDeque<RawSample>,
+}
+
+pub struct TimelineCursor {
+    query: TimelineQuery,
+    /// Where the next page starts; `done` once the store said there is no more.
+    after: Option<EventPos>,
+    done: bool,
 }
 
 /// The host side of one invocation's data access.
@@ -143,6 +158,20 @@ impl loupe::udf::data::Host for DataHost {
         self.open_cursor()?;
         let inner = self.store.sample_cursor(query).map_err(trap)?;
         Ok(Ok(self.table.push(SampleCursor { inner, pending: VecDeque::new() })?))
+    }
+
+    fn open_timeline(
+        &mut self,
+        range: wit::TimeRange,
+        filter: wit::TimelineFilter,
+    ) -> wasmtime::Result<Result<Resource<TimelineCursor>, String>> {
+        let range = match Self::range(range) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        let query = TimelineQuery { range, pid: filter.pid, comm: filter.comm, event: filter.event };
+        self.open_cursor()?;
+        Ok(Ok(self.table.push(TimelineCursor { query, after: None, done: false })?))
     }
 
     fn stacks(&mut self, ids: Vec<u32>) -> wasmtime::Result<Result<Vec<Vec<wit::Frame>>, String>> {
@@ -240,6 +269,39 @@ impl loupe::udf::data::HostSampleCursor for DataHost {
     }
 
     fn drop(&mut self, cursor: Resource<SampleCursor>) -> wasmtime::Result<()> {
+        self.table.delete(cursor)?;
+        self.close_cursor();
+        Ok(())
+    }
+}
+
+impl loupe::udf::data::HostTimelineCursor for DataHost {
+    fn next_batch(&mut self, cursor: Resource<TimelineCursor>) -> wasmtime::Result<Vec<wit::TimelineEvent>> {
+        let store = self.store.clone();
+        let c = self.table.get_mut(&cursor)?;
+        if c.done {
+            return Ok(Vec::new());
+        }
+        let (events, next) = store.timeline_events(&c.query, c.after, TIMELINE_PAGE).map_err(trap)?;
+        c.done = next.is_none();
+        c.after = next;
+        Ok(events
+            .into_iter()
+            .map(|e| wit::TimelineEvent {
+                time_ns: e.time_unix_ns,
+                pid: e.pid,
+                tid: e.tid,
+                cpu: e.cpu,
+                comm: e.comm,
+                name: e.name,
+                level: e.level,
+                args: e.args.to_vec(),
+                lag_ns: e.lag_ns,
+            })
+            .collect())
+    }
+
+    fn drop(&mut self, cursor: Resource<TimelineCursor>) -> wasmtime::Result<()> {
         self.table.delete(cursor)?;
         self.close_cursor();
         Ok(())
