@@ -278,3 +278,50 @@ fn unreadable_ring_files_are_skipped_with_a_log_line() {
     let list = loupe(&["timeline", "list", "--pid", &pid], &data);
     assert_eq!(list["sources"][0]["events"], 300, "{list}");
 }
+
+/// A C program using `loupe_timeline.h`, linked to the static library the build makes: what it
+/// logs reaches the store exactly, arguments included, and its rate-0 event never does.
+#[test]
+fn a_c_program_logs_through_the_header_into_the_store() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // target/release/deps/<this test> → target/release/libloupe_timeline.a
+    let exe = std::env::current_exe().unwrap();
+    let lib = exe.parent().and_then(Path::parent).unwrap().join("libloupe_timeline.a");
+    assert!(lib.exists(), "{} missing: `cargo build --release` builds it", lib.display());
+    let dir = tempfile::tempdir().unwrap();
+    let (data, rings) = (dir.path().join("data"), dir.path().join("rings"));
+    std::fs::create_dir_all(&rings).unwrap();
+    let writer = dir.path().join("writer");
+    let cc = Command::new("cc")
+        .args(["-O2", "-I"])
+        .arg(root.join("timeline/include"))
+        .arg(root.join("timeline/tests/c/writer.c"))
+        .arg(&lib)
+        .args(["-lpthread", "-lm", "-ldl", "-lgcc_s", "-o"])
+        .arg(&writer)
+        .output()
+        .expect("cc");
+    assert!(cc.status.success(), "cc: {}", String::from_utf8_lossy(&cc.stderr));
+    let agent = agent(&data, &rings, dir.path().join("agent.log"));
+    let out = Command::new(&writer).env("LOUPE_TIMELINE_DIR", &rings).output().unwrap();
+    assert!(out.status.success(), "writer: {:?}", out.status);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let path = text.lines().find_map(|l| l.strip_prefix("path ")).expect("the writer printed its file");
+    let pid = Path::new(path).file_name().unwrap().to_str().unwrap().split('-').next().unwrap().to_string();
+    wait_for(Duration::from_secs(15), "the C program's ring to be retired", || ring_files(&rings).is_empty());
+    agent.stop();
+    let list = loupe(&["timeline", "list", "--pid", &pid], &data);
+    let count =
+        |name: &str| list["events"].as_array().unwrap().iter().find(|e| e["name"] == name).map(|e| e["count"].clone());
+    assert_eq!(
+        (count("c_loop"), count("c_step"), count("c_never")),
+        (Some(1000.into()), Some(1000.into()), None),
+        "{list}"
+    );
+    let shown = loupe(&["timeline", "show", "--pid", &pid, "--event", "c_step", "--limit", "1000"], &data);
+    for (i, e) in shown["events"].as_array().unwrap().iter().enumerate() {
+        let i = i as u64;
+        let want = [i, i * i, i * i * i, i.wrapping_neg()];
+        assert_eq!(e["args"], serde_json::json!(want), "event {i}");
+    }
+}
