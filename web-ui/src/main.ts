@@ -10,6 +10,7 @@ import { dayView } from './views/day';
 import { runView } from './views/run';
 import { profileView } from './views/profile';
 import { analysesView } from './views/analyses';
+import { timelineView } from './views/timeline';
 
 export interface ViewCtx {
   params: string[];
@@ -174,6 +175,7 @@ const nav = h(
   { 'aria-label': 'Main' },
   h('a', { href: '#/', 'data-nav': 'overview' }, 'Overview'),
   h('a', { href: '#/profile', 'data-nav': 'profile' }, 'Profile'),
+  h('a', { href: '#/timeline', 'data-nav': 'timeline' }, 'Timeline'),
   h('a', { href: '#/analyses', 'data-nav': 'analyses' }, 'Analyses'),
 );
 const main = h('main', { id: 'view', tabindex: '-1' });
@@ -214,6 +216,7 @@ const routes: [RegExp, string, View][] = [
   [/^\/day\/(\d{4}-\d{2}-\d{2})$/, 'day', dayView],
   [/^\/run\/(\d+)$/, 'run', runView],
   [/^\/profile$/, 'profile', profileView],
+  [/^\/timeline$/, 'timeline', timelineView],
   [/^\/analyses(?:\/([a-z0-9][a-z0-9_-]*))?$/, 'analyses', analysesView],
 ];
 

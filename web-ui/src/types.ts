@@ -83,6 +83,20 @@ export type InvokeRequest = Schemas['InvokeRequest'];
 
 export type ErrorBody = Schemas['ErrorBody'];
 
+/** A program with timeline events in a range (times exact). */
+export type TimelineSource = Exact<Schemas['TimelineSourceView'], 'first_unix_ns' | 'last_unix_ns'>;
+/** One event's count and lag percentiles (ns) for one program over a range. */
+export type EventStats = Schemas['EventStatsView'];
+export type TimelineSummary = Omit<Schemas['TimelineSummary'], 'sources'> & { sources: TimelineSource[] };
+/**
+ * One timeline event. `args` are u64: json.ts makes those of 16+ digits decimal strings, so
+ * they are `Big` too (the document says `number[]`).
+ */
+export type TimelineEvent = Omit<Exact<Schemas['TimelineEventView'], 'time_unix_ns'>, 'args'> & { args: Big[] };
+/** Compiles only while the API's args are an array of integers (what `Big[]` refines). */
+export type TimelineArgsMatchApi = Assert<Same<Schemas['TimelineEventView']['args'], number[]>>;
+export type TimelineEventsPage = Omit<Schemas['TimelineEventsPage'], 'events'> & { events: TimelineEvent[] };
+
 /** The body of `O`'s status-`S` JSON answer. */
 type Answer<O, S extends number = 200> = O extends { responses: { [K in S]: { content: { 'application/json': infer B } } } } ? B : never;
 /** The API answers `M P` with JSON the UI's type `T` takes as is. */
@@ -96,6 +110,8 @@ export type EndpointsMatchUi = [
   Assert<Reads<'/api/v1/runs/{id}', 'get', RunView>>,
   Assert<Reads<'/api/v1/pids', 'get', number[]>>,
   Assert<Reads<'/api/v1/profile', 'get', Profile>>,
+  Assert<Reads<'/api/v1/timeline', 'get', TimelineSummary>>,
+  Assert<Reads<'/api/v1/timeline/events', 'get', TimelineEventsPage>>,
   Assert<Reads<'/api/v1/udfs', 'get', Udf[]>>,
   Assert<Reads<'/api/v1/udfs/{name}', 'get', Udf>>,
   Assert<Reads<'/api/v1/udfs/{name}', 'put', Uploaded, 201>>,
