@@ -137,6 +137,9 @@ fn reads_match_the_cli_in_json_and_msgpack() {
         ("/api/v1/profile", "get"),
         ("/api/v1/profile/pprof", "get"),
         ("/api/v1/pids", "get"),
+        // Answered with real timeline events in tests/timeline_agent.rs.
+        ("/api/v1/timeline", "get"),
+        ("/api/v1/timeline/events", "get"),
         ("/api/v1/udfs", "get"),
         ("/api/v1/udfs/{name}", "put"),
         ("/api/v1/udfs/{name}", "get"),
