@@ -23,7 +23,9 @@
 //! file per program under `<data-dir>/timeline-positions/`); a new agent resumes there, so what
 //! was overwritten while no agent ran is counted as lost exactly, and it also skips events at
 //! or before the last one stored for that process (identified by pid and start time), so
-//! nothing is stored twice even if it stopped between a batch and its positions.
+//! nothing is stored twice even if it stopped between a later batch and its positions. (An
+//! agent stopped between a program's *first* batch and its first positions leaves none: the
+//! next one reads that ring from its start and stores that batch's events again.)
 
 use std::{
     collections::{HashMap, HashSet},
@@ -74,8 +76,10 @@ pub struct TimelineCollector {
     positions: PathBuf,
     store: Store,
     tracked: HashMap<PathBuf, Tracked>,
-    /// Files that could not be read, each reported once.
+    /// Files that could not be read (each reported once) or were drained, while they exist.
     skipped: HashSet<PathBuf>,
+    /// The directory could not be listed, and that was said.
+    dir_warned: bool,
     total: Collected,
     buf: Vec<reader::Event>,
 }
@@ -90,6 +94,7 @@ impl TimelineCollector {
             store,
             tracked: HashMap::new(),
             skipped: HashSet::new(),
+            dir_warned: false,
             total: Collected::default(),
             buf: Vec::new(),
         }
@@ -121,12 +126,16 @@ impl TimelineCollector {
         let files = match reader::discover(&self.dir) {
             Ok(files) => files,
             Err(e) => {
-                if self.skipped.insert(self.dir.clone()) {
+                if !self.dir_warned {
                     warn!("timeline directory {}: {e}", self.dir.display());
+                    self.dir_warned = true;
                 }
                 return;
             }
         };
+        // Files skipped or retired that are gone need no remembering (bounds the set).
+        let listed: HashSet<&PathBuf> = files.iter().map(|f| &f.path).collect();
+        self.skipped.retain(|p| listed.contains(p));
         for file in files {
             if self.tracked.contains_key(&file.path) || self.skipped.contains(&file.path) {
                 continue;
@@ -138,9 +147,12 @@ impl TimelineCollector {
             }
             match Tailer::open(&file.path) {
                 Ok(mut tailer) => {
-                    let stored_until = self.stored_until(&tailer);
+                    // Only a program an earlier agent stored events of has positions; only then
+                    // is the store asked how far it got.
+                    let mut stored_until = 0;
                     if let Some(pos) = read_positions(&self.positions_of(&tailer)) {
                         tailer.set_positions(&pos);
+                        stored_until = self.stored_until(&tailer);
                     }
                     self.total.sources += 1;
                     self.tracked.insert(file.path, Tracked { tailer, pending: Vec::new(), lost: 0, stored_until });
