@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::codec::{self, SumHist};
 use super::model::{EventPos, EventStats, StoredEvent, TimelineQuery, TimelineSource, TimelineSourceSummary};
-use crate::{Store, StoreError, TimeRange};
+use crate::{Inner, Store, StoreError, TimeRange};
 
 /// Which of a source's definitions a query selects (`None`: the source does not match).
 fn selected(q: &TimelineQuery, s: &TimelineSource) -> Option<Vec<bool>> {
@@ -18,6 +18,32 @@ fn selected(q: &TimelineQuery, s: &TimelineSource) -> Option<Vec<bool>> {
     }
     let sel: Vec<bool> = s.events.iter().map(|d| q.event.as_ref().is_none_or(|n| *n == d.name)).collect();
     sel.iter().any(|&b| b).then_some(sel)
+}
+
+/// The sources a query has met, each with what the query selects of it (`None`: nothing).
+#[derive(Default)]
+struct Sources(BTreeMap<u32, (Arc<TimelineSource>, Option<Vec<bool>>)>);
+
+impl Sources {
+    /// The source of batch `id` (read from the dictionary once per query) and its selection.
+    fn of(
+        &mut self,
+        inner: &Inner,
+        q: &TimelineQuery,
+        row: &codec::TlBatchRow<'_>,
+        id: u64,
+    ) -> Result<&(Arc<TimelineSource>, Option<Vec<bool>>), StoreError> {
+        if let std::collections::btree_map::Entry::Vacant(v) = self.0.entry(row.source) {
+            let s = inner.tl_source(row.source, id)?;
+            if s.events.is_empty() {
+                let detail = format!("{} events but source {} defines none", row.events, row.source);
+                return Err(inner.corrupt(format!("timeline batch {id}"), detail));
+            }
+            let sel = selected(q, &s);
+            v.insert((s, sel));
+        }
+        Ok(&self.0[&row.source])
+    }
 }
 
 fn stored(s: &TimelineSource, e: &codec::Ev) -> StoredEvent {
@@ -58,7 +84,7 @@ impl Store {
         let span = inner.tl_totals()?.max_span_ns;
         let mut cand: Vec<(EventPos, StoredEvent)> = Vec::new();
         let keep = limit.saturating_add(1);
-        let mut sources: BTreeMap<u32, (Arc<TimelineSource>, Option<Vec<bool>>)> = BTreeMap::new();
+        let mut sources = Sources::default();
         inner.for_each_tl_batch(lo.saturating_sub(span), to, |start, id, row| {
             if cand.len() >= keep && start > cand[keep - 1].0.time_unix_ns {
                 return Ok(false);
@@ -66,16 +92,7 @@ impl Store {
             if row.events == 0 || row.end < lo {
                 return Ok(true);
             }
-            if let std::collections::btree_map::Entry::Vacant(v) = sources.entry(row.source) {
-                let s = inner.tl_source(row.source, id)?;
-                if s.events.is_empty() {
-                    let detail = format!("{} events but source {} defines none", row.events, row.source);
-                    return Err(inner.corrupt(format!("timeline batch {id}"), detail));
-                }
-                let sel = selected(q, &s);
-                v.insert((s, sel));
-            }
-            let (s, sel) = &sources[&row.source];
+            let (s, sel) = sources.of(inner, q, &row, id)?;
             let Some(sel) = sel else { return Ok(true) };
             let evs = inner.read_tl_block(start, id, s)?;
             for (seq, e) in evs.iter().enumerate() {
@@ -109,21 +126,12 @@ impl Store {
         let (from, to) = (q.range.from_unix_ns, q.range.to_unix_ns);
         let span = inner.tl_totals()?.max_span_ns;
         let mut groups: BTreeMap<(u32, String, String, u8), SumHist> = BTreeMap::new();
-        let mut sources: BTreeMap<u32, (Arc<TimelineSource>, Option<Vec<bool>>)> = BTreeMap::new();
+        let mut sources = Sources::default();
         inner.for_each_tl_batch(from.saturating_sub(span), to, |start, id, row| {
             if row.events == 0 || row.end < from {
                 return Ok(true);
             }
-            if let std::collections::btree_map::Entry::Vacant(v) = sources.entry(row.source) {
-                let s = inner.tl_source(row.source, id)?;
-                if s.events.is_empty() {
-                    let detail = format!("{} events but source {} defines none", row.events, row.source);
-                    return Err(inner.corrupt(format!("timeline batch {id}"), detail));
-                }
-                let sel = selected(q, &s);
-                v.insert((s, sel));
-            }
-            let (s, sel) = &sources[&row.source];
+            let (s, sel) = sources.of(inner, q, &row, id)?;
             let Some(sel) = sel else { return Ok(true) };
             let key = |e: u32| {
                 let d = &s.events[e as usize];
