@@ -64,7 +64,7 @@ fn build(dir: &Path, cpus: u32, hours: u64, unnamed: UnnamedFrames) {
 
 fn main() {
     let libc = ElfFacts::read(Path::new(LIBC)).expect("libc's facts");
-    let id: String = libc.build_id.iter().map(|b| format!("{b:02x}")).collect();
+    let id = loupe_query_host::formats::hex::encode(&libc.build_id);
     let debug = PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]));
     if !debug.is_file() {
         println!("SKIP symbolize bench: needs libc6-dbg ({} missing; scripts/setup installs it)", debug.display());

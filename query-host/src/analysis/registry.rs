@@ -31,7 +31,7 @@ use super::{
     params::Description,
     runtime::{Compiled, Runtime},
 };
-use crate::clock::now_unix_ns;
+use crate::{clock::now_unix_ns, formats::hex};
 
 /// What `GET /api/v1/udfs` lists for each analysis.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -121,7 +121,7 @@ impl Registry {
             owner: team.to_string(),
             version: compiled.description.version.clone(),
             size: bytes.len() as u64,
-            sha256: hex(&Sha256::digest(bytes)),
+            sha256: hex::encode(&Sha256::digest(bytes)),
             uploaded_unix_ns: now_unix_ns(),
             description: compiled.description.clone(),
         };
@@ -224,8 +224,4 @@ fn sync_dir(dir: &Path) {
     if let Ok(d) = fs::File::open(dir) {
         let _ = d.sync_all();
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

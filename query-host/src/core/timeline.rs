@@ -8,6 +8,7 @@ use super::{
     Host,
     error::{CoreError, CoreResult},
 };
+use crate::formats::hex;
 use crate::model::{EventStatsView, TimelineEventView, TimelineEventsPage, TimelineSourceView, TimelineSummary};
 
 /// Events per page unless asked otherwise.
@@ -86,17 +87,15 @@ impl Host {
 
 /// A page's resume point as an opaque token: the position's MessagePack in hex (~50 chars).
 fn to_token(pos: &EventPos) -> String {
-    rmp_serde::to_vec(pos).expect("a position encodes").iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(&rmp_serde::to_vec(pos).expect("a position encodes"))
 }
 
 /// Longest token accepted: a position is three integers.
 const MAX_TOKEN: usize = 128;
 
 fn from_token(token: &str) -> Option<EventPos> {
-    if token.len() > MAX_TOKEN || !token.len().is_multiple_of(2) {
+    if token.len() > MAX_TOKEN {
         return None;
     }
-    let bytes: Option<Vec<u8>> =
-        (0..token.len()).step_by(2).map(|i| u8::from_str_radix(token.get(i..i + 2)?, 16).ok()).collect();
-    rmp_serde::from_slice(&bytes?).ok()
+    rmp_serde::from_slice(&hex::decode(token)?).ok()
 }

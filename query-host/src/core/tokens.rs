@@ -20,7 +20,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::{analysis::registry::hex, clock::now_unix_ns};
+use crate::{clock::now_unix_ns, formats::hex};
 
 /// Tokens start with this, so they are recognizable in logs and secret scanners.
 const PREFIX: &str = "loupe_";
@@ -44,7 +44,7 @@ pub fn path(data_dir: &Path) -> PathBuf {
 }
 
 fn hash(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes()))
+    hex::encode(&Sha256::digest(token.as_bytes()))
 }
 
 fn read(path: &Path) -> Result<TokenFile> {
@@ -84,7 +84,7 @@ pub fn add(data_dir: &Path, team: &str) -> Result<(String, TokenRecord)> {
     fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let mut secret = [0u8; 32];
     rand::rng().fill_bytes(&mut secret);
-    let token = format!("{PREFIX}{}", hex(&secret));
+    let token = format!("{PREFIX}{}", hex::encode(&secret));
     let sha256 = hash(&token);
     let record =
         TokenRecord { id: sha256[..12].to_string(), team: team.to_string(), sha256, created_unix_ns: now_unix_ns() };

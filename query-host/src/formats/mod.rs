@@ -3,6 +3,7 @@
 //! answers. Every decoder here reads bytes from outside: each bounds size and depth first.
 
 pub mod deep_json;
+pub mod hex;
 pub mod millisampler;
 pub mod msgpack;
 pub mod pprof;

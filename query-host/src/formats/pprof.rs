@@ -135,14 +135,13 @@ pub fn pprof(profile: &Profile, period_ns: i64, start_unix_ns: u64, duration_ns:
                 let build_id = f.location.as_ref().map(|l| &l.build_id[..]).unwrap_or(&[]);
                 let mapping_id = *mapping_ids.entry((module, build_id)).or_insert_with(|| {
                     let id = mapping.len() as u64 + 1;
-                    let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
                     mapping.push(proto::Mapping {
                         id,
                         memory_start: 0,
                         memory_limit: u64::MAX,
                         file_offset: 0,
                         filename: intern(module),
-                        build_id: intern(&hex),
+                        build_id: intern(&super::hex::encode(build_id)),
                         has_functions: true,
                     });
                     id

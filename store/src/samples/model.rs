@@ -37,11 +37,6 @@ pub struct ObjectAddress {
 impl ObjectAddress {
     /// The longest build ID kept (GNU tools write 20 bytes; 64 leaves room for any hash).
     pub const MAX_BUILD_ID: usize = 64;
-
-    /// The build ID in lower-case hex, as in `/usr/lib/debug/.build-id/xx/yyyy.debug`.
-    pub fn build_id_hex(&self) -> String {
-        self.build_id.iter().map(|b| format!("{b:02x}")).collect()
-    }
 }
 
 /// Build IDs as MessagePack/serde bytes rather than a list of numbers.

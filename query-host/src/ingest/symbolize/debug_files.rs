@@ -29,6 +29,7 @@ use std::{
 use tracing::warn;
 
 use super::elf_file::ElfFacts;
+use crate::formats::hex;
 
 /// The system's debug directory, searched after any `--debug-dir`.
 pub const SYSTEM_DEBUG_DIR: &str = "/usr/lib/debug";
@@ -100,12 +101,9 @@ impl DebugFiles {
     }
 
     fn candidates(&self, build_id: &[u8], binary: Binary<'_>) -> Vec<PathBuf> {
-        let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
-        let mut out: Vec<PathBuf> = self
-            .dirs
-            .iter()
-            .map(|d| d.join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..])))
-            .collect();
+        let id = hex::encode(build_id);
+        let mut out: Vec<PathBuf> =
+            self.dirs.iter().map(|d| d.join(".build-id").join(&id[..2]).join(format!("{}.debug", &id[2..]))).collect();
         if let Some(link) = binary.debuglink {
             if let Some(dir) = binary.readable.and_then(Path::parent) {
                 out.push(dir.join(link));
@@ -137,7 +135,12 @@ impl DebugFiles {
             Ok(f) if f.build_id == build_id && f.has_symtab => return true,
             Ok(f) if f.build_id == build_id => format!("{} has no symbol table", candidate.display()),
             Ok(f) if f.build_id.is_empty() => format!("{} has no build ID", candidate.display()),
-            Ok(f) => format!("{} has build ID {}, not {}", candidate.display(), hex(&f.build_id), hex(build_id)),
+            Ok(f) => format!(
+                "{} has build ID {}, not {}",
+                candidate.display(),
+                hex::encode(&f.build_id),
+                hex::encode(build_id)
+            ),
             Err(e) => e,
         };
         if self.warned.len() < MAX_REMEMBERED && self.warned.insert(candidate.to_path_buf()) {
@@ -145,8 +148,4 @@ impl DebugFiles {
         }
         false
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -17,7 +17,10 @@ use super::{
     debug_files::{Binary, DebugFiles},
     name_in,
 };
-use crate::model::{ModuleNaming, SymbolizeReport};
+use crate::{
+    formats::hex,
+    model::{ModuleNaming, SymbolizeReport},
+};
 
 /// A frame's dictionary id and its address in its file.
 type FrameAt = (u32, u64);
@@ -54,7 +57,7 @@ pub fn name_stored_frames(
         }
         report.modules.push(ModuleNaming {
             module,
-            build_id: build_id.iter().map(|b| format!("{b:02x}")).collect(),
+            build_id: hex::encode(&build_id),
             frames: frames.len() as u64,
             named,
             debug_file: found.map(|f| f.display().to_string()),
