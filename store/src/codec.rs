@@ -240,6 +240,26 @@ pub fn decode_meta(bytes: &[u8]) -> Result<crate::RunMeta, String> {
     rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))
 }
 
+/// The value of a metadata record that counts its own batch's bytes: `encode(stored_bytes)`
+/// where `stored_bytes` = `others` + this record's key and value. The value's size depends on
+/// the number it holds, so this climbs to the fixed point (the encoded size only grows with
+/// the value, so it stops within a few rounds). Returns the bytes counted and the value.
+pub(crate) fn self_counting_record(
+    others: u64,
+    key_len: usize,
+    mut encode: impl FnMut(u64) -> Vec<u8>,
+) -> (u64, Vec<u8>) {
+    let mut guess = others + key_len as u64;
+    loop {
+        let v = encode(guess);
+        let total = others + (key_len + v.len()) as u64;
+        if total == guess {
+            return (guess, v);
+        }
+        guess = total;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,19 +42,11 @@ pub(crate) fn build_records(mut run: NewRun, id: RunId) -> Records {
         stored_bytes: 0,
     };
     let meta_key = keys::meta_key(start, id);
-    // stored_bytes counts the meta record, whose size depends on stored_bytes: iterate to the
-    // fixed point. The encoded size only grows with the value, so this climbs and stops
-    // within a few rounds.
-    let mut guess = others + meta_key.len() as u64;
-    let meta_value = loop {
-        meta.stored_bytes = guess;
-        let v = codec::encode_meta(&meta);
-        let total = others + (meta_key.len() + v.len()) as u64;
-        if total == guess {
-            break v;
-        }
-        guess = total;
-    };
+    let (stored_bytes, meta_value) = codec::self_counting_record(others, meta_key.len(), |bytes| {
+        meta.stored_bytes = bytes;
+        codec::encode_meta(&meta)
+    });
+    meta.stored_bytes = stored_bytes;
     writes.push((meta_key.to_vec(), meta_value));
     Records { meta, writes }
 }

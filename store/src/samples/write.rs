@@ -119,18 +119,11 @@ impl Built {
         let others: u64 = records.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
         let key = keys::batch_key(keys::BATCH, start, id);
         let mut row = BatchRow { end: self.end, samples: self.samples, lost: self.lost, cpus, stored_bytes: 0 };
-        // stored_bytes counts the metadata record, whose size depends on it: climb to the
-        // fixed point (the encoded size only grows with the value).
-        let mut guess = others + key.len() as u64;
-        let value = loop {
-            row.stored_bytes = guess;
-            let v = codec::encode_batch(&row);
-            let total = others + (key.len() + v.len()) as u64;
-            if total == guess {
-                break v;
-            }
-            guess = total;
-        };
+        let (stored_bytes, value) = crate::codec::self_counting_record(others, key.len(), |bytes| {
+            row.stored_bytes = bytes;
+            codec::encode_batch(&row)
+        });
+        row.stored_bytes = stored_bytes;
         records.push((key.to_vec(), value));
         let mut dict = Vec::new();
         let st = &self.staged;

@@ -88,18 +88,11 @@ impl Store {
             stored_bytes: 0,
             hists: Blob(Cow::Owned(hists)),
         };
-        // stored_bytes counts the metadata record, whose size depends on it: climb to the
-        // fixed point (the encoded size only grows with the value).
-        let mut guess = others + key.len() as u64;
-        let value = loop {
-            row.stored_bytes = guess;
-            let v = codec::encode_batch(&row);
-            let total = others + (key.len() + v.len()) as u64;
-            if total == guess {
-                break v;
-            }
-            guess = total;
-        };
+        let (stored_bytes, value) = crate::codec::self_counting_record(others, key.len(), |bytes| {
+            row.stored_bytes = bytes;
+            codec::encode_batch(&row)
+        });
+        row.stored_bytes = stored_bytes;
         records.push((key.to_vec(), value));
         let dict_key = keys::tl_dict_key(source_id);
         let new_dict_bytes = if new_source.is_some() { (dict_key.len() + source_bytes.len()) as u64 } else { 0 };
