@@ -6,6 +6,7 @@
 //! in userspace, the exact bit the kernel sets for a known 5-tuple.
 #![no_std]
 
+pub mod probes;
 pub mod sketch;
 pub mod stacks;
 
@@ -96,4 +97,7 @@ mod pod {
     unsafe impl aya::Pod for super::FlowKey {}
     unsafe impl aya::Pod for super::FlowState {}
     unsafe impl aya::Pod for super::stacks::StackEvent {}
+    unsafe impl aya::Pod for super::probes::FunctionCounters {}
+    unsafe impl aya::Pod for super::probes::CallRecord {}
+    unsafe impl aya::Pod for super::probes::ThreadCalls {}
 }

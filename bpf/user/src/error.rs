@@ -24,6 +24,10 @@ pub enum SamplerError {
     Load(String),
     #[error("attaching to '{iface}' failed: {reason}")]
     Attach { iface: String, reason: String },
+    #[error("{0}")]
+    Probe(String),
+    #[error("probing {function} ({place}) failed: {reason}")]
+    ProbeAttach { function: String, place: String, reason: String },
     #[error("reading the kernel counters failed: {0}")]
     Read(String),
     #[error("{context}: {source}")]

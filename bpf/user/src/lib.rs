@@ -4,17 +4,23 @@
 //!
 //! * [`TrafficSampler`] — the Millisampler tc filter on one interface (ingress and egress).
 //! * [`StackSampler`] — the CPU-clock stack sampler on every online CPU.
+//! * [`FunctionProbes`] — entry and return uprobes on named functions: call counts, latency
+//!   histograms, per-call records.
 //! * [`clock`] — converting between the kernel's monotonic clock and wall-clock time.
 
 pub mod clock;
 mod error;
 mod iface;
+mod probes;
 mod stacks;
 mod traffic;
 
 pub use error::SamplerError;
 pub use iface::Interface;
 pub use loupe_bpf_common::{SlotCounters, sketch};
+pub use probes::{
+    FunctionProbeOptions, FunctionProbes, FunctionTotals, MAX_ATTACHMENTS, MAX_SAMPLE_EVERY, ProbePoint, RawCall,
+};
 pub use stacks::{
     DenyList, MAX_FREQUENCY, MIN_FREQUENCY, RawStack, SampleClock, StackSampler, StackSamplerOptions, cgroup_id,
     comm_key,
@@ -26,6 +32,9 @@ pub use traffic::{
 
 /// The stack sampler's compiled kernel object, embedded at build time.
 pub(crate) static STACKS_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-stacks"));
+
+/// The function probes' compiled kernel object, embedded at build time.
+pub(crate) static PROBES_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-probes"));
 
 /// The tc filter's compiled kernel object, embedded at build time.
 pub(crate) static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-traffic"));
