@@ -411,8 +411,11 @@ pub fn decode_chunk(bytes: &[u8], chunk: u32, start: u64, functions: usize) -> R
         return Err(format!("unknown calls format {format}"));
     }
     let n = r.varint()?;
-    if n == 0 || n > CHUNK_CALLS as u64 || n > (r.bytes.len() / MIN_CALL_BYTES) as u64 {
-        return Err(format!("{n} calls in a chunk of {} bytes (at most {CHUNK_CALLS}, none empty)", bytes.len()));
+    if n == 0 || n > CHUNK_CALLS as u64 {
+        return Err(format!("{n} calls in a chunk (1 to {CHUNK_CALLS})"));
+    }
+    if n > (r.bytes.len() / MIN_CALL_BYTES) as u64 {
+        return Err(format!("{n} calls cannot fit in {} bytes ({MIN_CALL_BYTES} or more each)", r.bytes.len()));
     }
     let n = n as usize;
     let mut calls: Vec<ProbeCall> = Vec::with_capacity(n);
@@ -576,7 +579,7 @@ mod tests {
         let mut huge = vec![CHUNK_FORMAT];
         put_varint(&mut huge, CHUNK_CALLS as u64);
         huge.extend([0u8; 30]);
-        assert!(decode_chunk(&huge, 0, 0, 1).unwrap_err().contains("calls in a chunk"));
+        assert!(decode_chunk(&huge, 0, 0, 1).unwrap_err().contains("cannot fit"));
         for _ in 0..5000 {
             let mut b = bytes.clone();
             let i = (lcg(&mut x) as usize) % b.len();

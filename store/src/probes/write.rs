@@ -21,7 +21,7 @@ pub(crate) fn validate(s: &ProbeSession) -> Result<(), String> {
         ));
     }
     for (i, f) in s.functions.iter().enumerate() {
-        codec::check_function(f).map_err(|e| format!("function {i} ({:.64?}): {e}", f.name))?;
+        codec::check_function(f).map_err(|e| format!("function {i} ({:?}): {e}", short(&f.name)))?;
     }
     let n = s.functions.len();
     for (i, c) in s.calls.iter().enumerate() {
@@ -39,6 +39,14 @@ pub(crate) fn validate(s: &ProbeSession) -> Result<(), String> {
     }
     // Sizes of the rest (strings, PIDs, notes, times) as the reader checks them.
     codec::check_meta(&codec::meta_row_head(s), s.start_unix_ns)
+}
+
+/// A name as an error message shows it: at most 64 characters.
+fn short(name: &str) -> String {
+    match name.char_indices().nth(64) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name.to_string(),
+    }
 }
 
 impl Store {
