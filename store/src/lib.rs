@@ -13,7 +13,7 @@
 //! Probe sessions (`loupe probe`: per-function call counts and latency histograms, optional
 //! per-call records with parents) are described in [`probes`]: [`Store::put_probe_session`],
 //! [`Store::probe_sessions`], [`Store::probe_session`], [`Store::delete_probe_session`] —
-//! stored whole at the session's end, same tree, same retention, ~5 bytes a call.
+//! stored whole at the session's end, same tree, same retention, ~5.6 bytes a call.
 //!
 //! A *run* is a short burst of per-CPU network counters on one interface: `samples` slots of
 //! `interval_ns` each, with nine `u64` counters and two 128-bit connection sketches per slot

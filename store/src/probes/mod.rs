@@ -41,11 +41,19 @@
 //!   the parent (one more bit), the entry is a small delta from the previous entry (a nested
 //!   call starts shortly after its parent), the exit is a duration, and the parent is a
 //!   distance back (1–3 for `handle → parse, lookup, forward`). Any order still round-trips
-//!   (signed, wrapping deltas), it just costs more. Bit-packed columns as in
-//!   [`crate::timeline`] would take a few bytes less per call; a session is stored once and
-//!   holds at most 1 M calls, so the simpler stream is used.
+//!   (signed, wrapping deltas), it just costs more. Entropy-coded bit columns as in
+//!   [`crate::timeline`] would likely take less (not measured): a session is stored once and
+//!   holds at most 1 M calls, well under the goal of 12 bytes a call, so the simpler byte
+//!   stream is used.
 //!
-//! Measured (`cargo bench -p loupe-store --bench probes`): FIGURES.
+//! Measured (`cargo bench -p loupe-store --bench probes`): a packet loop on 4 threads
+//! (`handle → parse, lookup, forward`, `forward → retransmit` 1 time in 100, 20–120 ns between
+//! probes, 20 µs on average between packets: ~700k calls/s), 1 M calls, takes **5.56 bytes per
+//! call** stored, metadata with histograms and index included (5.55 in the call chunks; plain
+//! MessagePack of the same calls: 31.9; a `ProbeCall` in memory: 40). The same calls with the
+//! threads interleaved take 6.28, every field random 25.0. `put_probe_session` of those 1 M
+//! calls takes 32 ms (validated, encoded, written, flushed), `probe_session` 46 ms, listing
+//! 100 sessions 0.2 ms.
 //!
 //! # Atomicity, ids, retention
 //! A session's `P`, `p`, `j` records and the `q` totals (with the id counter) are one sled

@@ -80,8 +80,8 @@ pub fn session_of(start_unix_ns: u64, calls: Vec<ProbeCall>, names: &[&str]) -> 
     }
 }
 
-/// The packet loop's calls on `threads` threads from `start_unix_ns`, about `calls` in all,
-/// sorted by thread then entry time.
+/// The packet loop's calls on `threads` threads from `start_unix_ns`, `calls` rounded up to a
+/// multiple of `threads`, sorted by thread then entry time.
 pub fn packet_loop_calls(seed: u64, start_unix_ns: u64, threads: u32, calls: usize) -> Vec<ProbeCall> {
     let mut rng = StdRng::seed_from_u64(seed);
     let per_thread = calls.div_ceil(threads as usize);
@@ -133,11 +133,14 @@ pub fn packet_loop_calls(seed: u64, start_unix_ns: u64, threads: u32, calls: usi
             out[h].exit_unix_ns = at;
             now = at;
         }
+        // Exactly `per_thread` (the last iteration may be cut: its parent stays).
+        out.truncate(stop);
     }
     out
 }
 
-/// A realistic packet-loop session of about `calls` calls on `threads` threads.
+/// A realistic packet-loop session of `calls` calls (rounded up to a multiple of `threads`)
+/// on `threads` threads.
 pub fn packet_loop_session(seed: u64, start_unix_ns: u64, threads: u32, calls: usize) -> ProbeSession {
     session_of(start_unix_ns, packet_loop_calls(seed, start_unix_ns, threads, calls), &FUNCTIONS)
 }
