@@ -46,6 +46,11 @@ pub enum StoreError {
     /// too many events in one batch, the dictionary out of ids); nothing was written.
     #[error("invalid timeline batch: {0}")]
     InvalidTimeline(String),
+    /// A probe session is inconsistent or over a limit (what is wrong is said: too many
+    /// functions, calls or buckets, an index out of range, a parent after its child, an exit
+    /// before its entry, a string too long); nothing was written.
+    #[error("invalid probe session: {0}; nothing was written")]
+    InvalidProbeSession(String),
     /// The run (or sample batch) alone is larger than the retention byte cap; nothing was written.
     #[error("needs {bytes} bytes, more than the store's cap of {max_bytes} bytes; nothing written")]
     TooLarge { bytes: u64, max_bytes: u64 },

@@ -34,6 +34,18 @@
 //! | `e`  | `e` start:u64 batch:u64                    | the batch's events, bit-packed columns |
 //! | `n`  | `n` id:u32                                 | dictionary: a source (pid, start, comm, event defs) |
 //! | `y`  | `y`                                        | timeline totals, lost, id counter  |
+//!
+//! And probe sessions (see [`crate::probes`]):
+//!
+//! | kind | key                                        | value                              |
+//! |------|--------------------------------------------|------------------------------------|
+//! | `P`  | `P` start:u64 id:u64                       | session metadata: all but the calls, functions with histograms (MessagePack) |
+//! | `p`  | `p` start:u64 id:u64 chunk:u32             | ≤ 65,536 call records (varint stream, see `probes::codec`) |
+//! | `j`  | `j` id:u64                                 | start:u64 BE (lookup by id)        |
+//! | `q`  | `q`                                        | probe totals: sessions, calls, bytes, id counter |
+//!
+//! A session's chunks (`p`) follow each other under its prefix, so reading a session is an
+//! index lookup and one prefix scan, while listing sessions (`P`) never touches them.
 
 use crate::RunId;
 
@@ -59,6 +71,64 @@ pub const TL_BLOCK: u8 = b'e';
 pub const TL_DICT: u8 = b'n';
 /// The single key holding the timeline totals.
 pub const TL_TOTALS: &[u8] = b"y";
+
+pub const PROBE_META: u8 = b'P';
+pub const PROBE_CALLS: u8 = b'p';
+pub const PROBE_INDEX: u8 = b'j';
+/// The single key holding the probe totals.
+pub const PROBE_TOTALS: &[u8] = b"q";
+
+/// `P ++ start ++ id`: a probe session's metadata; with `p`, the prefix of its call chunks.
+pub fn probe_key(kind: u8, start_unix_ns: u64, id: u64) -> [u8; 17] {
+    run_key(kind, start_unix_ns, RunId(id))
+}
+
+/// `p ++ start ++ id ++ chunk`: one chunk of a probe session's calls.
+pub fn probe_calls_key(start_unix_ns: u64, id: u64, chunk: u32) -> [u8; 21] {
+    let mut k = [0u8; 21];
+    k[..17].copy_from_slice(&probe_key(PROBE_CALLS, start_unix_ns, id));
+    k[17..].copy_from_slice(&chunk.to_be_bytes());
+    k
+}
+
+/// Splits a `p` key into `(start, id, chunk)`.
+pub fn parse_probe_calls_key(key: &[u8]) -> Option<(u64, u64, u32)> {
+    if key.len() != 21 || key[0] != PROBE_CALLS {
+        return None;
+    }
+    Some((decode_u64(&key[1..9])?, decode_u64(&key[9..17])?, u32::from_be_bytes(key[17..21].try_into().ok()?)))
+}
+
+/// `j ++ id`: where a probe session is (its start).
+pub fn probe_index_key(id: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = PROBE_INDEX;
+    k[1..].copy_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// Running totals of the probe records, kept under [`PROBE_TOTALS`] and updated in the same
+/// batch as every probe session write and delete.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProbeTotals {
+    pub sessions: u64,
+    /// Call records of the stored sessions.
+    pub calls: u64,
+    /// Bytes of `P`, `p` and `j` records.
+    pub bytes: u64,
+    /// The last session id handed out (ids start at 1 and are never reused).
+    pub last_id: u64,
+}
+
+impl ProbeTotals {
+    pub fn encode(&self) -> Vec<u8> {
+        rmp_serde::to_vec(self).expect("MessagePack encoding of plain data into memory")
+    }
+
+    pub fn decode(v: &[u8]) -> Option<ProbeTotals> {
+        rmp_serde::from_slice(v).ok()
+    }
+}
 
 /// `n ++ id`: a timeline dictionary entry (a source).
 pub fn tl_dict_key(id: u32) -> [u8; 5] {
@@ -336,6 +406,23 @@ mod tests {
         .unwrap();
         let t = SampleTotals::decode(&old).unwrap();
         assert_eq!((t.batches, t.next_thread, t.lost), (1, 14, None));
+    }
+
+    #[test]
+    fn probe_keys_sort_by_time_then_id_then_chunk_and_parse() {
+        let a = probe_key(PROBE_META, 5, 9);
+        let b = probe_key(PROBE_META, 6, 1);
+        assert!(a < b);
+        assert_eq!(parse_batch_key(&b), Some((6, 1)));
+        let c0 = probe_calls_key(6, 1, 0);
+        let c1 = probe_calls_key(6, 1, 256);
+        assert!(c0 < c1 && c0.starts_with(&probe_key(PROBE_CALLS, 6, 1)));
+        assert_eq!(parse_probe_calls_key(&c1), Some((6, 1, 256)));
+        assert_eq!(parse_probe_calls_key(&b), None);
+        assert_eq!(probe_index_key(7)[1..], 7u64.to_be_bytes());
+        let t = ProbeTotals { sessions: 2, calls: 3, bytes: u64::MAX, last_id: 9 };
+        assert_eq!(ProbeTotals::decode(&t.encode()), Some(t));
+        assert_eq!(ProbeTotals::decode(&[1, 2]), None);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Loupe's local store for Millisampler runs, CPU stack samples and programs' timeline events.
+//! Loupe's local store for Millisampler runs, CPU stack samples, programs' timeline events and
+//! probe sessions.
 //!
 //! Stack samples (`perf record -F 10 -a -g`-like profiling) are described in [`samples`]:
 //! [`Store::put_samples`], [`Store::profile`], [`Store::samples`], [`Store::pids`],
@@ -8,6 +9,11 @@
 //! Programs' timeline events (`loupe-timeline`) are described in [`timeline`]:
 //! [`Store::put_timeline`], [`Store::timeline_events`], [`Store::timeline_stats`],
 //! [`Store::timeline_sources`] — in the same tree, under the same retention, ≤ 8 bytes an event.
+//!
+//! Probe sessions (`loupe probe`: per-function call counts and latency histograms, optional
+//! per-call records with parents) are described in [`probes`]: [`Store::put_probe_session`],
+//! [`Store::probe_sessions`], [`Store::probe_session`], [`Store::delete_probe_session`] —
+//! stored whole at the session's end, same tree, same retention, ~5.6 bytes a call.
 //!
 //! A *run* is a short burst of per-CPU network counters on one interface: `samples` slots of
 //! `interval_ns` each, with nine `u64` counters and two 128-bit connection sketches per slot
@@ -28,6 +34,9 @@
 //! s                                    → runs:u64, stored_bytes:u64 (running totals)
 //! ```
 //!
+//! Stack samples (`B h b d x`), timeline events (`E e n y`) and probe sessions (`P p j q`)
+//! have their own kinds in the same tree, laid out the same way (see [`keys`]).
+//!
 //! *Why this shape:* listing runs in a time range ([`Store::runs`]) scans only the small `m`
 //! records and never touches columns; reading one run is an index lookup plus one contiguous
 //! prefix scan of its `c` rows; deleting the oldest run is "take the first `m` key". A second
@@ -46,8 +55,9 @@
 //! batch metadata, dictionary entries, the totals) checks each length and bound and reports a
 //! corrupt record as [`StoreError::Corrupt`]; none may panic or allocate without bound on any
 //! input, which `fuzz/` checks (`scripts/fuzz`: one libFuzzer target per decoder, seeded with
-//! records of a real store). The bounds that make this hold are [`MAX_RUN_SAMPLES`] and
-//! [`samples::MAX_BATCH_SAMPLES`].
+//! records of a real store). The bounds that make this hold are [`MAX_RUN_SAMPLES`],
+//! [`samples::MAX_BATCH_SAMPLES`], the timeline codec's and [`MAX_SESSION_CALLS`] with the probe
+//! codec's.
 //!
 //! # Disk full
 //! A failed write leaves every earlier run intact, but sled then refuses further work on that
@@ -78,11 +88,12 @@
 //! | `records` | a run's key/value records and its `stored_bytes` |
 //! | `runs` | the run API: put, list, page, read, delete |
 //! | `stats` | [`Store::stats`] from the running counters, [`Store::days`] |
-//! | `retention` | by age, then by bytes, runs and sample batches alike |
+//! | `retention` | by age, then by bytes, runs, sample and timeline batches, probe sessions alike |
 //! | `verify` | [`Store::verify`], the `fsck` |
 //! | [`keys`], [`codec`] | key layout and totals records; column encoding |
 //! | [`samples`] | stack samples (its own modules: write, read, dictionary, codec, sweep) |
 //! | [`timeline`] | programs' timeline events (write, query, codec, sources, sweep) |
+//! | [`probes`] | probe sessions (write and validation, query, records, codec, verify) |
 
 pub mod codec;
 mod error;
@@ -91,6 +102,7 @@ mod inner;
 pub mod keys;
 pub mod model;
 mod open;
+pub mod probes;
 mod records;
 mod retention;
 mod runs;
@@ -109,6 +121,9 @@ pub use model::{
     RunMeta, RunPos, RunSource, StoreStats, TimeRange,
 };
 pub use open::SCHEMA_VERSION;
+pub use probes::model::{
+    MAX_BUCKETS, MAX_SESSION_CALLS, MAX_SESSION_FUNCTIONS, ProbeCall, ProbeFunction, ProbeSession, ProbeSessionSummary,
+};
 pub use samples::model::{Frame, ObjectAddress, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample};
 pub use samples::{RawSample, Renamed, SampleCursor};
 pub use timeline::model::{

@@ -222,7 +222,8 @@ pub struct Run {
 pub struct Retention {
     /// Runs that started longer ago than this are deleted.
     pub max_age: Duration,
-    /// Cap on the bytes of all runs, sample and timeline batches, dictionaries included
+    /// Cap on the bytes of all runs, sample and timeline batches, probe sessions, dictionaries
+    /// included
     /// ([`StoreStats::total_bytes`]).
     pub max_bytes: u64,
 }
@@ -296,11 +297,23 @@ impl TimeRange {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetentionReport {
     pub deleted_runs: u64,
-    /// Bytes of the deleted runs and sample batches.
+    /// Bytes of everything deleted.
     pub freed_bytes: u64,
     pub deleted_sample_batches: u64,
     #[serde(default)]
     pub deleted_timeline_batches: u64,
+    #[serde(default)]
+    pub deleted_probe_sessions: u64,
+}
+
+impl RetentionReport {
+    /// Whether anything was deleted (then the caller flushes).
+    pub(crate) fn deleted_anything(&self) -> bool {
+        self.deleted_runs > 0
+            || self.deleted_sample_batches > 0
+            || self.deleted_timeline_batches > 0
+            || self.deleted_probe_sessions > 0
+    }
 }
 
 /// Totals of the store, from the running counters (no scan).
@@ -316,7 +329,8 @@ pub struct StoreStats {
     pub samples: u64,
     /// Bytes of the sample batches and the sample dictionary (`SampleStats::stored_bytes`).
     pub sample_bytes: u64,
-    /// `stored_bytes + sample_bytes + timeline_bytes`: what the retention byte cap applies to.
+    /// `stored_bytes + sample_bytes + timeline_bytes + probe_bytes`: what the retention byte
+    /// cap applies to.
     pub total_bytes: u64,
     /// Stack samples the kernel dropped, summed over the retained sample batches (a batch's
     /// lost count leaves the total when retention deletes the batch). A running counter,
@@ -334,6 +348,12 @@ pub struct StoreStats {
     /// Timeline events overwritten before the agent read them, over the retained batches.
     #[serde(default)]
     pub lost_timeline_events: u64,
+    /// Probe sessions (see [`crate::probes`]) and the bytes of all their records (also in
+    /// `total_bytes`).
+    #[serde(default)]
+    pub probe_sessions: u64,
+    #[serde(default)]
+    pub probe_bytes: u64,
 }
 
 /// Runs and stack samples of one UTC day.

@@ -1,14 +1,15 @@
-//! Retention: by age, then by bytes, oldest first — runs, stack-sample batches and timeline
-//! batches alike.
+//! Retention: by age, then by bytes, oldest first — runs, stack-sample batches, timeline
+//! batches and probe sessions alike.
 //!
 //! Because `m` keys sort by start time, "the oldest run" is simply the first `m` key, and
 //! "runs older than the cutoff" is a range scan — no index beyond the key order is needed.
 //! Sample batches (`B` keys) sort the same way by their first sample, so they are handled as
-//! one more kind of run, and so are timeline batches (`E` keys, by their first event): by age,
-//! every run and batch that started before the cutoff goes; by bytes, the oldest of the oldest
-//! run, sample batch and timeline batch goes until the total (runs, batches and both
-//! dictionaries) fits the cap. The byte totals come from the running counters, so
-//! checking the cap costs two reads. Each victim is removed in one atomic batch (all its
+//! one more kind of run, and so are timeline batches (`E` keys, by their first event) and probe
+//! sessions (`P` keys, by their start): by age, every run, batch and session that started
+//! before the cutoff goes; by bytes, the oldest of the oldest run, sample batch, timeline
+//! batch and probe session goes until the total (all of them and both dictionaries) fits the
+//! cap. The byte totals come from the running counters, so checking the cap costs four
+//! reads. Each victim is removed in one atomic batch (all its
 //! records plus the totals), so a crash mid-retention never leaves a half-deleted run or batch.
 //! When enough batches went, the unreferenced part of each dictionary is swept.
 
@@ -20,16 +21,17 @@ pub(crate) enum Protect {
     Run(RunId),
     Batch(u64),
     Timeline(u64),
+    Probe(u64),
 }
 
 impl Store {
-    /// Deletes runs, sample batches and timeline batches that started before `now - max_age`,
-    /// then the oldest of any until the stored bytes (dictionaries included) fit the cap. Each
-    /// run and each batch goes in one atomic batch.
+    /// Deletes runs, sample batches, timeline batches and probe sessions that started before
+    /// `now - max_age`, then the oldest of any until the stored bytes (dictionaries included)
+    /// fit the cap. Each run, batch and session goes in one atomic batch.
     pub fn enforce_retention(&self, now_unix_ns: u64) -> Result<RetentionReport, StoreError> {
         let _w = self.inner.lock_writer();
         let report = self.inner.enforce_retention(now_unix_ns, None)?;
-        if report.deleted_runs > 0 || report.deleted_sample_batches > 0 || report.deleted_timeline_batches > 0 {
+        if report.deleted_anything() {
             self.inner.flush("flush retention deletes")?;
         }
         Ok(report)
@@ -57,6 +59,10 @@ impl Inner {
         };
         let protect_tl = match protect {
             Some(Protect::Timeline(id)) => Some(id),
+            _ => None,
+        };
+        let protect_probe = match protect {
+            Some(Protect::Probe(id)) => Some(id),
             _ => None,
         };
 
@@ -95,6 +101,17 @@ impl Inner {
             if !expired.is_empty() {
                 self.maybe_sweep_tl_dict()?;
             }
+            let mut expired = Vec::new();
+            self.for_each_probe(0, cutoff, |start, id, row| {
+                if Some(id) != protect_probe {
+                    expired.push((start, id, row.into_owned()));
+                }
+                Ok(true)
+            })?;
+            for (start, id, row) in &expired {
+                report.freed_bytes += self.delete_probe_locked(*start, *id, row)?;
+                report.deleted_probe_sessions += 1;
+            }
         }
 
         // By bytes: the oldest run or batch until the total fits.
@@ -103,9 +120,15 @@ impl Inner {
             let run = self.metas_in(all, protect_run, Some(1))?.pop();
             let batch = self.oldest_batch(protect_batch)?;
             let tl = self.oldest_tl_batch(protect_tl)?;
-            // The kind whose oldest starts first (runs win ties, then sample batches).
-            let starts = [run.as_ref().map(|r| r.start_unix_ns), batch.as_ref().map(|b| b.0), tl.as_ref().map(|t| t.0)];
-            let oldest = (0..3).filter(|&i| starts[i].is_some()).min_by_key(|&i| (starts[i], i));
+            let probe = self.oldest_probe(protect_probe)?;
+            // The kind whose oldest starts first (ties: runs, sample, timeline batches, probes).
+            let starts = [
+                run.as_ref().map(|r| r.start_unix_ns),
+                batch.as_ref().map(|b| b.0),
+                tl.as_ref().map(|t| t.0),
+                probe.as_ref().map(|p| p.0),
+            ];
+            let oldest = (0..4).filter(|&i| starts[i].is_some()).min_by_key(|&i| (starts[i], i));
             match oldest {
                 Some(0) => {
                     let run = run.expect("run present");
@@ -120,11 +143,16 @@ impl Inner {
                     // too: sweep them before deleting more batches than needed.
                     self.maybe_sweep_dictionary()?;
                 }
-                Some(_) => {
+                Some(2) => {
                     let (start, id, row) = tl.expect("timeline batch present");
                     report.freed_bytes += self.delete_tl_batch_locked(start, id, &row)?;
                     report.deleted_timeline_batches += 1;
                     self.maybe_sweep_tl_dict()?;
+                }
+                Some(_) => {
+                    let (start, id, row) = probe.expect("probe session present");
+                    report.freed_bytes += self.delete_probe_locked(start, id, &row)?;
+                    report.deleted_probe_sessions += 1;
                 }
                 None => {
                     // Only the protected write is left (it fits alone, checked at put), plus
@@ -142,11 +170,13 @@ impl Inner {
         Ok(report)
     }
 
-    /// Bytes the retention cap applies to: runs, sample and timeline batches, dictionaries.
+    /// Bytes the retention cap applies to: runs, sample and timeline batches, dictionaries,
+    /// probe sessions.
     pub(crate) fn total_bytes(&self) -> Result<u64, StoreError> {
         let s = self.sample_totals()?;
         let t = self.tl_totals()?;
-        Ok(self.totals()?.stored_bytes + s.batch_bytes + s.dict_bytes + t.batch_bytes + t.dict_bytes)
+        let p = self.probe_totals()?;
+        Ok(self.totals()?.stored_bytes + s.batch_bytes + s.dict_bytes + t.batch_bytes + t.dict_bytes + p.bytes)
     }
 
     /// Metadata from a scan over `m` keys, skipping `protect`, at most `limit` of them.

@@ -41,7 +41,7 @@ impl Store {
         self.inner.apply(batch, &format!("write run {id}"))?;
         self.inner.flush(&format!("flush run {id}"))?;
         let report = self.inner.enforce_retention(now_unix_ns, Some(Protect::Run(id)))?;
-        if report.deleted_runs > 0 || report.deleted_sample_batches > 0 || report.deleted_timeline_batches > 0 {
+        if report.deleted_anything() {
             self.inner.flush("flush retention deletes")?;
         }
         Ok(records.meta)

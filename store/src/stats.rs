@@ -1,8 +1,9 @@
 //! Store-wide figures: totals from the running counters, and the per-day summary.
 //!
 //! *Why counters:* [`Store::stats`] is asked on every `/metrics` scrape and before every
-//! retention decision, so it must not scan. The `s` record (runs, bytes of runs) and the `x`
-//! record (sample batches, samples, bytes, lost samples, dictionary) are updated in the same
+//! retention decision, so it must not scan. The `s` record (runs, bytes of runs), the `x`
+//! record (sample batches, samples, bytes, lost samples, dictionary), the `y` record
+//! (timeline) and the `q` record (probe sessions, their bytes) are updated in the same
 //! atomic batch as every write and delete they count, so they always equal the sums over the
 //! stored records (which [`Store::verify`] checks). [`Store::days`] does scan, but only
 //! metadata records.
@@ -14,7 +15,8 @@ use crate::{DaySummary, Store, StoreError, StoreStats, keys};
 const NS_PER_DAY: u64 = 86_400 * 1_000_000_000;
 
 impl Store {
-    /// Run and sample counts and byte totals, from the running counters (no scan).
+    /// Counts and byte totals of runs, samples, timelines and probe sessions, from the running
+    /// counters (no scan).
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
         let totals = self.inner.totals()?;
         let samples = self.inner.sample_totals()?;
@@ -22,6 +24,7 @@ impl Store {
         let sample_bytes = samples.batch_bytes + samples.dict_bytes;
         let tl = self.inner.tl_totals()?;
         let timeline_bytes = tl.batch_bytes + tl.dict_bytes;
+        let probes = self.inner.probe_totals()?;
         Ok(StoreStats {
             runs: totals.runs,
             stored_bytes: totals.stored_bytes,
@@ -29,12 +32,14 @@ impl Store {
             sample_batches: samples.batches,
             samples: samples.samples,
             sample_bytes,
-            total_bytes: totals.stored_bytes + sample_bytes + timeline_bytes,
+            total_bytes: totals.stored_bytes + sample_bytes + timeline_bytes + probes.bytes,
             lost_samples: samples.lost.unwrap_or(0),
             timeline_batches: tl.batches,
             timeline_events: tl.events,
             timeline_bytes,
             lost_timeline_events: tl.lost,
+            probe_sessions: probes.sessions,
+            probe_bytes: probes.bytes,
         })
     }
 

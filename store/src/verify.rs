@@ -1,4 +1,5 @@
-//! Full consistency check of the `runs` tree (an `fsck`): runs, stack samples, timeline events.
+//! Full consistency check of the `runs` tree (an `fsck`): runs, stack samples, timeline events,
+//! probe sessions.
 //!
 //! Scans every record once and checks the invariants that atomic batches are meant to keep:
 //! each run has its metadata, index entry and exactly the CPU rows its metadata lists; no
@@ -30,6 +31,13 @@ pub struct VerifyReport {
     pub timeline_events: u64,
     #[serde(default)]
     pub timeline_bytes: u64,
+    /// Probe sessions with metadata, their call records and `stored_bytes`.
+    #[serde(default)]
+    pub probe_sessions: u64,
+    #[serde(default)]
+    pub probe_calls: u64,
+    #[serde(default)]
+    pub probe_bytes: u64,
     /// Every inconsistency found, one sentence each. Empty means the store is sound.
     pub problems: Vec<String>,
 }
@@ -58,6 +66,7 @@ impl Store {
         let mut totals = None;
         let mut samples = crate::samples::verify::SampleSeen::default();
         let mut timeline = crate::timeline::verify::TimelineSeen::default();
+        let mut probes = crate::probes::verify::ProbeSeen::default();
         for item in inner.runs.iter() {
             let (k, v) = item.map_err(|e| inner.storage("verify", e))?;
             let size = (k.len() + v.len()) as u64;
@@ -91,6 +100,7 @@ impl Store {
                 _ if k.as_ref() == keys::STATS => totals = Some(inner.totals()?),
                 _ if samples.observe(&k, &v, &mut report) => {}
                 _ if timeline.observe(&k, &v, &mut report) => {}
+                _ if probes.observe(&k, &v, &mut report) => {}
                 _ => report.problems.push(format!("unknown key {:?}", k.as_ref())),
             }
         }
@@ -127,6 +137,7 @@ impl Store {
         }
         samples.finish(inner, &mut report)?;
         timeline.finish(inner, &mut report)?;
+        probes.finish(inner, &mut report)?;
         Ok(report)
     }
 

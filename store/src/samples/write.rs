@@ -80,7 +80,7 @@ impl Store {
         })?;
         inner.flush(&format!("flush sample batch {id}"))?;
         let report = inner.enforce_retention(now_unix_ns, Some(Protect::Batch(id)))?;
-        if report.deleted_runs > 0 || report.deleted_sample_batches > 0 || report.deleted_timeline_batches > 0 {
+        if report.deleted_anything() {
             inner.flush("flush retention deletes")?;
         }
         Ok(meta)

@@ -5,6 +5,7 @@ use loupe_store::{ConnCounts, Counter, CpuColumns, NewRun, RunSource};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+pub mod probes;
 pub mod samples;
 pub mod timeline;
 

@@ -1,0 +1,115 @@
+//! Storing a probe session: checked whole first, encoded outside the writer lock, then its
+//! records and the updated totals (with the id counter) in one atomic sled batch, flushed.
+
+use super::codec::{self, CHUNK_CALLS};
+use super::model::{MAX_SESSION_CALLS, MAX_SESSION_FUNCTIONS, ProbeSession};
+use crate::retention::Protect;
+use crate::{Store, StoreError, keys};
+
+/// What is wrong with a session, if anything: what `put_probe_session` refuses. The decoders
+/// rely on it (function and parent indexes in range, parents before their children, exits not
+/// before entries) and check the same bounds on their own for records that did not come this
+/// way.
+pub(crate) fn validate(s: &ProbeSession) -> Result<(), String> {
+    if s.functions.len() > MAX_SESSION_FUNCTIONS {
+        return Err(format!("{} functions, more than {MAX_SESSION_FUNCTIONS}", s.functions.len()));
+    }
+    if s.calls.len() > MAX_SESSION_CALLS {
+        return Err(format!(
+            "{} call records, more than {MAX_SESSION_CALLS}; keep the first ones and count the rest in calls_lost",
+            s.calls.len()
+        ));
+    }
+    for (i, f) in s.functions.iter().enumerate() {
+        codec::check_function(f).map_err(|e| format!("function {i} ({:?}): {e}", short(&f.name)))?;
+    }
+    let n = s.functions.len();
+    for (i, c) in s.calls.iter().enumerate() {
+        if c.function as usize >= n {
+            return Err(format!("call {i} names function {}, the session has {n}", c.function));
+        }
+        if let Some(p) = c.parent
+            && p as usize >= i
+        {
+            return Err(format!("call {i} names call {p} as its parent; a parent must come before its children"));
+        }
+        if c.exit_unix_ns < c.entry_unix_ns {
+            return Err(format!("call {i} exits at {} before it enters at {}", c.exit_unix_ns, c.entry_unix_ns));
+        }
+    }
+    // Sizes of the rest (strings, PIDs, notes, times) as the reader checks them.
+    codec::check_meta(&codec::meta_row_head(s), s.start_unix_ns)
+}
+
+/// A name as an error message shows it: at most 64 characters.
+fn short(name: &str) -> String {
+    match name.char_indices().nth(64) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name.to_string(),
+    }
+}
+
+impl Store {
+    /// Stores a whole probe session under a fresh id (ids start at 1 and are never reused;
+    /// `session.id` is ignored) and returns the id: its metadata, its calls in chunks of
+    /// [`codec::CHUNK_CALLS`], its index entry and the updated totals in one atomic batch,
+    /// flushed before returning. Then applies the retention byte cap (never to this session);
+    /// age is applied by the next write that knows the time (`put_run`, `put_samples`,
+    /// `put_timeline`) or [`Store::enforce_retention`].
+    ///
+    /// Errors: [`StoreError::InvalidProbeSession`] (too many functions, calls or buckets, an
+    /// index out of range, a parent after its child, an exit before its entry, an end before
+    /// the start, a string over [`codec::MAX_NAME`] bytes, …) and [`StoreError::TooLarge`]
+    /// leave nothing written and no id used.
+    pub fn put_probe_session(&self, session: ProbeSession) -> Result<u64, StoreError> {
+        let start = session.start_unix_ns;
+        validate(&session)
+            .map_err(|e| StoreError::InvalidProbeSession(format!("the session starting at {start}: {e}")))?;
+        let chunks: Vec<Vec<u8>> = session
+            .calls
+            .chunks(CHUNK_CALLS)
+            .enumerate()
+            .map(|(c, calls)| codec::encode_chunk(calls, c * CHUNK_CALLS, start))
+            .collect();
+        let mut row = codec::meta_row(&session);
+        drop(session);
+
+        let inner = &*self.inner;
+        let _w = inner.lock_writer();
+        let mut totals = inner.probe_totals()?;
+        let id = totals.last_id + 1;
+        let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(chunks.len() + 2);
+        for (c, v) in chunks.into_iter().enumerate() {
+            records.push((keys::probe_calls_key(start, id, c as u32).to_vec(), v));
+        }
+        records.push((keys::probe_index_key(id).to_vec(), start.to_be_bytes().to_vec()));
+        let others: u64 = records.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        let key = keys::probe_key(keys::PROBE_META, start, id);
+        let (stored_bytes, value) = crate::codec::self_counting_record(others, key.len(), |bytes| {
+            row.stored_bytes = bytes;
+            codec::encode_meta(&row)
+        });
+        let max_bytes = inner.retention.max_bytes;
+        if stored_bytes > max_bytes {
+            return Err(StoreError::TooLarge { bytes: stored_bytes, max_bytes });
+        }
+        records.push((key.to_vec(), value));
+        totals.sessions += 1;
+        totals.calls += row.recorded_calls;
+        totals.bytes += stored_bytes;
+        totals.last_id = id;
+        let mut batch = sled::Batch::default();
+        for (k, v) in records {
+            batch.insert(k, v);
+        }
+        batch.insert(keys::PROBE_TOTALS, totals.encode());
+        inner.apply(batch, &format!("write probe session {id}"))?;
+        inner.flush(&format!("flush probe session {id}"))?;
+        // `now` = 0: the byte cap only (no cutoff); see above.
+        let report = inner.enforce_retention(0, Some(Protect::Probe(id)))?;
+        if report.deleted_anything() {
+            inner.flush("flush retention deletes")?;
+        }
+        Ok(id)
+    }
+}
