@@ -91,6 +91,11 @@ pub enum Command {
     /// Programs' application timelines: events and their lags.
     #[command(subcommand)]
     Timeline(TimelineCommand),
+    /// Probe named functions of running processes: per-call latency (uprobes), then store it.
+    Probe(ProbeArgs),
+    /// Stored and running probe sessions: list, show, stop.
+    #[command(subcommand)]
+    Probes(ProbesCommand),
     /// Serve a store's HTTP API without collecting (e.g. a copied data dir).
     Serve(ServeArgs),
     /// Teams' bearer tokens for the HTTP API.
@@ -280,6 +285,71 @@ pub struct TimelineArgs {
     pub event: Option<String>,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// A process to probe (repeat for several running the same program).
+    #[arg(long = "pid", conflicts_with = "binary")]
+    pub pids: Vec<u32>,
+    /// A binary to probe in every process that runs or maps it.
+    #[arg(long, required_unless_present = "pids")]
+    pub binary: Option<PathBuf>,
+    /// Functions: SYMBOL (demangled names accepted) or LIBRARY:SYMBOL, comma-separated or repeated.
+    #[arg(long = "func", required = true, value_delimiter = ',')]
+    pub functions: Vec<String>,
+    /// Probe this long (default: until Ctrl-C, at most an hour).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Time 1 outermost call in N; the others are counted only.
+    #[arg(long = "sample", default_value_t = 1)]
+    pub sample_every: u32,
+    /// Record each timed call, to rebuild call trees (which child made a slow call slow).
+    #[arg(long)]
+    pub calls: bool,
+    /// Most CPU the probes may cost the probed program, in % of one CPU: sampling is raised,
+    /// then the probes detach.
+    #[arg(long, default_value_t = 1.0)]
+    pub budget: f64,
+    /// Probe functions whose first instruction the kernel single-steps (~10× the cost per call).
+    #[arg(long)]
+    pub allow_single_step: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProbesCommand {
+    /// Running sessions (on the agent) and stored ones.
+    List {
+        #[command(flatten)]
+        store: StoreArgs,
+        #[command(flatten)]
+        range: RangeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One stored session: percentiles, histograms, the slowest calls' trees.
+    Show {
+        #[command(flatten)]
+        store: StoreArgs,
+        id: u64,
+        /// Every recorded call too.
+        #[arg(long)]
+        calls: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop a session running on the agent (by its handle) and show what it stored.
+    Stop {
+        #[command(flatten)]
+        store: StoreArgs,
+        handle: u64,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use loupe_query_host::{
-    app::{agent, commands, serve, tokens, udf},
+    app::{agent, commands, probes, serve, tokens, udf},
     cli::{Cli, Command, ImportCommand, RunsCommand},
     doors,
 };
@@ -26,6 +26,8 @@ fn main() {
         Command::Profile(args) => commands::profile(args, remote),
         Command::Symbolize(args) => commands::symbolize(args, remote),
         Command::Timeline(cmd) => commands::timeline(cmd, remote),
+        Command::Probe(args) => probes::probe(args, remote),
+        Command::Probes(cmd) => probes::probes(cmd, remote),
         Command::Serve(args) => serve::main(args),
         Command::Token(cmd) => tokens::main(cmd),
         Command::Udf(cmd) => udf::main(cmd, remote),

@@ -17,7 +17,11 @@ mod traffic;
 
 pub use error::SamplerError;
 pub use iface::Interface;
-pub use loupe_bpf_common::{SlotCounters, sketch};
+pub use loupe_bpf_common::{
+    SlotCounters,
+    probes::{BUCKETS, bucket_high, bucket_low, bucket_of},
+    sketch,
+};
 pub use probes::{
     FunctionProbeOptions, FunctionProbes, FunctionTotals, MAX_ATTACHMENTS, MAX_SAMPLE_EVERY, ProbePoint, RawCall,
 };

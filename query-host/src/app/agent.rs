@@ -16,7 +16,7 @@ use tracing::{info, warn};
 use super::{demo, exit_within, open_store, stop_on_signals, wait_for_stop};
 use crate::{
     cli::AgentArgs,
-    core::{Analyses, Host, RunOrder, RunScheduler, tokens::TokenSet},
+    core::{Analyses, Host, ProbeManager, RunOrder, RunScheduler, tokens::TokenSet},
     doors::{
         control::ControlServer,
         http::{AppState, Server},
@@ -56,7 +56,9 @@ pub fn main(args: AgentArgs) -> Result<()> {
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
     let options = SamplerOptions { capacity: schedule.samples, local_prefixes };
     let scheduler = RunScheduler::start(&ifaces, &options, &schedule, &store, &shutdown)?;
-    let mut host = Host::new(store.clone()).with_runs(scheduler);
+    let mut host = Host::new(store.clone())
+        .with_runs(scheduler)
+        .with_probes(ProbeManager::new(store.clone(), Arc::clone(&shutdown)));
     let http_options = args.http.options();
     if !args.no_http {
         host = host.with_analyses(Analyses::open(&args.store.data_dir, &store, http_options.limits.clone())?);
@@ -101,6 +103,10 @@ pub fn main(args: AgentArgs) -> Result<()> {
     control.stop();
     if let Some(s) = host.scheduler() {
         s.join();
+    }
+    // Probe sessions detach and are stored as ended by `shutdown`.
+    if let Some(p) = host.probe_manager_ref() {
+        p.join();
     }
     if let Some(stacks) = stacks {
         match stacks.join() {

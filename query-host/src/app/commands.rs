@@ -31,7 +31,7 @@ use crate::{
 };
 
 /// Where a command's data lives.
-enum Backend {
+pub(super) enum Backend {
     Local(Host),
     Agent(AgentClient),
     Remote(Client),
@@ -52,7 +52,7 @@ fn range_query(range: TimeRange) -> Vec<(&'static str, String)> {
 }
 
 impl Backend {
-    fn open(args: &StoreArgs, remote: &RemoteArgs) -> Result<Self> {
+    pub(super) fn open(args: &StoreArgs, remote: &RemoteArgs) -> Result<Self> {
         if let Some(client) = remote_client(remote)? {
             return Ok(Self::Remote(client));
         }
@@ -212,12 +212,12 @@ pub fn import_millisampler(args: ImportArgs, remote: &RemoteArgs) -> Result<()> 
     }
 }
 
-fn print_json(value: &impl Serialize) -> Result<()> {
+pub(super) fn print_json(value: &impl Serialize) -> Result<()> {
     print_text(&format!("{}\n", serde_json::to_string(value)?))
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.
-fn print_text(text: &str) -> Result<()> {
+pub(super) fn print_text(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod commands;
 pub mod demo;
+pub mod probes;
 pub mod progress;
 pub mod serve;
 pub mod tokens;

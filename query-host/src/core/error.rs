@@ -39,6 +39,14 @@ pub enum CoreError {
     NoRun(u64),
     #[error("no samples of PID {0} in that time range")]
     NoSamples(u32),
+    #[error("no probe session with id {0} (see `loupe probes list`)")]
+    NoProbeSession(u64),
+    #[error("no active probe {0} on this agent (it may have ended: see `loupe probes list`)")]
+    NoActiveProbe(u64),
+    #[error("{active} probe sessions are active; at most {max} at once (stop one with `loupe probes stop`)")]
+    TooManyProbes { active: usize, max: usize },
+    #[error("{0}")]
+    Probe(String),
     #[error("this server only serves a store (`loupe serve`); start runs on a `loupe agent`")]
     NotCollecting,
     #[error("this server runs no analyses (start it with the HTTP API)")]
@@ -75,7 +83,9 @@ impl CoreError {
             }
             BadLimit { .. } | BadCursor(_) => ErrorKind::Invalid,
             UnknownIface { .. } | IfaceRequired { .. } => ErrorKind::Invalid,
-            NoRun(_) | NoSamples(_) => ErrorKind::NotFound,
+            NoRun(_) | NoSamples(_) | NoProbeSession(_) | NoActiveProbe(_) => ErrorKind::NotFound,
+            Probe(_) => ErrorKind::Invalid,
+            TooManyProbes { .. } => ErrorKind::Conflict,
             NotCollecting | NoAnalyses => ErrorKind::Conflict,
             RunTimeout { .. } => ErrorKind::Timeout,
             ShuttingDown => ErrorKind::Unavailable,
@@ -85,11 +95,13 @@ impl CoreError {
                 | SamplerError::SamplesOutOfBounds { .. }
                 | SamplerError::FrequencyOutOfBounds(_)
                 | SamplerError::StartOutOfBounds(_)
-                | SamplerError::BadPrefix(_) => ErrorKind::Invalid,
+                | SamplerError::BadPrefix(_)
+                | SamplerError::Probe(_) => ErrorKind::Invalid,
                 SamplerError::Busy { .. } => ErrorKind::Conflict,
                 SamplerError::Privilege { .. } => ErrorKind::Forbidden,
                 SamplerError::Load(_)
                 | SamplerError::Attach { .. }
+                | SamplerError::ProbeAttach { .. }
                 | SamplerError::Read(_)
                 | SamplerError::Io { .. } => ErrorKind::Internal,
             },
@@ -120,6 +132,9 @@ impl CoreError {
             UnknownIface { .. } | IfaceRequired { .. } => "bad_iface",
             NoRun(_) => "not_found",
             NoSamples(_) => "no_samples",
+            NoProbeSession(_) | NoActiveProbe(_) => "not_found",
+            Probe(_) => "bad_probe",
+            TooManyProbes { .. } => "too_many_probes",
             NotCollecting => "not_collecting",
             NoAnalyses => "no_analyses",
             RunTimeout { .. } => "run_timeout",
@@ -128,8 +143,10 @@ impl CoreError {
             Sampler(SamplerError::Privilege { .. }) => "privilege",
             Sampler(e) if self.kind() == ErrorKind::Invalid => match e {
                 SamplerError::UnknownInterface(_) => "bad_iface",
+                SamplerError::Probe(_) => "bad_probe",
                 _ => "bad_run",
             },
+            Sampler(SamplerError::ProbeAttach { .. }) => "probe_attach",
             Sampler(_) => "sampler",
             Store(StoreError::BadRange { .. }) => "bad_range",
             Store(StoreError::NoSpace { .. }) => "no_space",
@@ -154,3 +171,16 @@ impl CoreError {
 }
 
 pub type CoreResult<T> = Result<T, CoreError>;
+
+impl From<crate::ingest::probes::ProbeError> for CoreError {
+    fn from(e: crate::ingest::probes::ProbeError) -> Self {
+        use crate::ingest::probes::ProbeError;
+        match e {
+            ProbeError::Kernel(e) => CoreError::Sampler(e),
+            ProbeError::Target(crate::ingest::probes::target::TargetError::NoProcess(pid)) => {
+                CoreError::Probe(format!("no process with PID {pid}"))
+            }
+            e => CoreError::Probe(e.to_string()),
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! The core: one transport-free service every door calls — the CLI on a local store, the
 //! agent's control socket, the HTTP API. [`Host`] owns the store handle, the agent's run
 //! scheduler (when it collects) and the analyses (when it serves them), and offers typed
-//! operations: runs ([`runs`]), profiles ([`profiles`]), application timelines ([`timeline`]), analyses ([`analyses`]), days and
+//! operations: runs ([`runs`]), profiles ([`profiles`]), function probes ([`probes`]), application timelines ([`timeline`]), analyses ([`analyses`]), days and
 //! stats (here), each returning a [`CoreError`] that says what went wrong. Rules live here once:
 //! one time-range parser with one set of defaults ([`time`]), one check of a run order, one
 //! pprof period.
@@ -12,6 +12,7 @@
 
 pub mod analyses;
 pub mod error;
+pub mod probes;
 pub mod profiles;
 pub mod runs;
 pub mod time;
@@ -24,6 +25,7 @@ use loupe_store::Store;
 
 pub use analyses::Analyses;
 pub use error::{CoreError, CoreResult};
+pub use probes::{ProbeManager, ProbeOrder};
 pub use runs::{ImportOutcome, RunFilter, RunOrder, RunScheduler};
 
 use crate::{
@@ -38,18 +40,30 @@ pub struct Host {
     runs: Option<RunScheduler>,
     /// The analysis runtime; `None` where analyses are not served (the CLI, `--no-http`).
     analyses: Option<Analyses>,
+    /// The agent's function probes; `None` when only serving a store.
+    probes: Option<ProbeManager>,
     started: Instant,
 }
 
 impl Host {
     pub fn new(store: Store) -> Host {
-        Host { store, runs: None, analyses: None, started: Instant::now() }
+        Host { store, runs: None, analyses: None, probes: None, started: Instant::now() }
     }
 
     /// An agent's host: it collects runs on these interfaces.
     pub fn with_runs(mut self, runs: RunScheduler) -> Host {
         self.runs = Some(runs);
         self
+    }
+
+    /// An agent's host: it owns function probe sessions.
+    pub fn with_probes(mut self, probes: ProbeManager) -> Host {
+        self.probes = Some(probes);
+        self
+    }
+
+    pub fn probe_manager_ref(&self) -> Option<&ProbeManager> {
+        self.probes.as_ref()
     }
 
     pub fn with_analyses(mut self, analyses: Analyses) -> Host {

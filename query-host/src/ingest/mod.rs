@@ -1,8 +1,10 @@
 //! Each data source, from the kernel to the store: [`runs`] (the tc filter's Millisampler runs,
 //! one worker per interface) and [`stacks`] (the perf-event stack sampler, symbolized by
 //! [`symbolize`] while the sampled processes still live), and [`timeline`] (programs' event
-//! rings, tailed). Nothing here knows a door.
+//! rings, tailed), and [`probes`] (uprobes on named functions: calls, latencies, call trees). Nothing
+//! here knows a door.
 
+pub mod probes;
 pub mod runs;
 pub mod stacks;
 pub mod symbolize;

@@ -5,6 +5,7 @@
 pub mod analysis;
 pub mod error;
 pub mod host;
+pub mod probe;
 pub mod profile;
 pub mod run;
 pub mod timeline;
@@ -12,6 +13,9 @@ pub mod timeline;
 pub use analysis::{AnalysisOutput, Cell, Column, InvokeResponse, LogLine, Series};
 pub use error::{ErrorBody, ErrorKind};
 pub use host::{DayView, Health, StatsView};
+pub use probe::{
+    ActiveProbeView, CallTreeView, CallView, LatencyBucket, ProbeFunctionView, ProbeList, ProbeListEntry, ProbeView,
+};
 pub use profile::{FlameNode, FunctionCount, ModuleCount, ModuleNaming, ProfileView, SymbolizeReport};
 pub use run::{CpuView, Metrics, RunListEntry, RunView};
 pub use timeline::{EventStatsView, TimelineEventView, TimelineEventsPage, TimelineSourceView, TimelineSummary};

@@ -95,6 +95,8 @@ pub struct MetaRow<'a> {
     /// Call records stored, in `recorded_calls.div_ceil(CHUNK_CALLS)` chunks.
     pub recorded_calls: u64,
     pub calls_lost: u64,
+    /// The probes' own share of each timed call (see [`ProbeSession::bias_ns`]).
+    pub bias_ns: u64,
     /// Key + value bytes of the session's records (`P`, `p`, `j`), this one included.
     pub stored_bytes: u64,
     /// The rest of each function (see [`encode_functions`]), decoded on demand: a listing
@@ -134,6 +136,7 @@ pub fn meta_row_head(s: &ProbeSession) -> MetaRow<'static> {
         calls: s.functions.iter().fold(0u64, |a, f| a.saturating_add(f.calls)),
         recorded_calls: s.calls.len() as u64,
         calls_lost: s.calls_lost,
+        bias_ns: s.bias_ns,
         stored_bytes: 0,
         functions: Blob::default(),
     }
@@ -450,16 +453,7 @@ pub fn decode_chunk(bytes: &[u8], chunk: u32, start: u64, functions: usize) -> R
         entry = entry_base(index, parent, entry, exit).wrapping_add(unzigzag(r.varint()?) as u64);
         exit = entry.checked_add(r.varint()?).ok_or_else(|| format!("call {index} exits past 2^64 ns"))?;
         let depth = depth.unwrap_or_else(|| predicted_depth(&calls, first, parent));
-        calls.push(ProbeCall {
-            function,
-            pid,
-            tid,
-            cpu,
-            entry_unix_ns: entry,
-            exit_unix_ns: exit,
-            depth,
-            parent,
-        });
+        calls.push(ProbeCall { function, pid, tid, cpu, entry_unix_ns: entry, exit_unix_ns: exit, depth, parent });
     }
     if !r.bytes.is_empty() {
         return Err(format!("{} bytes after the last call", r.bytes.len()));
@@ -517,7 +511,10 @@ mod tests {
             for (chunk, first) in [(0u32, 0usize), (3, 3 * CHUNK_CALLS)] {
                 let calls: Vec<ProbeCall> = calls
                     .iter()
-                    .map(|c| ProbeCall { parent: c.parent.map(|p| if p % 2 == 0 { p + first as u32 } else { p }), ..*c })
+                    .map(|c| ProbeCall {
+                        parent: c.parent.map(|p| if p % 2 == 0 { p + first as u32 } else { p }),
+                        ..*c
+                    })
                     .collect();
                 let bytes = encode_chunk(&calls, first, start);
                 assert_eq!(decode_chunk(&bytes, chunk, start, functions as usize).unwrap(), calls, "round {round}");
@@ -623,6 +620,7 @@ mod tests {
             functions: vec![f.clone(), ProbeFunction { name: "lookup".into(), buckets: vec![], ..f.clone() }],
             calls: vec![],
             calls_lost: 3,
+            bias_ns: 410,
         };
         let mut row = meta_row(&s);
         row.stored_bytes = 999;

@@ -25,6 +25,9 @@ pub struct ProbeSession {
     /// A line for the user when something was raised, cut or refused on the way (budget
     /// raised the sampling, calls lost to a full ring, …); empty when nothing was.
     pub notes: Vec<String>,
+    /// What the probes add to a timed call's duration on this host (an empty function's
+    /// median, calibrated at the session's start); 0 when not calibrated.
+    pub bias_ns: u64,
     pub functions: Vec<ProbeFunction>,
     /// Sampled calls, in entry order per thread, each naming its parent (`--calls` only).
     pub calls: Vec<ProbeCall>,

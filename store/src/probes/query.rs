@@ -66,6 +66,7 @@ impl Store {
             functions,
             calls,
             calls_lost: row.calls_lost,
+            bias_ns: row.bias_ns,
         }))
     }
 

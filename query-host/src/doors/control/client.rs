@@ -17,8 +17,11 @@ use super::{
     socket_path,
 };
 use crate::{
-    core::{CoreError, CoreResult, ImportOutcome, RunFilter, RunOrder},
-    model::{RunListEntry, RunView, SymbolizeReport, TimelineEventsPage, TimelineSummary},
+    core::{CoreError, CoreResult, ImportOutcome, ProbeOrder, RunFilter, RunOrder},
+    model::{
+        ActiveProbeView, ProbeList, ProbeView, RunListEntry, RunView, SymbolizeReport, TimelineEventsPage,
+        TimelineSummary,
+    },
 };
 
 pub struct AgentClient {
@@ -100,5 +103,21 @@ impl AgentClient {
         limit: Option<usize>,
     ) -> CoreResult<TimelineEventsPage> {
         self.call(&Call::TimelineEvents { query, after, limit })
+    }
+
+    pub fn start_probe(&self, order: ProbeOrder) -> CoreResult<ActiveProbeView> {
+        self.call(&Call::ProbeStart(order))
+    }
+
+    pub fn stop_probe(&self, handle: u64) -> CoreResult<ProbeView> {
+        self.call(&Call::ProbeStop { handle })
+    }
+
+    pub fn list_probes(&self, range: TimeRange) -> CoreResult<ProbeList> {
+        self.call(&Call::ProbeList { range })
+    }
+
+    pub fn show_probe(&self, id: u64, calls: bool) -> CoreResult<ProbeView> {
+        self.call(&Call::ProbeShow { id, calls })
     }
 }

@@ -8,7 +8,7 @@ use loupe_store::{NewRun, ProfileQuery, TimeRange, TimelineQuery};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::{
-    core::{CoreError, CoreResult, RunFilter, RunOrder},
+    core::{CoreError, CoreResult, ProbeOrder, RunFilter, RunOrder},
     model::{ErrorBody, ErrorKind},
 };
 
@@ -21,6 +21,8 @@ pub const IMPORT_CHUNK: usize = 32;
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time to answer a call other than a run (store reads: a whole-day profile takes seconds).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Time a probe session may take to detach, gather its records and be stored once stopped.
+pub const PROBE_STOP: Duration = Duration::from_secs(60);
 /// Time an on-demand run may take beyond its own length before the agent stops waiting.
 pub const RUN_MARGIN: Duration = Duration::from_secs(30);
 
@@ -36,6 +38,10 @@ pub enum Call {
     Symbolize { range: TimeRange, debug_dirs: Vec<PathBuf> },
     Timeline { query: TimelineQuery },
     TimelineEvents { query: TimelineQuery, after: Option<String>, limit: Option<usize> },
+    ProbeStart(ProbeOrder),
+    ProbeStop { handle: u64 },
+    ProbeList { range: TimeRange },
+    ProbeShow { id: u64, calls: bool },
 }
 
 impl Call {
@@ -43,6 +49,7 @@ impl Call {
     pub fn timeout(&self) -> Duration {
         match self {
             Call::Run(order) => order.duration_from_now() + RUN_MARGIN + IO_TIMEOUT,
+            Call::ProbeStop { .. } => PROBE_STOP + IO_TIMEOUT,
             _ => CALL_TIMEOUT,
         }
     }

@@ -23,7 +23,7 @@ use loupe_store::RunId;
 use tracing::warn;
 
 use super::{
-    protocol::{Call, IO_TIMEOUT, MAX_CALL_BYTES, RUN_MARGIN, encode},
+    protocol::{Call, IO_TIMEOUT, MAX_CALL_BYTES, PROBE_STOP, RUN_MARGIN, encode},
     socket_path,
 };
 use crate::core::{CoreError, CoreResult, Host};
@@ -157,5 +157,9 @@ fn handle(host: &Host, call: Call) -> Vec<u8> {
         Call::Symbolize { range, debug_dirs } => encode(host.symbolize(range, &debug_dirs)),
         Call::Timeline { query } => encode(host.timeline(&query)),
         Call::TimelineEvents { query, after, limit } => encode(host.timeline_events(&query, after.as_deref(), limit)),
+        Call::ProbeStart(order) => encode(host.start_probe(&order)),
+        Call::ProbeStop { handle } => encode(host.stop_probe(handle, PROBE_STOP)),
+        Call::ProbeList { range } => encode(host.list_probes(range)),
+        Call::ProbeShow { id, calls } => encode(host.show_probe(id, calls)),
     }
 }

@@ -5,6 +5,7 @@
 //! - [`api`]: health, days, stats, runs (list, one, on-demand), profiles, pids.
 //! - [`udfs`]: upload, list, delete and invoke analyses.
 //! - [`timeline`]: programs' timeline events and their lag statistics.
+//! - [`probes`]: function probe sessions: start, list, stop, show.
 //! - [`web`]: the embedded web UI at `/`.
 //! - [`auth`]: bearer tokens → teams. [`negotiate`]: JSON or MessagePack. [`error`]: errors.
 //! - [`metrics`]: `/metrics` in the OpenMetrics text format.
@@ -14,6 +15,7 @@ pub mod auth;
 pub mod error;
 pub mod metrics;
 pub mod negotiate;
+pub mod probes;
 pub mod timeline;
 pub mod udfs;
 pub mod web;
@@ -158,6 +160,7 @@ pub fn routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .merge(api::routes())
         .merge(udfs::routes())
         .merge(timeline::routes())
+        .merge(probes::routes())
         .routes(utoipa_axum::routes!(openapi_json))
         .routes(utoipa_axum::routes!(metrics::metrics))
         .split_for_parts();

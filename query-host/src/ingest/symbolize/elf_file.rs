@@ -76,6 +76,15 @@ impl ElfFacts {
             .find(|s| file_offset >= s.file_offset && file_offset - s.file_offset < s.file_size)
             .and_then(|s| s.address.checked_add(file_offset - s.file_offset))
     }
+
+    /// The file offset of the byte the file's symbols call `address`, if a loadable segment
+    /// holds it in the file (not in its zero-filled tail).
+    pub fn file_offset_of(&self, address: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|s| address >= s.address && address - s.address < s.file_size)
+            .and_then(|s| s.file_offset.checked_add(address - s.address))
+    }
 }
 
 #[cfg(test)]
@@ -91,6 +100,8 @@ mod tests {
         let text = facts.segments.iter().find(|s| s.file_size > 0 && s.file_offset > 0).unwrap();
         assert_eq!(facts.address_of(text.file_offset + 3), Some(text.address + 3));
         assert_eq!(facts.address_of(u64::MAX), None);
+        assert_eq!(facts.file_offset_of(text.address + 3), Some(text.file_offset + 3));
+        assert_eq!(facts.file_offset_of(u64::MAX), None);
     }
 
     #[test]

@@ -1,0 +1,399 @@
+//! From what a user types — `--pid 4242 --func handle,libnf.so:parse` or `--binary /usr/bin/x
+//! --func 'ns::Type::method'` — to the file offsets the kernel probes, refusing what must not be
+//! probed before anything is attached.
+//!
+//! - **Symbols**: the file's `.symtab`, else its `.dynsym`, else the symbol table of its debug
+//!   file (found by build ID, as frame names are: `ingest::symbolize::debug_files`). A name
+//!   matches its symbol as written or demangled (Rust without the hash, C++ with or without its
+//!   parameter list).
+//! - **The first instruction**: a uprobe replaces it with a breakpoint, and the kernel must then
+//!   execute the original somewhere. `push` it emulates (~0.7 µs a hit here); most others it
+//!   single-steps out of line, which cost 9–16 µs a hit on this VM (`docs/probes.md`).
+//!   CET-built binaries start every function with `endbr64`, which only marks a jump target:
+//!   the probe goes 4 bytes later, where the return address is still on top of the stack (so
+//!   the return probe works) and a `push` usually follows. Any other first instruction is
+//!   refused unless the caller accepts the cost (`allow_single_step`).
+//! - **Go**: the runtime moves goroutine stacks, and a return probe's rewritten return address
+//!   moves with them into garbage: Go binaries are refused.
+//!
+//! Files come from outside: every ELF is read through the `object` crate's bounded readers and
+//! a damaged file is an error, never a panic.
+
+use std::{
+    fs::File,
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+};
+
+use object::{Object, ObjectSymbol, ReadCache, SymbolKind, read::File as ObjectFile};
+
+use crate::ingest::symbolize::{
+    debug_files::{Binary, DebugFiles},
+    elf_file::ElfFacts,
+};
+
+/// Most functions named in one request.
+pub const MAX_FUNCTIONS: usize = loupe_store::MAX_SESSION_FUNCTIONS;
+/// Longest function name accepted.
+const MAX_NAME: usize = 4096;
+/// Symbols examined per file before giving up (a real file has at most a few million).
+const MAX_SYMBOLS: usize = 8_000_000;
+
+/// What to probe, as asked.
+#[derive(Clone, Debug, Default)]
+pub struct TargetSpec {
+    pub pids: Vec<u32>,
+    pub binary: Option<PathBuf>,
+    /// `SYMBOL` (in the program) or `LIBRARY:SYMBOL` (`libc.so.6:malloc`, `/usr/lib/…/libz.so.1:inflate`).
+    pub functions: Vec<String>,
+    pub allow_single_step: bool,
+}
+
+/// One function, resolved and checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedFunction {
+    /// As asked.
+    pub name: String,
+    pub symbol: String,
+    /// The file as its processes name it.
+    pub binary: String,
+    /// The file as the kernel should open it.
+    pub attach_file: PathBuf,
+    pub address: u64,
+    pub probe_offset: u32,
+    pub file_offset: u64,
+}
+
+/// Why a request cannot be probed. One line each, saying what to do.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TargetError {
+    #[error("name at least one process (--pid) or a binary (--binary), not both")]
+    NoTarget,
+    #[error("name at least one function (--func)")]
+    NoFunction,
+    #[error("{0} functions asked: at most {MAX_FUNCTIONS} per probe session")]
+    TooManyFunctions(usize),
+    #[error("no process with PID {0}")]
+    NoProcess(u32),
+    #[error("PIDs {0} and {1} run different programs ({2} and {3}): probe them in separate sessions")]
+    DifferentPrograms(u32, u32, String, String),
+    #[error("PID {pid} maps no library named '{library}' (see /proc/{pid}/maps)")]
+    NoLibrary { pid: u32, library: String },
+    #[error("{0}")]
+    File(String),
+    #[error("no function '{name}' in {file}{hint}")]
+    NoSymbol { name: String, file: String, hint: String },
+    #[error("'{name}' in {file} is ambiguous: {candidates}; give the exact symbol")]
+    Ambiguous { name: String, file: String, candidates: String },
+    #[error(
+        "{file} is a Go program: return probes corrupt moved goroutine stacks, so Loupe does not probe Go functions"
+    )]
+    Go { file: String },
+    #[error(
+        "'{name}' starts with {instruction}, which the kernel single-steps on every hit (~10-20 µs, not ~1 µs): \
+         rebuild with frame pointers (the function then starts with push), or pass --allow-single-step to pay it"
+    )]
+    SingleStep { name: String, instruction: String },
+    #[error("bad function name '{0}'")]
+    BadName(String),
+}
+
+/// Resolves and checks every function of `spec`; nothing is attached here.
+pub fn resolve(spec: &TargetSpec) -> Result<Vec<ResolvedFunction>, TargetError> {
+    if spec.pids.is_empty() == spec.binary.is_none() {
+        return Err(TargetError::NoTarget);
+    }
+    if spec.functions.is_empty() {
+        return Err(TargetError::NoFunction);
+    }
+    if spec.functions.len() > MAX_FUNCTIONS {
+        return Err(TargetError::TooManyFunctions(spec.functions.len()));
+    }
+    for &pid in &spec.pids {
+        if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(TargetError::NoProcess(pid));
+        }
+    }
+    let mut debug_files = DebugFiles::new(&[]);
+    let mut out = Vec::with_capacity(spec.functions.len());
+    for asked in &spec.functions {
+        if asked.is_empty() || asked.len() > MAX_NAME {
+            return Err(TargetError::BadName(asked.chars().take(64).collect()));
+        }
+        let (library, symbol) = split_library(asked);
+        let file = match (&spec.binary, library) {
+            (Some(binary), None) => Located { shown: binary.display().to_string(), open: binary.clone() },
+            (Some(_), Some(lib)) => Located { shown: lib.into(), open: lib.into() },
+            (None, library) => in_processes(&spec.pids, library)?,
+        };
+        let found = find_symbol(&file, symbol, &mut debug_files)?;
+        let probe_offset = check_entry(&file, found.file_offset, symbol, spec.allow_single_step)?;
+        out.push(ResolvedFunction {
+            name: asked.clone(),
+            symbol: found.symbol,
+            binary: file.shown.clone(),
+            attach_file: file.open.clone(),
+            address: found.address,
+            probe_offset,
+            file_offset: found.file_offset + probe_offset as u64,
+        });
+    }
+    Ok(out)
+}
+
+/// `LIBRARY:SYMBOL` → (library, symbol); C++'s `::` is not a separator.
+fn split_library(asked: &str) -> (Option<&str>, &str) {
+    let bytes = asked.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b':' && bytes.get(i + 1) != Some(&b':') && (i == 0 || bytes[i - 1] != b':') {
+            let (lib, sym) = (&asked[..i], &asked[i + 1..]);
+            if lib.contains(".so") || lib.contains('/') {
+                return (Some(lib), sym);
+            }
+        }
+    }
+    (None, asked)
+}
+
+/// A file: how to show it, how to open it (and have the kernel open it).
+#[derive(Clone, Debug)]
+struct Located {
+    shown: String,
+    open: PathBuf,
+}
+
+/// The program of the processes (all must run the same one), or a library they map.
+fn in_processes(pids: &[u32], library: Option<&str>) -> Result<Located, TargetError> {
+    let first = pids[0];
+    let located = match library {
+        None => {
+            let shown = std::fs::read_link(format!("/proc/{first}/exe"))
+                .map(|p| p.display().to_string())
+                .map_err(|_| TargetError::NoProcess(first))?;
+            Located { shown, open: format!("/proc/{first}/exe").into() }
+        }
+        Some(lib) => {
+            let maps =
+                std::fs::read_to_string(format!("/proc/{first}/maps")).map_err(|_| TargetError::NoProcess(first))?;
+            let wanted = Path::new(lib).file_name().and_then(|n| n.to_str()).unwrap_or(lib);
+            let path = maps
+                .lines()
+                .filter_map(|l| l.split_whitespace().nth(5))
+                .filter(|p| p.starts_with('/'))
+                .find(|p| {
+                    let name = Path::new(p).file_name().and_then(|n| n.to_str()).unwrap_or("");
+                    *p == lib || name == wanted || name.strip_prefix(wanted).is_some_and(|rest| rest.starts_with('.'))
+                })
+                .ok_or_else(|| TargetError::NoLibrary { pid: first, library: lib.into() })?;
+            Located { shown: path.into(), open: format!("/proc/{first}/root{path}").into() }
+        }
+    };
+    let identity = |p: &Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino()));
+    let want = identity(&located.open).map_err(|e| TargetError::File(format!("{}: {e}", located.shown)))?;
+    for &pid in &pids[1..] {
+        let theirs = match library {
+            None => PathBuf::from(format!("/proc/{pid}/exe")),
+            Some(_) => PathBuf::from(format!("/proc/{pid}/root{}", located.shown)),
+        };
+        if identity(&theirs).ok() != Some(want) {
+            let other = std::fs::read_link(format!("/proc/{pid}/exe")).map(|p| p.display().to_string());
+            return Err(TargetError::DifferentPrograms(first, pid, located.shown.clone(), other.unwrap_or_default()));
+        }
+    }
+    Ok(located)
+}
+
+struct FoundSymbol {
+    symbol: String,
+    address: u64,
+    file_offset: u64,
+}
+
+fn find_symbol(file: &Located, name: &str, debug_files: &mut DebugFiles) -> Result<FoundSymbol, TargetError> {
+    let facts = ElfFacts::read(&file.open).map_err(TargetError::File)?;
+    let handle = File::open(&file.open).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
+    let cache = ReadCache::new(handle);
+    let elf = ObjectFile::parse(&cache)
+        .map_err(|e| TargetError::File(format!("{}: not a readable ELF file: {e}", file.shown)))?;
+    if elf.section_by_name(".go.buildinfo").is_some() || elf.section_by_name(".note.go.buildid").is_some() {
+        return Err(TargetError::Go { file: file.shown.clone() });
+    }
+    let mut hits = matching(&elf, name, &file.shown)?;
+    let mut searched = "its symbol table";
+    if hits.is_empty() && !facts.has_symtab {
+        searched = "its dynamic symbols (it is stripped)";
+        let module = Path::new(&file.shown).file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let binary = Binary {
+            readable: Some(&file.open),
+            path: Some(Path::new(&file.shown)),
+            module,
+            debuglink: facts.debuglink.as_deref(),
+        };
+        if let Some(debug) = debug_files.find(&facts.build_id, binary) {
+            searched = "its dynamic symbols and its debug file";
+            let handle = File::open(&debug).map_err(|e| TargetError::File(format!("{}: {e}", debug.display())))?;
+            let cache = ReadCache::new(handle);
+            let debug_elf = ObjectFile::parse(&cache)
+                .map_err(|e| TargetError::File(format!("{}: not a readable ELF file: {e}", debug.display())))?;
+            hits = matching(&debug_elf, name, &file.shown)?;
+        }
+    }
+    hits.sort_by_key(|h| h.1);
+    hits.dedup_by_key(|h| h.1);
+    match hits.len() {
+        0 => Err(TargetError::NoSymbol {
+            name: name.into(),
+            file: file.shown.clone(),
+            hint: format!(" (searched {searched}; a function the compiler inlined everywhere has no symbol)"),
+        }),
+        1 => {
+            let (symbol, address) = hits.pop().expect("one");
+            let file_offset = facts.file_offset_of(address).ok_or_else(|| {
+                TargetError::File(format!(
+                    "{}: {symbol} at {address:#x} is outside the file's loaded bytes",
+                    file.shown
+                ))
+            })?;
+            Ok(FoundSymbol { symbol, address, file_offset })
+        }
+        _ => Err(TargetError::Ambiguous {
+            name: name.into(),
+            file: file.shown.clone(),
+            candidates: hits.iter().take(4).map(|(s, a)| format!("{s} at {a:#x}")).collect::<Vec<_>>().join(", "),
+        }),
+    }
+}
+
+/// Defined functions named `name` (as written or demangled): (symbol, address).
+fn matching<'d, R: object::ReadRef<'d>>(
+    elf: &ObjectFile<'d, R>,
+    name: &str,
+    shown: &str,
+) -> Result<Vec<(String, u64)>, TargetError> {
+    let mut hits = Vec::new();
+    // Demangling every symbol of a big binary takes seconds: only names that cannot be a
+    // plain symbol (`ns::f`, `f(int)`) are compared demangled.
+    let demangle = name.contains("::") || name.contains('(');
+    for (n, sym) in elf.symbols().chain(elf.dynamic_symbols()).enumerate() {
+        if n >= MAX_SYMBOLS {
+            return Err(TargetError::File(format!("{shown}: more than {MAX_SYMBOLS} symbols")));
+        }
+        if sym.kind() != SymbolKind::Text || sym.is_undefined() || sym.address() == 0 {
+            continue;
+        }
+        let Ok(raw) = sym.name() else { continue };
+        let plain = raw.split('@').next().unwrap_or(raw);
+        if plain == name || (demangle && demangled_matches(plain, name)) {
+            hits.push((plain.to_string(), sym.address()));
+        }
+    }
+    Ok(hits)
+}
+
+/// Does a mangled symbol demangle to `name` (Rust without its hash; C++ with or without its
+/// parameters)?
+fn demangled_matches(symbol: &str, name: &str) -> bool {
+    if !symbol.starts_with("_Z") && !symbol.starts_with("_R") {
+        return false;
+    }
+    if let Ok(d) = rustc_demangle::try_demangle(symbol) {
+        let full = d.to_string();
+        let short = format!("{d:#}");
+        return full == name || short == name;
+    }
+    if let Ok(sym) = cpp_demangle::Symbol::new(symbol)
+        && let Ok(text) = sym.demangle()
+    {
+        return text == name || text.split('(').next() == Some(name);
+    }
+    false
+}
+
+/// Where in the function the probe goes (0, or 4 after `endbr64`), refusing an instruction the
+/// kernel would single-step unless allowed.
+fn check_entry(file: &Located, file_offset: u64, name: &str, allow_single_step: bool) -> Result<u32, TargetError> {
+    use std::os::unix::fs::FileExt;
+    let handle = File::open(&file.open).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
+    let mut code = [0u8; 8];
+    let n = handle.read_at(&mut code, file_offset).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
+    let code = &code[..n];
+    let (skip, rest) = match code {
+        [0xf3, 0x0f, 0x1e, 0xfa, rest @ ..] => (4, rest),
+        _ => (0, code),
+    };
+    match first_instruction(rest) {
+        Entry::Emulated => Ok(skip),
+        Entry::SingleStep(_) if allow_single_step => Ok(skip),
+        Entry::SingleStep(instruction) => Err(TargetError::SingleStep { name: name.into(), instruction }),
+    }
+}
+
+enum Entry {
+    /// The kernel emulates it: no single step.
+    Emulated,
+    SingleStep(String),
+}
+
+/// Classifies an x86-64 instruction by its first bytes: only what a function's first
+/// instruction is in practice needs to be told apart.
+fn first_instruction(code: &[u8]) -> Entry {
+    match code {
+        // push %reg, push %r8–%r15
+        [0x50..=0x57, ..] | [0x41, 0x50..=0x57, ..] => Entry::Emulated,
+        // call rel32, jmp rel32, jmp rel8 (tail calls, PLT stubs)
+        [0xe8 | 0xe9 | 0xeb, ..] => Entry::Emulated,
+        [] => Entry::SingleStep("no readable instruction".into()),
+        _ => Entry::SingleStep(format!(
+            "the bytes {}",
+            code.iter().take(4).map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_prefixes_are_told_from_cpp_scopes() {
+        assert_eq!(split_library("libc.so.6:malloc"), (Some("libc.so.6"), "malloc"));
+        assert_eq!(split_library("/usr/lib/libz.so.1:inflate"), (Some("/usr/lib/libz.so.1"), "inflate"));
+        assert_eq!(split_library("ns::Type::method"), (None, "ns::Type::method"));
+        assert_eq!(split_library("handle"), (None, "handle"));
+    }
+
+    #[test]
+    fn demangled_names_match() {
+        // Rust v0/legacy and C++ (Itanium).
+        assert!(demangled_matches("_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write"));
+        assert!(demangled_matches("_ZN2ns4Type6methodEi", "ns::Type::method"));
+        assert!(demangled_matches("_ZN2ns4Type6methodEi", "ns::Type::method(int)"));
+        assert!(!demangled_matches("_ZN2ns4Type6methodEi", "ns::Type::other"));
+        assert!(!demangled_matches("handle", "handle"));
+    }
+
+    #[test]
+    fn entries_are_classified() {
+        assert!(matches!(first_instruction(&[0x55, 0x48, 0x89, 0xe5]), Entry::Emulated));
+        assert!(matches!(first_instruction(&[0x41, 0x57]), Entry::Emulated));
+        assert!(matches!(first_instruction(&[0x48, 0x83, 0xec, 0x08]), Entry::SingleStep(_)));
+        assert!(matches!(first_instruction(&[]), Entry::SingleStep(_)));
+    }
+
+    #[test]
+    fn requests_without_target_or_function_are_refused() {
+        let none = TargetSpec { functions: vec!["f".into()], ..Default::default() };
+        assert_eq!(resolve(&none), Err(TargetError::NoTarget));
+        let both = TargetSpec {
+            pids: vec![1],
+            binary: Some("/bin/true".into()),
+            functions: vec!["f".into()],
+            ..Default::default()
+        };
+        assert_eq!(resolve(&both), Err(TargetError::NoTarget));
+        let nofn = TargetSpec { pids: vec![1], ..Default::default() };
+        assert_eq!(resolve(&nofn), Err(TargetError::NoFunction));
+        let gone = TargetSpec { pids: vec![u32::MAX - 1], functions: vec!["f".into()], ..Default::default() };
+        assert_eq!(resolve(&gone), Err(TargetError::NoProcess(u32::MAX - 1)));
+    }
+}
