@@ -450,16 +450,7 @@ pub fn decode_chunk(bytes: &[u8], chunk: u32, start: u64, functions: usize) -> R
         entry = entry_base(index, parent, entry, exit).wrapping_add(unzigzag(r.varint()?) as u64);
         exit = entry.checked_add(r.varint()?).ok_or_else(|| format!("call {index} exits past 2^64 ns"))?;
         let depth = depth.unwrap_or_else(|| predicted_depth(&calls, first, parent));
-        calls.push(ProbeCall {
-            function,
-            pid,
-            tid,
-            cpu,
-            entry_unix_ns: entry,
-            exit_unix_ns: exit,
-            depth,
-            parent,
-        });
+        calls.push(ProbeCall { function, pid, tid, cpu, entry_unix_ns: entry, exit_unix_ns: exit, depth, parent });
     }
     if !r.bytes.is_empty() {
         return Err(format!("{} bytes after the last call", r.bytes.len()));
@@ -499,7 +490,7 @@ mod tests {
                     entry_unix_ns: entry,
                     exit_unix_ns: entry + lcg(x) % (u64::MAX - entry).saturating_add(1).max(1),
                     depth: [0, 1, 2, u32::MAX][(lcg(x) % 4) as usize],
-                    parent: (i > 0 && lcg(x) % 3 != 0).then(|| (lcg(x) % i as u64) as u32),
+                    parent: (i > 0 && !lcg(x).is_multiple_of(3)).then(|| (lcg(x) % i as u64) as u32),
                 }
             })
             .collect()
@@ -517,7 +508,10 @@ mod tests {
             for (chunk, first) in [(0u32, 0usize), (3, 3 * CHUNK_CALLS)] {
                 let calls: Vec<ProbeCall> = calls
                     .iter()
-                    .map(|c| ProbeCall { parent: c.parent.map(|p| if p % 2 == 0 { p + first as u32 } else { p }), ..*c })
+                    .map(|c| ProbeCall {
+                        parent: c.parent.map(|p| if p % 2 == 0 { p + first as u32 } else { p }),
+                        ..*c
+                    })
                     .collect();
                 let bytes = encode_chunk(&calls, first, start);
                 assert_eq!(decode_chunk(&bytes, chunk, start, functions as usize).unwrap(), calls, "round {round}");

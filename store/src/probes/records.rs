@@ -20,11 +20,16 @@ impl Inner {
     }
 
     /// Decodes a `P` record, naming the session when it does not.
-    pub(crate) fn decode_probe_meta<'a>(&self, key: &[u8], value: &'a [u8]) -> Result<(u64, u64, MetaRow<'a>), StoreError> {
+    pub(crate) fn decode_probe_meta<'a>(
+        &self,
+        key: &[u8],
+        value: &'a [u8],
+    ) -> Result<(u64, u64, MetaRow<'a>), StoreError> {
         let (start, id) = keys::parse_batch_key(key)
             .filter(|_| key[0] == keys::PROBE_META)
             .ok_or_else(|| self.corrupt("probe session key".into(), format!("{key:?}")))?;
-        let row = codec::decode_meta(value, start).map_err(|d| self.corrupt(format!("probe session {id} metadata"), d))?;
+        let row =
+            codec::decode_meta(value, start).map_err(|d| self.corrupt(format!("probe session {id} metadata"), d))?;
         Ok((start, id, row))
     }
 
@@ -73,7 +78,9 @@ impl Inner {
         let Some(v) = self.runs.get(keys::probe_index_key(id)).map_err(|e| self.storage(&op, e))? else {
             return Ok(None);
         };
-        keys::decode_u64(&v).map(Some).ok_or_else(|| self.corrupt(format!("probe session {id} index"), format!("{v:?}")))
+        keys::decode_u64(&v)
+            .map(Some)
+            .ok_or_else(|| self.corrupt(format!("probe session {id} index"), format!("{v:?}")))
     }
 
     /// Session `id`'s metadata (start, row); `None` if there is no such session.
@@ -124,7 +131,10 @@ impl Inner {
     }
 
     /// The oldest probe session other than `protect`: `(start, id, row)`.
-    pub(crate) fn oldest_probe(&self, protect: Option<u64>) -> Result<Option<(u64, u64, MetaRow<'static>)>, StoreError> {
+    pub(crate) fn oldest_probe(
+        &self,
+        protect: Option<u64>,
+    ) -> Result<Option<(u64, u64, MetaRow<'static>)>, StoreError> {
         let mut found = None;
         self.for_each_probe_ever(|start, id, row| {
             if Some(id) == protect {

@@ -98,9 +98,9 @@ impl ProbeSeen {
                     meta.stored_bytes
                 ));
             }
-            let decoded = inner.probe_chunks(start, id).and_then(|chunks| {
-                super::query::decode_calls(inner, id, start, meta, &chunks).map(drop)
-            });
+            let decoded = inner
+                .probe_chunks(start, id)
+                .and_then(|chunks| super::query::decode_calls(inner, id, start, meta, &chunks).map(drop));
             if let Err(e) = decoded {
                 p.push(e.to_string());
             }

@@ -63,7 +63,8 @@ pub fn functions_of(calls: &[ProbeCall], names: &[&str]) -> Vec<ProbeFunction> {
 
 /// A session around `calls`.
 pub fn session_of(start_unix_ns: u64, calls: Vec<ProbeCall>, names: &[&str]) -> ProbeSession {
-    let end = calls.iter().map(|c| c.exit_unix_ns).max().unwrap_or(start_unix_ns).max(start_unix_ns).saturating_add(1000);
+    let end =
+        calls.iter().map(|c| c.exit_unix_ns).max().unwrap_or(start_unix_ns).max(start_unix_ns).saturating_add(1000);
     ProbeSession {
         id: 0,
         start_unix_ns,
@@ -154,8 +155,10 @@ pub fn interleaved(session: &ProbeSession) -> ProbeSession {
     for (n, &i) in order.iter().enumerate() {
         new_index[i] = n as u32;
     }
-    let calls =
-        order.iter().map(|&i| ProbeCall { parent: session.calls[i].parent.map(|p| new_index[p as usize]), ..session.calls[i] }).collect();
+    let calls = order
+        .iter()
+        .map(|&i| ProbeCall { parent: session.calls[i].parent.map(|p| new_index[p as usize]), ..session.calls[i] })
+        .collect();
     ProbeSession { calls, ..session.clone() }
 }
 
