@@ -2,8 +2,9 @@
 //! `cargo +$(cat ../bpf/ebpf/NIGHTLY) run --example seeds -- corpus` in `fuzz/`.
 //!
 //! It stores a few runs (idle, bursty with sketches, with connection counts) and sample
-//! batches (periodic samples on several CPUs, shared and own stacks, a lost-only batch) and
-//! timeline batches (a packet loop on two threads, odd events) with
+//! batches (periodic samples on several CPUs, shared and own stacks, a lost-only batch),
+//! timeline batches (a packet loop on two threads, odd events) and probe sessions (nested
+//! calls on two threads, odd calls of many functions, one without calls) with
 //! `loupe-store`, closes the store, reads its `runs` tree back with sled and frames each record
 //! the way its target expects. Output is deterministic (fixed seeds and times).
 
@@ -13,8 +14,8 @@ use std::path::Path;
 use loupe_fuzz::join;
 use loupe_store::samples::bits::{BitWriter, write_column};
 use loupe_store::{
-    ConnCounts, Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store, TimelineEvent,
-    TimelineEventDef, TimelineSource, keys,
+    ConnCounts, Counter, CpuColumns, Frame, NewRun, ProbeCall, ProbeFunction, ProbeSession, Retention, RunSource,
+    StackSample, Store, TimelineEvent, TimelineEventDef, TimelineSource, keys,
 };
 
 const T0: u64 = 1_700_000_000_000_000_000;
@@ -131,6 +132,98 @@ fn timeline_batches() -> Vec<Vec<TimelineEvent>> {
     vec![a, b]
 }
 
+/// Probe sessions: `handle → parse` on two threads; odd calls of 20 functions (escaped
+/// function indexes, extreme ids, explicit depths, far parents); one without calls.
+fn probe_sessions() -> Vec<ProbeSession> {
+    let function = |name: String, buckets: Vec<(u32, u64)>| ProbeFunction {
+        symbol: format!("_Z{}{name}v", name.len()),
+        name,
+        binary: "/usr/bin/app".into(),
+        address: 0x401000,
+        probe_offset: 4,
+        calls: 40,
+        sampled: 40,
+        total_ns: 40_000,
+        max_ns: 3_000,
+        buckets,
+    };
+    let mut x = 13;
+    let mut nested = Vec::new();
+    for tid in [10u32, 11] {
+        let mut t = T0 + u64::from(tid) * 1000;
+        for _ in 0..20 {
+            let h = nested.len() as u32;
+            let d = 500 + lcg(&mut x) % 2000;
+            let call = |function, entry, exit, depth, parent| ProbeCall {
+                function,
+                pid: 77,
+                tid,
+                cpu: tid - 10,
+                entry_unix_ns: entry,
+                exit_unix_ns: exit,
+                depth,
+                parent,
+            };
+            nested.push(call(0, t, t + d + 200, 0, None));
+            nested.push(call(1, t + 50, t + 50 + d, 1, Some(h)));
+            t += 10_000 + lcg(&mut x) % 5000;
+        }
+    }
+    let a = ProbeSession {
+        id: 0,
+        start_unix_ns: T0,
+        end_unix_ns: T0 + 1_000_000,
+        pids: vec![77],
+        binary: None,
+        sample_every: 1,
+        with_calls: true,
+        ended: "duration".into(),
+        notes: vec![],
+        functions: vec![
+            function("handle".into(), vec![(100, 30), (130, 10)]),
+            function("parse".into(), vec![(90, 40)]),
+        ],
+        calls: nested,
+        calls_lost: 0,
+    };
+    let odd: Vec<ProbeCall> = (0..30u32)
+        .map(|i| ProbeCall {
+            function: (i * 7) % 20,
+            pid: if i % 2 == 0 { u32::MAX } else { 1 },
+            tid: i % 3,
+            cpu: if i % 5 == 0 { u32::MAX } else { i % 4 },
+            entry_unix_ns: T0 + 5_000_000_000 + u64::from(i) * 1000 - u64::from(i % 3) * 4000,
+            exit_unix_ns: T0 + 5_000_000_000 + u64::from(i) * 1000 + u64::from(i % 4) * 1_000_000,
+            depth: i % 6,
+            parent: (i > 0 && i % 3 != 0).then(|| (i * 7 + 3) % i),
+        })
+        .collect();
+    let b = ProbeSession {
+        id: 0,
+        start_unix_ns: T0 + 4_000_000_000,
+        end_unix_ns: T0 + 9_000_000_000,
+        pids: vec![],
+        binary: Some("/usr/lib/libapp.so.1".into()),
+        sample_every: 8,
+        with_calls: true,
+        ended: "budget".into(),
+        notes: vec!["the cost budget raised sampling to 1 in 8".into()],
+        functions: (0..20).map(|i| function(format!("f{i}"), vec![(i, 1), (1023, u64::MAX)])).collect(),
+        calls: odd,
+        calls_lost: 1234,
+    };
+    let c = ProbeSession {
+        start_unix_ns: T0 + 20_000_000_000,
+        end_unix_ns: T0 + 21_000_000_000,
+        with_calls: false,
+        ended: "exited".into(),
+        functions: vec![function("main".into(), vec![])],
+        calls: vec![],
+        ..b.clone()
+    };
+    vec![a, b, c]
+}
+
 fn main() {
     let out = std::env::args().nth(1).unwrap_or_else(|| "corpus".into());
     let dir = tempfile::tempdir().expect("temp dir");
@@ -144,6 +237,9 @@ fn main() {
         store.put_samples(&[], 9, T0 + 20_000_000_000).unwrap();
         for (i, evs) in timeline_batches().iter().enumerate() {
             store.put_timeline(&timeline_source(), evs, i as u64, T0).unwrap();
+        }
+        for s in probe_sessions() {
+            store.put_probe_session(s).unwrap();
         }
         store.flush().unwrap();
     }
@@ -193,6 +289,12 @@ fn main() {
                 add("timeline_batch", join(&[k, source, meta, v]));
             }
             keys::TL_BATCH | keys::TL_DICT => {}
+            keys::PROBE_META => add("probe_session", join(&[k, v, &[], &[]])),
+            keys::PROBE_CALLS => {
+                let mut mk = k[..17].to_vec();
+                mk[0] = keys::PROBE_META;
+                add("probe_session", join(&[&mk, by_key[mk.as_slice()], k, v]));
+            }
             _ => add("keys", v.clone()), // the `s` and `x` totals values
         }
         add("keys", k.clone());

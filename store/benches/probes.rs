@@ -65,8 +65,8 @@ fn main() {
     println!("worst case (every field random): {per_random:.3} B/call");
     bench("probe_bytes_per_call_random", per_random, "bytes", 40.0);
 
-    let store = Store::open(&tmp.path().join("timing"), Retention { max_bytes: u64::MAX, ..Retention::default() })
-        .unwrap();
+    let store =
+        Store::open(&tmp.path().join("timing"), Retention { max_bytes: u64::MAX, ..Retention::default() }).unwrap();
     let (mut put, mut get) = (f64::MAX, f64::MAX);
     for r in 0..rounds as u64 {
         let s = packet_loop_session(10 + r, T0 + (r + 1) * 3600 * SEC, 4, 1_000_000);

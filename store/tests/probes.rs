@@ -15,8 +15,16 @@ use loupe_store::*;
 
 const MIN: u64 = 60 * SEC;
 
+/// Opens the store, waiting (up to 10 s) while the last handle's file lock is still held:
+/// sled releases it only once its background writes of the closed handle are done.
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(dir, Retention::default()).unwrap()
+    for _ in 0..1000 {
+        match Store::open(dir, Retention::default()) {
+            Err(StoreError::Locked { .. }) => std::thread::sleep(Duration::from_millis(10)),
+            r => return r.unwrap(),
+        }
+    }
+    panic!("{} stayed locked", dir.display());
 }
 
 /// A small session (a few hundred calls) starting at `start`.
@@ -347,7 +355,17 @@ fn fill(dir: &std::path::Path) {
 /// Rewrites (or with `None`, removes) the first record whose key starts with `kind`, with the
 /// store closed.
 fn tamper(dir: &std::path::Path, kind: u8, f: &dyn Fn(&mut Vec<u8>) -> bool) {
-    let db = sled::open(dir).unwrap();
+    let mut db = sled::open(dir);
+    for _ in 0..1000 {
+        match &db {
+            Err(e) if e.to_string().contains("could not acquire lock") => {
+                std::thread::sleep(Duration::from_millis(10));
+                db = sled::open(dir);
+            }
+            _ => break,
+        }
+    }
+    let db = db.unwrap();
     let tree = db.open_tree("runs").unwrap();
     let (k, v) = tree.scan_prefix([kind]).next().unwrap().unwrap();
     let mut v = v.to_vec();
@@ -401,33 +419,57 @@ fn corrupt_records_are_clear_errors() {
         true
     });
     let cases: Vec<(&str, u8, Damage)> = vec![
-        ("calls truncated", b'p', Box::new(|v| {
-            v.truncate(v.len() / 2);
-            true
-        })),
-        ("calls garbage", b'p', Box::new(|v| {
-            v.iter_mut().for_each(|b| *b = 0xff);
-            true
-        })),
-        ("calls count", b'p', Box::new(|v| {
-            v[1] ^= 0x40;
-            true
-        })),
+        (
+            "calls truncated",
+            b'p',
+            Box::new(|v| {
+                v.truncate(v.len() / 2);
+                true
+            }),
+        ),
+        (
+            "calls garbage",
+            b'p',
+            Box::new(|v| {
+                v.iter_mut().for_each(|b| *b = 0xff);
+                true
+            }),
+        ),
+        (
+            "calls count",
+            b'p',
+            Box::new(|v| {
+                v[1] ^= 0x40;
+                true
+            }),
+        ),
         ("chunk missing", b'p', Box::new(|_| false)),
-        ("metadata garbage", b'P', Box::new(|v| {
-            v.truncate(3);
-            true
-        })),
+        (
+            "metadata garbage",
+            b'P',
+            Box::new(|v| {
+                v.truncate(3);
+                true
+            }),
+        ),
         ("functions garbage", b'P', garbage_functions),
         ("more calls than chunks", b'P', more_calls),
-        ("index garbage", b'j', Box::new(|v| {
-            v.truncate(3);
-            true
-        })),
-        ("totals garbage", b'q', Box::new(|v| {
-            *v = vec![0xc1];
-            true
-        })),
+        (
+            "index garbage",
+            b'j',
+            Box::new(|v| {
+                v.truncate(3);
+                true
+            }),
+        ),
+        (
+            "totals garbage",
+            b'q',
+            Box::new(|v| {
+                *v = vec![0xc1];
+                true
+            }),
+        ),
     ];
     for (what, kind, f) in cases {
         let dir = tempfile::tempdir().unwrap();

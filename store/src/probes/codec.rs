@@ -493,7 +493,7 @@ mod tests {
                     entry_unix_ns: entry,
                     exit_unix_ns: entry + lcg(x) % (u64::MAX - entry).saturating_add(1).max(1),
                     depth: [0, 1, 2, u32::MAX][(lcg(x) % 4) as usize],
-                    parent: (i > 0 && lcg(x) % 3 != 0).then(|| (lcg(x) % i as u64) as u32),
+                    parent: (i > 0 && !lcg(x).is_multiple_of(3)).then(|| (lcg(x) % i as u64) as u32),
                 }
             })
             .collect()

@@ -57,7 +57,8 @@
 //!
 //! # Atomicity, ids, retention
 //! A session's `P`, `p`, `j` records and the `q` totals (with the id counter) are one sled
-//! batch, flushed before `put_probe_session` returns; a delete is another. Ids start at 1
+//! batch, flushed before `put_probe_session` returns; a delete is another (a writer killed
+//! mid-stream leaves every session whole or absent: `tests/probes_crash.rs`). Ids start at 1
 //! and come from the counter in `q`, so they are never reused, even after the newest session
 //! was deleted or the store reopened. `stored_bytes` in the metadata counts every record of
 //! the session (itself included), and `q` sums them, so [`Store::stats`] and the retention
@@ -70,8 +71,8 @@
 //! [`codec::CHUNK_CALLS`] and at most its bytes / 3 (the smallest call), a session has at most
 //! [`codec::MAX_CHUNKS`] chunks, the metadata at most [`model::MAX_SESSION_FUNCTIONS`]
 //! functions of at most [`model::MAX_BUCKETS`] buckets, [`codec::MAX_PIDS`] PIDs,
-//! [`codec::MAX_NOTES`] notes, strings of at most [`codec::MAX_NAME`] bytes (MessagePack
-//! vectors grow only as their elements decode). A corrupt record is
+//! [`codec::MAX_NOTES`] notes, strings of at most [`codec::MAX_NAME`] bytes (a MessagePack
+//! vector preallocates at most serde's cautious 1 MiB, then grows only as elements decode). A corrupt record is
 //! [`crate::StoreError::Corrupt`] naming the session; `fuzz/fuzz_targets/probe_session.rs`
 //! fuzzes the decoders.
 //!

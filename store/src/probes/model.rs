@@ -88,9 +88,12 @@ pub struct ProbeSessionSummary {
     pub binary: Option<String>,
     /// Function names, in session order.
     pub functions: Vec<String>,
+    /// Every call seen, summed over the functions ([`ProbeFunction::calls`]).
     pub calls: u64,
+    /// Call records stored (the length of [`ProbeSession::calls`]).
     pub recorded_calls: u64,
     pub ended: String,
+    /// Key + value bytes of the session's records in the store.
     pub stored_bytes: u64,
 }
 

@@ -77,7 +77,9 @@ impl Store {
         let inner = &*self.inner;
         let _w = inner.lock_writer();
         let mut totals = inner.probe_totals()?;
-        let id = totals.last_id + 1;
+        let id = totals.last_id.checked_add(1).ok_or_else(|| {
+            StoreError::InvalidProbeSession("the probe session ids ran out (the totals record says 2^64 - 1)".into())
+        })?;
         let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(chunks.len() + 2);
         for (c, v) in chunks.into_iter().enumerate() {
             records.push((keys::probe_calls_key(start, id, c as u32).to_vec(), v));
@@ -94,9 +96,9 @@ impl Store {
             return Err(StoreError::TooLarge { bytes: stored_bytes, max_bytes });
         }
         records.push((key.to_vec(), value));
-        totals.sessions += 1;
-        totals.calls += row.recorded_calls;
-        totals.bytes += stored_bytes;
+        totals.sessions = totals.sessions.saturating_add(1);
+        totals.calls = totals.calls.saturating_add(row.recorded_calls);
+        totals.bytes = totals.bytes.saturating_add(stored_bytes);
         totals.last_id = id;
         let mut batch = sled::Batch::default();
         for (k, v) in records {
