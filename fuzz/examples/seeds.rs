@@ -179,6 +179,7 @@ fn probe_sessions() -> Vec<ProbeSession> {
         with_calls: true,
         ended: "duration".into(),
         notes: vec![],
+        bias_ns: 750,
         functions: vec![
             function("handle".into(), vec![(100, 30), (130, 10)]),
             function("parse".into(), vec![(90, 40)]),
@@ -208,6 +209,7 @@ fn probe_sessions() -> Vec<ProbeSession> {
         with_calls: true,
         ended: "budget".into(),
         notes: vec!["the cost budget raised sampling to 1 in 8".into()],
+        bias_ns: 0,
         functions: (0..20).map(|i| function(format!("f{i}"), vec![(i, 1), (1023, u64::MAX)])).collect(),
         calls: odd,
         calls_lost: 1234,
