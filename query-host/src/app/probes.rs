@@ -37,16 +37,16 @@ pub fn probe(args: ProbeArgs, remote: &RemoteArgs) -> Result<()> {
     };
     let stop = stop_on_signals()?;
     let view: ProbeView = match Backend::open(&args.store, remote)? {
-        Backend::Local(host) => host.probe_once(&order, &stop)?,
+        Backend::Local(host) => host.probe_once(&order, &stop, |a| {
+            eprintln!("probing {} here; Ctrl-C stops", a.functions.join(", "));
+        })?,
         Backend::Agent(agent) => {
             let started = agent.start_probe(order)?;
-            if !args.json {
-                eprintln!(
-                    "probing {} on the agent (handle {}); Ctrl-C stops",
-                    started.functions.join(", "),
-                    started.handle
-                );
-            }
+            eprintln!(
+                "probing {} on the agent (handle {}); Ctrl-C stops",
+                started.functions.join(", "),
+                started.handle
+            );
             let ends = started
                 .ends_unix_ns
                 .map(|e| Instant::now() + Duration::from_nanos(e.saturating_sub(crate::clock::now_unix_ns())));

@@ -126,17 +126,7 @@ impl ProbeManager {
         }
         let mut run = ProbeRun::start(&spec, options)?;
         let handle = self.next.fetch_add(1, Ordering::Relaxed);
-        let started = run.started_unix_ns();
-        let view = ActiveProbeView {
-            handle,
-            started_unix_ns: started,
-            ends_unix_ns: Some(started + length.as_nanos() as u64),
-            pids: spec.pids.clone(),
-            binary: order.binary.clone(),
-            functions: run.functions().iter().map(|f| f.name.clone()).collect(),
-            sample_every: options.sample_every,
-            calls: options.record_calls,
-        };
+        let view = active_view(handle, &run, order, &options, length);
         let stop = Arc::new(AtomicBool::new(false));
         let result = Arc::new(Mutex::new(None));
         let thread = {
@@ -200,6 +190,26 @@ impl ProbeManager {
     }
 }
 
+fn active_view(
+    handle: u64,
+    run: &ProbeRun,
+    order: &ProbeOrder,
+    options: &ProbeOptions,
+    length: Duration,
+) -> ActiveProbeView {
+    let started = run.started_unix_ns();
+    ActiveProbeView {
+        handle,
+        started_unix_ns: started,
+        ends_unix_ns: Some(started + length.as_nanos() as u64),
+        pids: order.pids.clone(),
+        binary: order.binary.clone(),
+        functions: run.functions().iter().map(|f| f.name.clone()).collect(),
+        sample_every: options.sample_every,
+        calls: options.record_calls,
+    }
+}
+
 fn watch_and_store(
     run: &mut ProbeRun,
     length: Duration,
@@ -251,11 +261,17 @@ impl Host {
         self.show_probe(id, false)
     }
 
-    /// A session without an agent: attach, watch until its length or `stop`, detach, store
-    /// (the CLI's `loupe probe` where no agent holds the store).
-    pub fn probe_once(&self, order: &ProbeOrder, stop: &AtomicBool) -> CoreResult<ProbeView> {
+    /// A session without an agent: attach, tell `attached`, watch until its length or `stop`,
+    /// detach, store (the CLI's `loupe probe` where no agent holds the store).
+    pub fn probe_once(
+        &self,
+        order: &ProbeOrder,
+        stop: &AtomicBool,
+        attached: impl FnOnce(&ActiveProbeView),
+    ) -> CoreResult<ProbeView> {
         let (spec, options, length) = order.checked()?;
         let mut run = ProbeRun::start(&spec, options)?;
+        attached(&active_view(0, &run, order, &options, length));
         let ended = run.watch(Some(Instant::now() + length), stop)?;
         let id = self.store.put_probe_session(run.finish(ended)?)?;
         self.show_probe(id, false)

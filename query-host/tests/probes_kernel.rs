@@ -1,0 +1,396 @@
+//! Function probes on a real kernel, through the `loupe` command line, against
+//! `testbed/fixtures/nf.c` — a packet loop (`handle` → `parse`, `lookup` × k, `forward`) that
+//! counts its calls and times each one itself, so every figure Loupe reports has a truth to
+//! meet: exact call counts, medians within 10 %, call trees with exactly the children the
+//! program made, sampling within statistical bounds; bad requests refused with one line; no
+//! probe left in the kernel after `kill -9`.
+
+mod probing;
+
+use std::{
+    io::{BufRead, BufReader},
+    path::Path,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use loupe_testbed::require_root;
+use probing::{Build, FUNCS, Nf, build_nf, expected_calls};
+use serde_json::Value;
+
+const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");
+
+/// The tests count the kernel's probe programs and time calls on 2 CPUs: one at a time.
+static KERNEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    KERNEL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `loupe probe ARGS --json --data-dir DATA`, started; returns once it says it is attached.
+fn start_probe(data: &Path, args: &[&str]) -> Child {
+    let mut child = Command::new(LOUPE)
+        .arg("probe")
+        .args(args)
+        .args(["--json", "--budget", "100", "--data-dir"])
+        .arg(data)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "loupe probe exited before attaching");
+        if line.contains("Ctrl-C stops") {
+            break;
+        }
+        assert!(!line.contains("error"), "loupe probe: {line}");
+    }
+    // Keep draining stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    child
+}
+
+/// Stops a `loupe probe` with SIGINT (as Ctrl-C) and returns its JSON.
+fn stop_probe(child: Child) -> Value {
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "loupe probe failed: {}", String::from_utf8_lossy(&out.stdout));
+    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
+}
+
+fn loupe_json(args: &[&str], data: &Path) -> Value {
+    let out = Command::new(LOUPE).args(args).arg("--json").arg("--data-dir").arg(data).output().unwrap();
+    assert!(out.status.success(), "loupe {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
+}
+
+fn function<'a>(view: &'a Value, name: &str) -> &'a Value {
+    view["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap_or_else(|| panic!("{name}"))
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Probes all four functions of one build with `--calls`, runs `packets` on `threads`.
+fn probe_nf(
+    build: Build,
+    packets: u32,
+    threads: u32,
+    work: &[&str],
+    extra: &[&str],
+) -> (Value, probing::NfStats, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_nf(dir.path(), build);
+    let (p, t) = (packets.to_string(), threads.to_string());
+    let mut args = vec!["--packets", &p, "--threads", &t];
+    args.extend_from_slice(work);
+    let nf = Nf::start(&exe, dir.path(), &args);
+    let pid = nf.pid.to_string();
+    let funcs: Vec<String> = match build {
+        Build::Shared => FUNCS.iter().map(|f| format!("libnf.so:{f}")).collect(),
+        _ => FUNCS.iter().map(|f| f.to_string()).collect(),
+    };
+    let funcs = funcs.join(",");
+    let data = dir.path().join("data");
+    let mut probe_args = vec!["--pid", &pid, "--func", &funcs];
+    probe_args.extend_from_slice(extra);
+    let probe = start_probe(&data, &probe_args);
+    nf.go();
+    let stats = nf.wait_stats(Duration::from_secs(120));
+    let view = stop_probe(probe);
+    assert_eq!(view["ended"], "stopped", "{view}");
+    let id = u(&view["id"]).to_string();
+    let full = loupe_json(&["probes", "show", &id, "--calls"], &data);
+    drop(nf);
+    // Names in the views are as asked: strip the library prefix for comparisons.
+    let strip = |mut v: Value| {
+        for f in v["functions"].as_array_mut().unwrap() {
+            let name = f["name"].as_str().unwrap().trim_start_matches("libnf.so:").to_string();
+            f["name"] = Value::String(name);
+        }
+        if let Some(calls) = v["calls"].as_array_mut() {
+            for c in calls {
+                let name = c["function"].as_str().unwrap().trim_start_matches("libnf.so:").to_string();
+                c["function"] = Value::String(name);
+            }
+        }
+        v
+    };
+    (strip(view), stats, strip(full))
+}
+
+#[test]
+fn counts_latencies_and_call_trees_match_the_program() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    // Functions of ≥ 10 µs: parse 20, lookup 10, forward 30 (300 on every 100th packet).
+    let work = ["--parse-ns", "20000", "--lookup-ns", "10000", "--forward-ns", "30000"];
+    // One packet thread: the other CPU is left to the probes' session and the test, so the
+    // program is rarely preempted mid-call.
+    let (view, stats, full) = probe_nf(Build::Plain, 2000, 1, &work, &["--calls"]);
+    stats.assert_exact_counts();
+    for f in FUNCS {
+        let seen = function(&view, f);
+        assert_eq!(u(&seen["calls"]), stats.func(f).calls, "{f}: calls");
+        assert_eq!(u(&seen["calls"]), expected_calls(f, 2000, 1), "{f}: calls");
+        assert_eq!(u(&seen["timed"]), stats.func(f).calls, "{f}: every call timed");
+        assert_eq!(u(&seen["probe_offset"]), 0, "{f}: plain build, probe at the entry");
+        let ours = u(&seen["p50_ns"]) as f64;
+        let theirs = stats.func(f).median_ns as f64;
+        assert!((ours - theirs).abs() <= 0.10 * theirs, "{f}: median {ours} ns vs the program's {theirs} ns");
+    }
+    // Every handle's children, exactly: 1 parse, k lookups, 1 forward.
+    let calls = full["calls"].as_array().unwrap();
+    assert_eq!(calls.len() as u64, stats.functions.values().map(|f| f.calls).sum::<u64>(), "every call recorded");
+    assert_eq!(u(&full["calls_lost"]), 0);
+    let mut kids: Vec<[u64; 4]> = vec![[0; 4]; calls.len()];
+    for c in calls {
+        let f = FUNCS.iter().position(|&n| n == c["function"]).unwrap();
+        if f == 0 {
+            assert!(c["parent"].is_null() && u(&c["depth"]) == 0, "handle is outermost: {c}");
+            continue;
+        }
+        let p = u(&c["parent"]) as usize;
+        assert_eq!(calls[p]["function"], "handle", "{c}");
+        assert_eq!(calls[p]["tid"], c["tid"]);
+        assert!(u(&calls[p]["entry_unix_ns"]) <= u(&c["entry_unix_ns"]));
+        assert!(u(&c["exit_unix_ns"]) <= u(&calls[p]["exit_unix_ns"]));
+        kids[p][f] += 1;
+    }
+    let mut lookups_by_k = [0u64; 4];
+    for (i, c) in calls.iter().enumerate() {
+        if c["function"] == "handle" {
+            let [_, parse, lookup, forward] = kids[i];
+            assert_eq!((parse, forward), (1, 1), "handle {i}: {:?}", kids[i]);
+            assert!((1..=3).contains(&lookup), "handle {i}: {lookup} lookups");
+            lookups_by_k[lookup as usize] += 1;
+        }
+    }
+    // k = 1 + i % 3 over 2000 packets: 667 ones, 667 twos, 666 threes.
+    assert_eq!(lookups_by_k, [0, 667, 667, 666]);
+    // The slowest handles are the slow packets (forward 300 µs against ~70 µs for a whole
+    // ordinary packet), and their forward is where the time went. A preempted call can push
+    // in; most of the ten must be slow forwards.
+    let slowest = view["slowest"].as_array().unwrap();
+    assert_eq!(slowest.len(), 10);
+    let mut by_forward = 0;
+    for tree in slowest {
+        assert_eq!(tree["function"], "handle");
+        let heaviest = tree["children"].as_array().unwrap().iter().max_by_key(|c| u(&c["duration_ns"])).unwrap();
+        by_forward += (heaviest["function"] == "forward" && u(&heaviest["duration_ns"]) >= 300_000) as u32;
+        let children: u64 = tree["children"].as_array().unwrap().iter().map(|c| u(&c["duration_ns"])).sum();
+        assert_eq!(u(&tree["self_ns"]), u(&tree["duration_ns"]) - children);
+    }
+    assert!(by_forward >= 8, "{by_forward} of the 10 slowest handles were slow in forward: {slowest:?}");
+}
+
+#[test]
+fn cet_builds_are_probed_after_endbr64_and_libraries_by_name() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    let (view, stats, _) = probe_nf(Build::Cet, 300, 1, &[], &[]);
+    for f in FUNCS {
+        let seen = function(&view, f);
+        assert_eq!(u(&seen["probe_offset"]), 4, "{f}: after endbr64");
+        assert_eq!(u(&seen["calls"]), stats.func(f).calls, "{f}");
+    }
+    let (view, stats, _) = probe_nf(Build::Shared, 300, 1, &[], &[]);
+    for f in FUNCS {
+        let seen = function(&view, f);
+        assert!(seen["binary"].as_str().unwrap().ends_with("libnf.so"), "{seen}");
+        assert_eq!(u(&seen["calls"]), stats.func(f).calls, "{f}");
+    }
+}
+
+#[test]
+fn one_in_64_is_timed_with_whole_subtrees_and_every_call_counted() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    // Short functions (the probes cost ~2 µs a call here: a loop of empty calls would cost more
+    // than the whole budget of one CPU, and the session would detach).
+    let short = ["--parse-ns", "5000", "--lookup-ns", "2000", "--forward-ns", "5000"];
+    let (view, stats, full) = probe_nf(Build::Plain, 40_000, 1, &short, &["--sample", "64", "--calls"]);
+    let handles = stats.func("handle").calls;
+    assert_eq!(u(&function(&view, "handle")["calls"]), handles, "every call counted");
+    let timed = u(&function(&view, "handle")["timed"]) as f64;
+    // Binomial(40,000, 1/64): mean 625, sd 24.8; five sd either side.
+    let (mean, sd) = (handles as f64 / 64.0, (handles as f64 / 64.0 * 63.0 / 64.0).sqrt());
+    assert!((timed - mean).abs() <= 5.0 * sd, "timed {timed}, expected {mean} ± {}", 5.0 * sd);
+    // A timed handle's children are timed with it, and none other are.
+    assert_eq!(u(&function(&view, "parse")["timed"]) as f64, timed);
+    assert_eq!(u(&function(&view, "forward")["timed"]) as f64, timed);
+    let calls = full["calls"].as_array().unwrap();
+    assert!(calls.iter().all(|c| c["function"] == "handle" || !c["parent"].is_null()), "no orphans");
+}
+
+#[test]
+fn bad_requests_are_refused_with_one_line_and_attach_nothing() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let exe = build_nf(dir.path(), Build::Plain);
+    let nf = Nf::start(&exe, dir.path(), &["--packets", "10"]);
+    let pid = nf.pid.to_string();
+    let refuse = |args: &[&str], want: &str| {
+        let out = Command::new(LOUPE).arg("probe").args(args).arg("--data-dir").arg(&data).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(last.starts_with("loupe: error:") && last.contains(want), "{args:?}: {err}");
+    };
+    refuse(&["--pid", "999999999", "--func", "handle"], "no process with PID 999999999");
+    refuse(&["--pid", &pid, "--func", "no_such_function"], "no function 'no_such_function'");
+    refuse(&["--pid", &pid, "--func", "libnosuch.so:f"], "maps no library named 'libnosuch.so'");
+    let many: Vec<String> = (0..65).map(|i| format!("f{i}")).collect();
+    refuse(&["--pid", &pid, "--func", &many.join(",")], "at most 64");
+    refuse(&["--pid", &pid, "--func", "handle", "--sample", "0"], "sampling 1 in 0");
+    refuse(&["--pid", &pid, "--func", "handle", "--budget", "0"], "budget");
+    // A stripped copy: the symbol is gone (and no debug file has it).
+    let stripped = dir.path().join("nf_stripped");
+    assert!(Command::new("strip").arg("-o").arg(&stripped).arg(&exe).status().unwrap().success());
+    refuse(&["--binary", stripped.to_str().unwrap(), "--func", "handle"], "stripped");
+    // A function whose first instruction the kernel single-steps.
+    let src = dir.path().join("leaf.c");
+    std::fs::write(
+        &src,
+        "int leaf(int x) { return x * 3 + 7; }\nint main(int c, char **v) { (void)v; return leaf(c); }\n",
+    )
+    .unwrap();
+    let leaf = dir.path().join("leaf");
+    let ok = Command::new("cc").args(["-O2", "-fcf-protection=none", "-o"]).arg(&leaf).arg(&src).status().unwrap();
+    assert!(ok.success());
+    refuse(&["--binary", leaf.to_str().unwrap(), "--func", "leaf"], "single-steps");
+    // A Go binary (recognised by its build-info section).
+    let go = dir.path().join("go.c");
+    std::fs::write(&go, "__attribute__((section(\".go.buildinfo\"), used)) static const char info[32] = \"\\xff Go buildinf:\";\nint main(void) { return 0; }\n").unwrap();
+    let gobin = dir.path().join("gobin");
+    assert!(Command::new("cc").arg("-o").arg(&gobin).arg(&go).status().unwrap().success());
+    refuse(&["--binary", gobin.to_str().unwrap(), "--func", "main"], "Go program");
+    assert_eq!(probe_programs(), 0, "nothing stays attached");
+    drop(nf);
+}
+
+#[test]
+fn kill_9_of_loupe_probe_leaves_no_probe_in_the_kernel() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_nf(dir.path(), Build::Plain);
+    let nf = Nf::start(&exe, dir.path(), &["--packets", "10"]);
+    let pid = nf.pid.to_string();
+    let mut probe = start_probe(&dir.path().join("data"), &["--pid", &pid, "--func", "handle,parse,lookup,forward"]);
+    assert_eq!(probe_programs(), 2, "entry and return programs loaded");
+    assert_eq!(probe_links(), 8, "4 functions × entry and return");
+    probe.kill().unwrap();
+    probe.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while probe_programs() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(probe_programs(), 0, "programs gone with the process");
+    assert_eq!(probe_links(), 0, "uprobe links gone with the process");
+    nf.go();
+    nf.wait_stats(Duration::from_secs(30)).assert_exact_counts();
+}
+
+#[test]
+fn the_agent_owns_probes_through_its_socket_and_its_http_api() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let exe = build_nf(dir.path(), Build::Plain);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut agent = Command::new(LOUPE)
+        .args(["agent", "--no-stacks", "--no-auth", "--listen", &listen, "--data-dir"])
+        .arg(&data)
+        .arg("--timeline-dir")
+        .arg(dir.path().join("timelines"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://{listen}/api/v1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ureq::get(&format!("{base}/health")).call().is_err() {
+        assert!(Instant::now() < deadline, "agent did not come up");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Through the control socket: `loupe probe` hands the session to the agent.
+    let nf = Nf::start(&exe, dir.path(), &["--packets", "200"]);
+    let pid = nf.pid.to_string();
+    let probe = start_probe(&data, &["--pid", &pid, "--func", "handle,parse"]);
+    let list: Value = ureq::get(&format!("{base}/probes")).call().unwrap().body_mut().read_json().unwrap();
+    assert_eq!(list["active"].as_array().unwrap().len(), 1, "{list}");
+    nf.go();
+    let stats = nf.wait_stats(Duration::from_secs(30));
+    let view = stop_probe(probe);
+    assert_eq!(u(&function(&view, "handle")["calls"]), stats.func("handle").calls);
+    drop(nf);
+    // Over HTTP: start, list, stop, show.
+    let nf = Nf::start(&exe, dir.path(), &["--packets", "300"]);
+    let body = serde_json::json!({"pids": [nf.pid], "functions": ["parse", "forward"], "budget_percent": 100.0});
+    let mut resp = ureq::post(&format!("{base}/probes")).send_json(&body).unwrap();
+    assert_eq!(resp.status(), 201);
+    let started: Value = resp.body_mut().read_json().unwrap();
+    let handle = u(&started["handle"]);
+    nf.go();
+    let stats = nf.wait_stats(Duration::from_secs(30));
+    let view: Value = ureq::post(&format!("{base}/probes/active/{handle}/stop"))
+        .send_empty()
+        .unwrap()
+        .body_mut()
+        .read_json()
+        .unwrap();
+    assert_eq!(u(&function(&view, "forward")["calls"]), stats.func("forward").calls);
+    let id = u(&view["id"]);
+    let shown: Value = ureq::get(&format!("{base}/probes/{id}")).call().unwrap().body_mut().read_json().unwrap();
+    assert_eq!(shown["functions"], view["functions"]);
+    // Refusals come back as errors with codes, and attach nothing.
+    let bad = serde_json::json!({"pids": [nf.pid], "functions": ["nope"]});
+    let err = ureq::post(&format!("{base}/probes")).send_json(&bad).unwrap_err();
+    assert!(matches!(err, ureq::Error::StatusCode(400)), "{err}");
+    let gone = ureq::post(&format!("{base}/probes/active/999/stop")).send_empty().unwrap_err();
+    assert!(matches!(gone, ureq::Error::StatusCode(404)), "{gone}");
+    assert_eq!(probe_programs(), 0);
+    drop(nf);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    assert!(agent.wait().unwrap().success());
+}
+
+/// Loupe's probe programs the kernel holds (`bpftool prog show`).
+fn probe_programs() -> usize {
+    let out = Command::new("bpftool").args(["prog", "show"]).output().expect("bpftool (scripts/setup installs it)");
+    String::from_utf8_lossy(&out.stdout).matches("loupe_fn_").count()
+}
+
+/// The kernel's uprobe links of Loupe's probe programs (`bpftool link show`: each uprobe
+/// aya attaches is a `perf_event` link naming its program).
+fn probe_links() -> usize {
+    let progs = Command::new("bpftool").args(["prog", "show"]).output().expect("bpftool");
+    let ids: Vec<String> = String::from_utf8_lossy(&progs.stdout)
+        .lines()
+        .filter(|l| l.contains("name loupe_fn_"))
+        .filter_map(|l| l.split(':').next().map(|id| id.trim().to_string()))
+        .collect();
+    let links = Command::new("bpftool").args(["link", "show"]).output().expect("bpftool");
+    String::from_utf8_lossy(&links.stdout)
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1) == Some(&"perf_event")
+                && f.get(2) == Some(&"prog")
+                && f.get(3).is_some_and(|id| ids.iter().any(|i| i == id))
+        })
+        .count()
+}
