@@ -5,8 +5,6 @@
 //! program made, sampling within statistical bounds; bad requests refused with one line; no
 //! probe left in the kernel after `kill -9`.
 
-mod probing;
-
 use std::{
     io::{BufRead, BufReader},
     path::Path,
@@ -15,7 +13,7 @@ use std::{
 };
 
 use loupe_testbed::require_root;
-use probing::{Build, FUNCS, Nf, build_nf, expected_calls};
+use loupe_testbed::nf::{self as probing, Build, FUNCS, Nf, build_nf, expected_calls};
 use serde_json::Value;
 
 const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");

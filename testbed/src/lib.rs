@@ -2,6 +2,7 @@
 //! are the numbers that crossed the wire.
 //!
 //! * [`netns`] — network namespaces, and running code inside one.
+//! * [`nf`] — a packet-loop program that times its own calls (the function probes' truth).
 //! * [`topology`] — two namespaces joined by a veth pair, addressed and quiet.
 //! * [`traffic`] — generators whose bytes, packets, ECN bits and flows are known.
 //! * [`faults`] — eBPF fault injectors: CE marking and segment drops.
@@ -11,6 +12,7 @@
 
 pub mod faults;
 pub mod netns;
+pub mod nf;
 pub mod privilege;
 pub mod synthetic;
 pub mod topology;

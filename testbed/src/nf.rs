@@ -1,12 +1,12 @@
-//! What the function probes' kernel tests share: building `testbed/fixtures/nf.c` (a packet loop
-//! `handle` -> `parse`, `lookup` x k, `forward` that counts and times its own calls) in its three
-//! builds, and driving its start protocol: ready file, SIGUSR1, stats JSON, SIGTERM.
+//! The function probes' test program, `testbed/fixtures/nf.c` (a packet loop `handle` ->
+//! `parse`, `lookup` x k, `forward` that counts and times its own calls), for their kernel tests
+//! and benchmark: building it in its three builds, and driving its start protocol: ready file,
+//! SIGUSR1, stats JSON, SIGTERM.
 //!
 //! Per thread and packet number i (0-based), `handle` calls `parse` once, `lookup`
 //! k = 1 + i % 3 times and `forward` once; `forward` does 10x its work when i % 100 == 99.
 //! `NfStats` is what the program measured itself; [`NfStats::assert_exact_counts`] checks the
 //! call counts against that shape.
-#![allow(dead_code)] // each test file uses a part
 
 use std::{
     collections::BTreeMap,
@@ -50,7 +50,7 @@ impl Build {
 }
 
 fn nf_source() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/nf.c")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nf.c")
 }
 
 /// Runs a `cc` command; panics with its output unless it succeeds.
