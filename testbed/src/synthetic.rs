@@ -1,11 +1,15 @@
 //! Synthetic stored data whose answers are known: two runs with planted bursts, a NIC stall,
 //! connection counts and cross-region bytes; stack samples with known stacks; and a profile
-//! wide enough to stress a flame graph. Used by the query host's API tests, the web UI's
-//! browser tests and `loupe-synth`.
+//! wide enough to stress a flame graph; probe sessions of a packet loop (per-function counts,
+//! latency histograms, call trees with a planted slow `forward`). Used by the query host's API
+//! tests, the web UI's browser tests and `loupe-synth`.
 
 use std::path::Path;
 
-use loupe_store::{ConnCounts, Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store};
+use loupe_store::{
+    ConnCounts, Counter, CpuColumns, Frame, NewRun, ProbeCall, ProbeFunction, ProbeSession, Retention, RunSource,
+    StackSample, Store,
+};
 
 /// 2026-11-23T00:00:00Z.
 pub const T0: u64 = 1_795_392_000_000_000_000;
@@ -204,4 +208,393 @@ pub fn fill_wide_profile(dir: &Path, stacks: usize, batches: usize) -> u64 {
     }
     store.flush().unwrap();
     n
+}
+
+// ---- probe sessions ----
+
+/// The probed program of the synthetic probe sessions: a packet loop like `testbed/fixtures/nf.c`
+/// (see [`crate::nf`]): per thread and packet number i, `handle` calls `parse` once, `lookup`
+/// k = 1 + i % 3 times and `forward` once, and `forward` does 10× its work when i % 100 == 99.
+pub const PROBE_FUNCTIONS: [&str; 4] = ["handle", "parse", "lookup", "forward"];
+pub const PROBE_PID: u32 = 4242;
+pub const PROBE_BINARY: &str = "/usr/local/bin/nf";
+/// The seed `loupe-synth` uses unless given `--seed`.
+pub const DEFAULT_SEED: u64 = 1;
+
+/// Start of the sampled session with calls: inside run B's window (T0 + 60 s … + 80 s).
+pub const PROBE_A_START: u64 = T0 + 62 * SEC;
+/// Start of the session whose budget raised its sampling: inside run A's window (T0 … + 2 s).
+pub const PROBE_B_START: u64 = T0 + 500 * MS;
+/// Start of the session without calls (every process that maps the binary): no run overlaps it.
+pub const PROBE_C_START: u64 = T0 + 300 * SEC;
+
+/// A deterministic generator (splitmix64): the same seed, the same sessions, on every machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [lo, hi).
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo)
+    }
+
+    /// Standard normal (Box–Muller).
+    fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.unit();
+        let u2 = self.unit();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
+    /// Log-normal around `median` ns (σ of its logarithm `sigma`), at least 1 ns.
+    fn log_normal(&mut self, median: f64, sigma: f64) -> u64 {
+        (median * (sigma * self.normal()).exp()).round().max(1.0) as u64
+    }
+
+    /// Exponential with mean `mean` ns.
+    fn exponential(&mut self, mean: f64) -> u64 {
+        (-mean * (1.0 - self.unit()).ln()) as u64
+    }
+}
+
+/// The kernel's latency bucket of a duration (`loupe_bpf_common::probes::bucket_of`: exact
+/// below 32 ns, then 16 sub-buckets per power of two); a test checks the two agree.
+fn probe_bucket_of(ns: u64) -> u32 {
+    if ns < 32 {
+        return ns as u32;
+    }
+    let exp = 63 - ns.leading_zeros();
+    let sub = (ns >> (exp - 4)) & 15;
+    (exp - 3) * 16 + sub as u32
+}
+
+/// One synthetic session of the packet loop.
+struct LoopSpec {
+    start_unix_ns: u64,
+    length_ns: u64,
+    /// Threads of the program (tids `PROBE_PID + 1 …`), each pinned to a CPU of its own.
+    threads: u32,
+    /// Mean time between two packets' arrivals on one thread.
+    mean_gap_ns: f64,
+    /// 1 in this many packets (outermost calls) timed, from the session's start; the budget
+    /// raises it to the second value from the given offset on, if any.
+    sample_every: u32,
+    raised: Option<(u64, u32)>,
+    record_calls: bool,
+    bias_ns: u64,
+}
+
+/// What the probes of one session measured.
+struct Measured {
+    functions: Vec<ProbeFunction>,
+    hist: Vec<std::collections::BTreeMap<u32, u64>>,
+    calls: Vec<ProbeCall>,
+}
+
+impl Measured {
+    fn new() -> Measured {
+        let functions = PROBE_FUNCTIONS
+            .iter()
+            .enumerate()
+            .map(|(i, name)| ProbeFunction {
+                name: name.to_string(),
+                symbol: name.to_string(),
+                binary: PROBE_BINARY.into(),
+                address: 0x1_2a0 + 0x90 * i as u64,
+                probe_offset: 4,
+                calls: 0,
+                sampled: 0,
+                total_ns: 0,
+                max_ns: 0,
+                buckets: Vec::new(),
+            })
+            .collect();
+        Measured { functions, hist: vec![Default::default(); PROBE_FUNCTIONS.len()], calls: Vec::new() }
+    }
+
+    /// A timed call of `function` lasting `ns` as measured.
+    fn time(&mut self, function: usize, ns: u64) {
+        let f = &mut self.functions[function];
+        f.sampled += 1;
+        f.total_ns = f.total_ns.saturating_add(ns);
+        f.max_ns = f.max_ns.max(ns);
+        *self.hist[function].entry(probe_bucket_of(ns)).or_default() += 1;
+    }
+}
+
+/// Simulates the packet loop under the probes: every call counted, the chosen packets' calls
+/// timed (durations as measured: the work plus the probes' bias, a parent's including its
+/// children's) and, with `record_calls`, recorded sorted by thread then entry, naming parents.
+fn simulate(spec: &LoopSpec, rng: &mut Rng) -> Measured {
+    let mut m = Measured::new();
+    let end = spec.start_unix_ns + spec.length_ns;
+    let bias = spec.bias_ns;
+    for t in 0..spec.threads {
+        let tid = PROBE_PID + 1 + t;
+        let mut cpu = 2 + t;
+        let mut now = spec.start_unix_ns + rng.range(0, 20_000);
+        let mut packet: u64 = 0;
+        loop {
+            now += rng.exponential(spec.mean_gap_ns);
+            // Leave room for the packet's calls to return before the session ends.
+            if now + 200_000 > end {
+                break;
+            }
+            if rng.unit() < 0.0005 {
+                cpu = rng.range(0, 8) as u32;
+            }
+            let every = match spec.raised {
+                Some((from, every)) if now - spec.start_unix_ns >= from => every,
+                _ => spec.sample_every,
+            };
+            let timed = every <= 1 || rng.unit() < 1.0 / f64::from(every);
+            let i = packet;
+            packet += 1;
+
+            // The calls of packet i: (function, entry, exit) as measured, handle first.
+            let gap = |rng: &mut Rng| rng.range(20, 90);
+            let mut children: Vec<(usize, u64, u64)> = Vec::with_capacity(5);
+            let mut at = now + gap(rng);
+            let mut child = |f: usize, work: u64, at: &mut u64, rng: &mut Rng| {
+                let d = work + bias;
+                children.push((f, *at, *at + d));
+                *at += d + gap(rng);
+            };
+            child(1, rng.log_normal(260.0, 0.35), &mut at, rng);
+            for _ in 0..1 + i % 3 {
+                // A lookup that misses its cache now and then.
+                let work = if rng.unit() < 0.02 { rng.log_normal(1_400.0, 0.25) } else { rng.log_normal(120.0, 0.3) };
+                child(2, work, &mut at, rng);
+            }
+            let forward = rng.log_normal(700.0, 0.3);
+            child(3, if i % 100 == 99 { forward * 10 } else { forward }, &mut at, rng);
+            let exit = at + bias;
+
+            m.functions[0].calls += 1;
+            for &(f, _, _) in &children {
+                m.functions[f].calls += 1;
+            }
+            if timed {
+                m.time(0, exit - now);
+                for &(f, entry, exit) in &children {
+                    m.time(f, exit - entry);
+                }
+                if spec.record_calls {
+                    let parent = m.calls.len() as u32;
+                    let call = |function: usize, entry: u64, exit: u64, depth: u32, parent: Option<u32>| ProbeCall {
+                        function: function as u32,
+                        pid: PROBE_PID,
+                        tid,
+                        cpu,
+                        entry_unix_ns: entry,
+                        exit_unix_ns: exit,
+                        depth,
+                        parent,
+                    };
+                    m.calls.push(call(0, now, exit, 0, None));
+                    for &(f, entry, exit) in &children {
+                        m.calls.push(call(f, entry, exit, 1, Some(parent)));
+                    }
+                }
+            }
+            now = exit;
+        }
+    }
+    for (f, h) in m.functions.iter_mut().zip(std::mem::take(&mut m.hist)) {
+        f.buckets = h.into_iter().collect();
+    }
+    m
+}
+
+fn loop_session(spec: &LoopSpec, rng: &mut Rng, pids: Vec<u32>, binary: Option<&str>, ended: &str) -> ProbeSession {
+    let m = simulate(spec, rng);
+    let mut notes = Vec::new();
+    let mut sample_every = spec.sample_every;
+    if let Some((_, every)) = spec.raised {
+        let calls: u64 = m.functions.iter().map(|f| f.calls).sum();
+        let rate = calls as f64 / (spec.length_ns as f64 / 1e9);
+        notes.push(format!(
+            "sampling raised from 1 in {} to 1 in {every}: {rate:.0} calls/s cost {:.2} % of a CPU, over the budget of 1.00 %",
+            spec.sample_every,
+            rate * 1e-6 * 100.0,
+        ));
+        sample_every = every;
+    }
+    ProbeSession {
+        id: 0,
+        start_unix_ns: spec.start_unix_ns,
+        end_unix_ns: spec.start_unix_ns + spec.length_ns,
+        pids,
+        binary: binary.map(str::to_string),
+        sample_every,
+        with_calls: spec.record_calls,
+        ended: ended.into(),
+        notes,
+        bias_ns: spec.bias_ns,
+        functions: m.functions,
+        calls: m.calls,
+        calls_lost: 0,
+    }
+}
+
+/// Three sessions of the packet loop (pid [`PROBE_PID`], [`PROBE_FUNCTIONS`]), deterministic
+/// from `seed`, in start order:
+/// - at [`PROBE_B_START`] (in run A's window), 0.5 s, 1 thread at ~20,000 packets/s, with
+///   calls; the budget raised the sampling from every packet to 1 in 64 after 5 ms (a note
+///   says so); stopped by the user: ~1,500 recorded calls;
+/// - at [`PROBE_A_START`] (in run B's window), 1 s, 2 threads at ~5,000 packets/s each, with
+///   calls, 1 packet in 16 timed: ~3,000 recorded calls;
+/// - at [`PROBE_C_START`], 2 s, on the binary (no PID), 1 thread at ~10,000 packets/s, every
+///   call timed, no calls recorded.
+///
+/// Each `forward` of packet i % 100 == 99 does 10× the work: the slowest calls are those
+/// packets' `handle`, `forward` their heaviest child.
+pub fn probe_sessions(seed: u64) -> Vec<ProbeSession> {
+    let mut rng = Rng(seed ^ 0x5eed_1e55_0f00_d000);
+    let budget = LoopSpec {
+        start_unix_ns: PROBE_B_START,
+        length_ns: 500 * MS,
+        threads: 1,
+        mean_gap_ns: 50_000.0,
+        sample_every: 1,
+        raised: Some((5 * MS, 64)),
+        record_calls: true,
+        bias_ns: 141,
+    };
+    let sampled = LoopSpec {
+        start_unix_ns: PROBE_A_START,
+        length_ns: SEC,
+        threads: 2,
+        mean_gap_ns: 200_000.0,
+        sample_every: 16,
+        raised: None,
+        record_calls: true,
+        bias_ns: 138,
+    };
+    let counts = LoopSpec {
+        start_unix_ns: PROBE_C_START,
+        length_ns: 2 * SEC,
+        threads: 1,
+        mean_gap_ns: 100_000.0,
+        sample_every: 1,
+        raised: None,
+        record_calls: false,
+        bias_ns: 143,
+    };
+    vec![
+        loop_session(&budget, &mut rng, vec![PROBE_PID], None, "stopped"),
+        loop_session(&sampled, &mut rng, vec![PROBE_PID], None, "duration"),
+        loop_session(&counts, &mut rng, vec![], Some(PROBE_BINARY), "duration"),
+    ]
+}
+
+/// Stores [`probe_sessions`] into the store at `dir` (`Store::put_probe_session`); returns
+/// their ids, in start order.
+pub fn fill_probes(dir: &Path, seed: u64) -> Vec<u64> {
+    let store =
+        Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
+            .unwrap();
+    let ids = probe_sessions(seed).into_iter().map(|s| store.put_probe_session(s).unwrap()).collect();
+    store.flush().unwrap();
+    ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_buckets_are_the_kernels() {
+        for ns in (0..5_000).chain((0..64).map(|s| 1u64 << s)).chain((1..64).map(|s| (1u64 << s) - 1)).chain([u64::MAX])
+        {
+            assert_eq!(probe_bucket_of(ns), loupe_bpf_common::probes::bucket_of(ns), "{ns} ns");
+        }
+    }
+
+    #[test]
+    fn probe_sessions_are_deterministic_and_well_formed() {
+        let sessions = probe_sessions(DEFAULT_SEED);
+        assert_eq!(sessions, probe_sessions(DEFAULT_SEED));
+        assert_ne!(sessions, probe_sessions(DEFAULT_SEED + 1));
+        assert_eq!(sessions.len(), 3);
+        for s in &sessions {
+            assert!(s.end_unix_ns > s.start_unix_ns);
+            for f in &s.functions {
+                let timed: u64 = f.buckets.iter().map(|b| b.1).sum();
+                assert_eq!(timed, f.sampled, "{}", f.name);
+                assert!(f.sampled <= f.calls && f.sampled > 0, "{}", f.name);
+            }
+            // handle : parse : forward = 1 : 1 : 1, lookups 1 + i % 3 per packet (2 on average).
+            let calls: Vec<u64> = s.functions.iter().map(|f| f.calls).collect();
+            assert_eq!(calls[0], calls[1]);
+            assert_eq!(calls[0], calls[3]);
+            assert!(calls[2] >= calls[0] * 2 - 2 && calls[2] <= calls[0] * 2 + 2, "{calls:?}");
+            for (i, c) in s.calls.iter().enumerate() {
+                assert!(c.entry_unix_ns >= s.start_unix_ns && c.exit_unix_ns <= s.end_unix_ns);
+                match c.parent {
+                    None => assert_eq!((c.function, c.depth), (0, 0)),
+                    Some(p) => {
+                        let p = &s.calls[p as usize];
+                        assert!((p.parent, p.function, c.depth, p.tid) == (None, 0, 1, c.tid), "call {i}");
+                        assert!(p.entry_unix_ns < c.entry_unix_ns && c.exit_unix_ns < p.exit_unix_ns, "call {i}");
+                    }
+                }
+            }
+            if s.with_calls {
+                let recorded = s.calls.len();
+                assert!((300..=5_000).contains(&recorded), "{recorded} recorded calls");
+                for (f, name) in s.functions.iter().zip(PROBE_FUNCTIONS) {
+                    assert_eq!(
+                        s.calls.iter().filter(|c| PROBE_FUNCTIONS[c.function as usize] == name).count() as u64,
+                        f.sampled
+                    );
+                }
+                // The slowest outermost call: a slow forward's packet, forward its heaviest child.
+                let dur = |c: &ProbeCall| c.exit_unix_ns - c.entry_unix_ns;
+                let (root, slowest) =
+                    s.calls.iter().enumerate().filter(|(_, c)| c.parent.is_none()).max_by_key(|(_, c)| dur(c)).unwrap();
+                let heaviest = s.calls.iter().filter(|c| c.parent == Some(root as u32)).max_by_key(|c| dur(c)).unwrap();
+                assert_eq!(heaviest.function, 3);
+                let median_forward = {
+                    let mut d: Vec<u64> = s.calls.iter().filter(|c| c.function == 3).map(dur).collect();
+                    d.sort_unstable();
+                    d[d.len() / 2]
+                };
+                assert!(dur(heaviest) > 5 * median_forward && dur(heaviest) * 2 > dur(slowest));
+            } else {
+                assert!(s.calls.is_empty());
+            }
+        }
+        assert_eq!(sessions[0].sample_every, 64);
+        assert_eq!(sessions[0].notes.len(), 1);
+        assert_eq!(sessions[2].binary.as_deref(), Some(PROBE_BINARY));
+    }
+
+    #[test]
+    fn probe_sessions_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = fill_probes(dir.path(), DEFAULT_SEED);
+        assert_eq!(ids, vec![1, 2, 3]);
+        let store = Store::open(
+            dir.path(),
+            Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 },
+        )
+        .unwrap();
+        let mut want = probe_sessions(DEFAULT_SEED);
+        for (id, s) in ids.iter().zip(&mut want) {
+            s.id = *id;
+            assert_eq!(store.probe_session(*id).unwrap().as_ref(), Some(&*s));
+        }
+    }
 }

@@ -1,5 +1,6 @@
-//! `loupe-synth --data-dir D [--wide-stacks N]`: fills a data dir with the testbed's synthetic
-//! data (see `loupe_testbed::synthetic`) so a `loupe serve` over it has known answers — for the
+//! `loupe-synth --data-dir D [--wide-stacks N] [--seed S]`: fills a data dir with the testbed's
+//! synthetic data (see `loupe_testbed::synthetic`: runs, stack samples, and three probe sessions
+//! of a packet loop made from the seed) so a `loupe serve` over it has known answers — for the
 //! web UI's browser tests and for trying the UI without an agent.
 //!
 //! `loupe-synth --wasm-dir` prints where the udf-sdk components are (`loupe_testbed::wasm`), so
@@ -11,6 +12,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mut dir: Option<PathBuf> = None;
     let mut wide = 0usize;
+    let mut seed = loupe_testbed::synthetic::DEFAULT_SEED;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--wasm-dir" => match loupe_testbed::find_wasm_component("burst_detector") {
@@ -25,9 +27,10 @@ fn main() {
             },
             "--data-dir" => dir = args.next().map(PathBuf::from),
             "--wide-stacks" => wide = args.next().and_then(|v| v.parse().ok()).expect("--wide-stacks N"),
+            "--seed" => seed = args.next().and_then(|v| v.parse().ok()).expect("--seed S"),
             other => {
                 eprintln!(
-                    "loupe-synth: unknown argument '{other}'; usage: loupe-synth --data-dir D [--wide-stacks N] | --wasm-dir"
+                    "loupe-synth: unknown argument '{other}'; usage: loupe-synth --data-dir D [--wide-stacks N] [--seed S] | --wasm-dir"
                 );
                 std::process::exit(2);
             }
@@ -39,5 +42,6 @@ fn main() {
     };
     let (a, b) = loupe_testbed::synthetic::fill_known(&dir);
     let wide = if wide > 0 { loupe_testbed::synthetic::fill_wide_profile(&dir, wide, 3) } else { 0 };
+    loupe_testbed::synthetic::fill_probes(&dir, seed);
     println!("{{\"run_a\": {a}, \"run_b\": {b}, \"wide_samples\": {wide}}}");
 }
