@@ -78,7 +78,9 @@
 //!
 //! # Where things are
 //! - `write`: [`Store::put_probe_session`] and the validation; `query`: listing, reading,
-//!   deleting;
+//!   deleting; `cursor`: paged listings and a session's calls a chunk at a time
+//!   ([`Store::probe_sessions_page`], [`Store::probe_session_parts`]), for readers that must
+//!   not hold a whole session;
 //! - `records`: the records by key (list, read, delete), the totals;
 //! - `codec`: records ↔ bytes; `verify`: the probe part of [`Store::verify`];
 //! - [`model`]: the public types.
@@ -86,11 +88,14 @@
 // Public (but hidden) only so the fuzz targets reach the decoders the store uses.
 #[doc(hidden)]
 pub mod codec;
+mod cursor;
 pub mod model;
 mod query;
 pub(crate) mod records;
 pub(crate) mod verify;
 mod write;
+
+pub use cursor::{ProbeCallChunks, ProbePos};
 
 #[cfg(doc)]
 use crate::Store;

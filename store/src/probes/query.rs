@@ -5,7 +5,7 @@ use super::codec::{self, MetaRow};
 use super::model::{ProbeSession, ProbeSessionSummary};
 use crate::{Inner, Store, StoreError, TimeRange};
 
-fn summary(id: u64, start: u64, row: MetaRow<'_>) -> ProbeSessionSummary {
+pub(super) fn summary(id: u64, start: u64, row: MetaRow<'_>) -> ProbeSessionSummary {
     ProbeSessionSummary {
         id,
         start_unix_ns: start,
