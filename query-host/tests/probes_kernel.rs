@@ -12,8 +12,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use loupe_testbed::require_root;
 use loupe_testbed::nf::{self as probing, Build, FUNCS, Nf, build_nf, expected_calls};
+use loupe_testbed::require_root;
 use serde_json::Value;
 
 const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");
@@ -172,20 +172,36 @@ fn counts_latencies_and_call_trees_match_the_program() {
     }
     // k = 1 + i % 3 over 2000 packets: 667 ones, 667 twos, 666 threes.
     assert_eq!(lookups_by_k, [0, 667, 667, 666]);
-    // The slowest handles are the slow packets (forward 300 µs against ~70 µs for a whole
-    // ordinary packet), and their forward is where the time went. A preempted call can push
-    // in; most of the ten must be slow forwards.
+    // Packet i's handle is the i-th handle by entry time (one thread); every 100th packet's
+    // forward busy-waits 300 µs, so exactly those forwards are at least that long (preemption
+    // can only lengthen a call, and on a loaded machine an ordinary one may be long too).
+    let mut handles: Vec<usize> = (0..calls.len()).filter(|&i| calls[i]["function"] == "handle").collect();
+    handles.sort_by_key(|&i| u(&calls[i]["entry_unix_ns"]));
+    let forward_of =
+        |h: usize| calls.iter().find(|c| c["function"] == "forward" && c["parent"].as_u64() == Some(h as u64)).unwrap();
+    let mut ordinary = Vec::new();
+    for (packet, &h) in handles.iter().enumerate() {
+        let d = u(&forward_of(h)["exit_unix_ns"]) - u(&forward_of(h)["entry_unix_ns"]);
+        if packet % 100 == 99 {
+            assert!(d >= 300_000, "packet {packet}: its slow forward took {d} ns");
+        } else {
+            ordinary.push(d);
+        }
+    }
+    ordinary.sort_unstable();
+    assert!(ordinary[ordinary.len() / 2] < 45_000, "ordinary forwards' median {} ns", ordinary[ordinary.len() / 2]);
+    // The view's slowest calls: slowest first, self time = total less the children's.
     let slowest = view["slowest"].as_array().unwrap();
     assert_eq!(slowest.len(), 10);
-    let mut by_forward = 0;
+    for pair in slowest.windows(2) {
+        assert!(u(&pair[0]["duration_ns"]) >= u(&pair[1]["duration_ns"]));
+    }
     for tree in slowest {
         assert_eq!(tree["function"], "handle");
-        let heaviest = tree["children"].as_array().unwrap().iter().max_by_key(|c| u(&c["duration_ns"])).unwrap();
-        by_forward += (heaviest["function"] == "forward" && u(&heaviest["duration_ns"]) >= 300_000) as u32;
         let children: u64 = tree["children"].as_array().unwrap().iter().map(|c| u(&c["duration_ns"])).sum();
         assert_eq!(u(&tree["self_ns"]), u(&tree["duration_ns"]) - children);
+        assert!(tree["children"].as_array().unwrap().len() >= 3, "{tree}");
     }
-    assert!(by_forward >= 8, "{by_forward} of the 10 slowest handles were slow in forward: {slowest:?}");
 }
 
 #[test]
@@ -284,8 +300,8 @@ fn kill_9_of_loupe_probe_leaves_no_probe_in_the_kernel() {
     let nf = Nf::start(&exe, dir.path(), &["--packets", "10"]);
     let pid = nf.pid.to_string();
     let mut probe = start_probe(&dir.path().join("data"), &["--pid", &pid, "--func", "handle,parse,lookup,forward"]);
-    assert_eq!(probe_programs(), 2, "entry and return programs loaded");
-    assert_eq!(probe_links(), 8, "4 functions × entry and return");
+    assert_eq!(probe_programs(), 1, "the session program loaded");
+    assert_eq!(probe_links(), 1, "one session link for the 4 functions of the program");
     probe.kill().unwrap();
     probe.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -372,8 +388,8 @@ fn probe_programs() -> usize {
     String::from_utf8_lossy(&out.stdout).matches("loupe_fn_").count()
 }
 
-/// The kernel's uprobe links of Loupe's probe programs (`bpftool link show`: each uprobe
-/// aya attaches is a `perf_event` link naming its program).
+/// The kernel's links of Loupe's probe programs (`bpftool link show`, each naming its program:
+/// one `uprobe_multi` session link per file and process, or a `perf_event` link per uprobe).
 fn probe_links() -> usize {
     let progs = Command::new("bpftool").args(["prog", "show"]).output().expect("bpftool");
     let ids: Vec<String> = String::from_utf8_lossy(&progs.stdout)
@@ -386,9 +402,7 @@ fn probe_links() -> usize {
         .lines()
         .filter(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            f.get(1) == Some(&"perf_event")
-                && f.get(2) == Some(&"prog")
-                && f.get(3).is_some_and(|id| ids.iter().any(|i| i == id))
+            f.iter().position(|&w| w == "prog").and_then(|i| f.get(i + 1)).is_some_and(|id| ids.iter().any(|i| i == id))
         })
         .count()
 }

@@ -10,6 +10,9 @@
 pub const PROG_ENTRY: &str = "loupe_fn_entry";
 /// Return probes: the uretprobe program.
 pub const PROG_RETURN: &str = "loupe_fn_return";
+/// Both at once, on a uprobe session link: the kernel runs it at entry and, only when the entry
+/// returned 0, again at the return — so calls sampling skips pay no return trap.
+pub const PROG_SESSION: &str = "loupe_fn_session";
 
 /// `Array<u64>` of [`CONFIG_SLOTS`]: [`CONFIG_SAMPLE_EVERY`], [`CONFIG_RECORD_CALLS`].
 pub const MAP_PROBE_CONFIG: &str = "PROBE_CONFIG";
@@ -53,6 +56,9 @@ pub struct ThreadCalls {
     /// timed, so a sampled call's children are always there to rebuild it.
     pub sampled: u32,
     pub entry_ns: [u64; MAX_DEPTH],
+    /// The stack pointer at entry (where the return address is): a session program knows its
+    /// return by the stack pointer 8 bytes higher, in the same function.
+    pub sp: [u64; MAX_DEPTH],
     pub function: [u32; MAX_DEPTH],
 }
 

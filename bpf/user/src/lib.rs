@@ -12,6 +12,7 @@ pub mod clock;
 mod error;
 mod iface;
 mod probes;
+mod session_link;
 mod stacks;
 mod traffic;
 
@@ -23,7 +24,8 @@ pub use loupe_bpf_common::{
     sketch,
 };
 pub use probes::{
-    FunctionProbeOptions, FunctionProbes, FunctionTotals, MAX_ATTACHMENTS, MAX_SAMPLE_EVERY, ProbePoint, RawCall,
+    FunctionProbeOptions, FunctionProbes, FunctionTotals, LinkKind, MAX_ATTACHMENTS, MAX_SAMPLE_EVERY, ProbePoint,
+    RawCall,
 };
 pub use stacks::{
     DenyList, MAX_FREQUENCY, MIN_FREQUENCY, RawStack, SampleClock, StackSampler, StackSamplerOptions, cgroup_id,

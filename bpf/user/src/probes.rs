@@ -15,7 +15,7 @@
 
 use std::{
     num::NonZeroU32,
-    os::fd::{AsFd, AsRawFd},
+    os::fd::{AsFd, AsRawFd, OwnedFd},
     path::PathBuf,
     time::Duration,
 };
@@ -27,10 +27,10 @@ use aya::{
 };
 use loupe_bpf_common::probes::{
     BUCKETS, CONFIG_RECORD_CALLS, CONFIG_SAMPLE_EVERY, CallRecord, FunctionCounters, MAP_PROBE_CALLS, MAP_PROBE_CONFIG,
-    MAP_PROBE_COUNTERS, MAP_PROBE_HISTOGRAMS, MAX_FUNCTIONS, PROG_ENTRY, PROG_RETURN,
+    MAP_PROBE_COUNTERS, MAP_PROBE_HISTOGRAMS, MAX_FUNCTIONS, PROG_ENTRY, PROG_RETURN, PROG_SESSION,
 };
 
-use crate::{SamplerError, clock::ClockPair, map_mut};
+use crate::{SamplerError, clock::ClockPair, map_mut, session_link};
 
 /// Most probe attachments (entry + return each count one) one [`FunctionProbes`] makes.
 pub const MAX_ATTACHMENTS: usize = 512;
@@ -61,6 +61,18 @@ pub struct FunctionProbeOptions {
     pub sample_every: u32,
     /// Send each timed call to userspace ([`FunctionProbes::drain_calls`]).
     pub record_calls: bool,
+    /// How to attach; `None`: session links where the kernel has them, else perf-event uprobes.
+    pub links: Option<LinkKind>,
+}
+
+/// How probes are attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkKind {
+    /// Uprobe session links (Linux 6.13+): one program at entry and, only for the calls that
+    /// need it, at return — a call sampling skips pays the entry trap alone.
+    Session,
+    /// Perf-event uprobes and uretprobes (what aya offers): both traps on every call.
+    PerfEvent,
 }
 
 /// One function's counters, summed over CPUs.
@@ -91,6 +103,9 @@ pub struct RawCall {
 
 /// Attached probes. Detached when dropped.
 pub struct FunctionProbes {
+    /// Session links and their program; dropped before the maps they use.
+    sessions: Vec<OwnedFd>,
+    kind: LinkKind,
     ebpf: Ebpf,
     calls: RingBuf<MapData>,
     clocks: ClockPair,
@@ -102,6 +117,8 @@ impl std::fmt::Debug for FunctionProbes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FunctionProbes")
             .field("functions", &self.functions)
+            .field("kind", &self.kind)
+            .field("session_fds", &self.sessions.len())
             .field("attachments", &self.attachments)
             .finish()
     }
@@ -152,45 +169,38 @@ impl FunctionProbes {
             set(&mut config, CONFIG_SAMPLE_EVERY, options.sample_every as u64)?;
             set(&mut config, CONFIG_RECORD_CALLS, options.record_calls as u64)?;
         }
-        for (name, ret) in [(PROG_ENTRY, false), (PROG_RETURN, true)] {
-            let program: &mut UProbe = ebpf
-                .program_mut(name)
-                .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?
-                .try_into()
-                .map_err(|e| SamplerError::Load(format!("{name}: {e}")))?;
-            program.load().map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
-            for (index, point) in options.functions.iter().enumerate() {
-                for &scope in &scopes {
-                    let at = aya::programs::uprobe::UProbeAttachPoint {
-                        location: point.file_offset.into(),
-                        cookie: Some(index as u64),
-                    };
-                    program.attach(at, &point.file, scope).map_err(|e| {
-                        let reason = chain(&e);
-                        SamplerError::from_privileged("attach uprobes", &reason, |reason| SamplerError::ProbeAttach {
-                            function: point.name.clone(),
-                            place: format!(
-                                "{}{} in {}",
-                                if ret { "return of " } else { "" },
-                                match scope {
-                                    UProbeScope::OneProcess(pid) => format!("PID {pid}"),
-                                    _ => "every process".into(),
-                                },
-                                point.file.display()
-                            ),
-                            reason,
-                        })
-                    })?;
+        let mut sessions = Vec::new();
+        let kind = if options.links == Some(LinkKind::PerfEvent) {
+            attach_perf_events(&mut ebpf, options, &scopes)?;
+            LinkKind::PerfEvent
+        } else {
+            match session_link::load_session_program(crate::PROBES_OBJECT, &ebpf, PROG_SESSION) {
+                Ok(program) => {
+                    sessions = attach_sessions(&program, options)?;
+                    sessions.push(program);
+                    LinkKind::Session
+                }
+                Err(e @ SamplerError::Privilege { .. }) => return Err(e),
+                Err(e) if options.links == Some(LinkKind::Session) => return Err(e),
+                Err(e) => {
+                    tracing::info!("uprobe session links unavailable ({e}); probing with perf-event uprobes");
+                    attach_perf_events(&mut ebpf, options, &scopes)?;
+                    LinkKind::PerfEvent
                 }
             }
-        }
+        };
         let calls = ebpf
             .take_map(MAP_PROBE_CALLS)
             .ok_or_else(|| SamplerError::Load(format!("map {MAP_PROBE_CALLS} missing")))
             .and_then(|m| {
                 RingBuf::try_from(m).map_err(|e| SamplerError::Load(format!("map {MAP_PROBE_CALLS}: {e}")))
             })?;
-        Ok(Self { ebpf, calls, clocks: ClockPair::now(), functions: n as u32, attachments })
+        Ok(Self { sessions, kind, ebpf, calls, clocks: ClockPair::now(), functions: n as u32, attachments })
+    }
+
+    /// How the probes are attached.
+    pub fn link_kind(&self) -> LinkKind {
+        self.kind
     }
 
     /// Probes attached (entry and return, per function and process).
@@ -293,6 +303,72 @@ impl FunctionProbes {
             .try_into()
             .map_err(|e| SamplerError::Load(format!("map {MAP_PROBE_COUNTERS}: {e}")))
     }
+}
+
+/// Entry and return probes on perf events, one of each per function and process.
+fn attach_perf_events(
+    ebpf: &mut Ebpf,
+    options: &FunctionProbeOptions,
+    scopes: &[UProbeScope],
+) -> Result<(), SamplerError> {
+    for (name, ret) in [(PROG_ENTRY, false), (PROG_RETURN, true)] {
+        let program: &mut UProbe = ebpf
+            .program_mut(name)
+            .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?
+            .try_into()
+            .map_err(|e| SamplerError::Load(format!("{name}: {e}")))?;
+        program.load().map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+        for (index, point) in options.functions.iter().enumerate() {
+            for &scope in scopes {
+                let at = aya::programs::uprobe::UProbeAttachPoint {
+                    location: point.file_offset.into(),
+                    cookie: Some(index as u64),
+                };
+                program.attach(at, &point.file, scope).map_err(|e| {
+                    let reason = chain(&e);
+                    let place = format!(
+                        "{}{} in {}",
+                        if ret { "return of " } else { "" },
+                        match scope {
+                            UProbeScope::OneProcess(pid) => format!("PID {pid}"),
+                            _ => "every process".into(),
+                        },
+                        point.file.display()
+                    );
+                    SamplerError::from_privileged("attach uprobes", &reason, |reason| SamplerError::ProbeAttach {
+                        function: point.name.clone(),
+                        place,
+                        reason,
+                    })
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One session link per file and process.
+fn attach_sessions(program: &OwnedFd, options: &FunctionProbeOptions) -> Result<Vec<OwnedFd>, SamplerError> {
+    let pids: Vec<u32> = if options.pids.is_empty() { vec![0] } else { options.pids.clone() };
+    let mut links = Vec::new();
+    for (file, offsets, cookies) in session_link::by_file(&options.functions) {
+        for &pid in &pids {
+            let link = session_link::attach_session(program, &file, pid, &offsets, &cookies).map_err(|e| {
+                let names: Vec<&str> = cookies.iter().map(|&c| options.functions[c as usize].name.as_str()).collect();
+                let place = match pid {
+                    0 => format!("every process, in {}", file.display()),
+                    pid => format!("PID {pid}, in {}", file.display()),
+                };
+                SamplerError::from_privileged("attach uprobes", e.to_string(), |reason| SamplerError::ProbeAttach {
+                    function: names.join(", "),
+                    place,
+                    reason,
+                })
+            })?;
+            links.push(link);
+        }
+    }
+    Ok(links)
 }
 
 /// An error and its sources on one line (aya's attach errors keep the kernel's reason inside).

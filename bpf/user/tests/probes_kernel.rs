@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use loupe_bpf::{FunctionProbeOptions, FunctionProbes, ProbePoint, RawCall};
+use loupe_bpf::{FunctionProbeOptions, FunctionProbes, LinkKind, ProbePoint, RawCall};
 
 const PROGRAM: &str = r#"
 #include <stdio.h>
@@ -54,10 +54,24 @@ fn file_offset(exe: &Path, symbol: &str) -> u64 {
 }
 
 #[test]
-fn probes_count_time_nest_and_detach() {
-    if !root() {
-        return;
+fn session_links_count_time_nest_and_detach() {
+    if root() {
+        count_time_nest_and_detach(LinkKind::Session);
     }
+}
+
+#[test]
+fn perf_event_uprobes_count_time_nest_and_detach() {
+    if root() {
+        count_time_nest_and_detach(LinkKind::PerfEvent);
+    }
+}
+
+/// Both tests load programs and count them in the kernel: one at a time.
+static KERNEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn count_time_nest_and_detach(kind: LinkKind) {
+    let _one = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("p.c");
     std::fs::write(&src, PROGRAM).unwrap();
@@ -82,8 +96,10 @@ fn probes_count_time_nest_and_detach() {
         pids: vec![pid],
         sample_every: 1,
         record_calls: true,
+        links: Some(kind),
     })
     .unwrap();
+    assert_eq!(probes.link_kind(), kind);
     assert_eq!(probes.attachments(), 4);
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"go\n").unwrap();
@@ -117,7 +133,7 @@ fn probes_count_time_nest_and_detach() {
     let timed = after[0].timed - 1000;
     assert!((40..=180).contains(&timed), "1 in 10 of 1000 timed: {timed}");
     assert_eq!(after[1].timed - 3000, 3 * timed);
-    assert_eq!(probe_programs(), 2);
+    assert_eq!(probe_programs(), if kind == LinkKind::Session { 1 } else { 2 });
     drop(probes);
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(probe_programs(), 0, "programs still loaded after drop");

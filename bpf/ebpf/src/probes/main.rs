@@ -1,8 +1,13 @@
-//! Function probes: a uprobe on each probed function's first instruction (after `endbr64`) and
-//! a uretprobe on the same place, both with the function's index as the attach cookie. The
-//! entry probe counts the call and, when the thread's outermost open call was chosen for timing,
-//! pushes its entry time on the thread's stack; the return probe pops it, adds the duration to
-//! the function's log-linear histogram and, when asked, sends the call to userspace.
+//! Function probes on each probed function's first instruction (after `endbr64`), with the
+//! function's index as the attach cookie. The entry counts the call and pushes it on the
+//! thread's stack (with its entry time when the thread's outermost open call was chosen for
+//! timing); the return pops it, adds the duration to the function's log-linear histogram and,
+//! when asked, sends the call to userspace.
+//!
+//! Two ways in: `loupe_fn_session` on a uprobe session link (Linux 6.13+), where the kernel
+//! runs the program at the return only when its entry returned 0 — so a call inside an untimed
+//! outermost call pays the entry trap alone; or `loupe_fn_entry` and `loupe_fn_return` on
+//! perf-event uprobes and uretprobes, where every call pays both traps (older kernels).
 //!
 //! *Why a per-thread stack rather than a per-call cookie*: the stack gives each call its depth
 //! (so calls nest into trees offline without guessing from times) and lets sampling choose whole
@@ -57,67 +62,118 @@ static PROBE_CALLS: RingBuf = RingBuf::with_byte_size(8 << 20, 0);
 
 #[uprobe]
 pub fn loupe_fn_entry(ctx: ProbeContext) -> u32 {
-    // SAFETY: the helper reads the cookie of the link that fired.
-    let function = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u32;
-    if function >= MAX_FUNCTIONS {
-        return 0;
-    }
-    let Some(counters) = PROBE_COUNTERS.get_ptr_mut(function) else { return 0 };
-    // SAFETY: this CPU's entry of a map value that lives as long as the program.
-    unsafe { add(&raw mut (*counters).calls, 1) };
-    let key = bpf_get_current_pid_tgid();
-    let Some(thread) = thread_calls(key) else { return 0 };
-    // SAFETY: the thread's own entry: only this thread's probes write it, one at a time (a
-    // thread runs on one CPU at a time and its probes do not nest).
-    unsafe {
-        let depth = (*thread).depth;
-        if depth == 0 {
-            (*thread).sampled = chosen() as u32;
-        }
-        (*thread).depth = depth + 1;
-        if (*thread).sampled == 0 {
-            return 0;
-        }
-        let d = depth as usize;
-        if d >= MAX_DEPTH {
-            add(&raw mut (*counters).too_deep, 1);
-            return 0;
-        }
-        (*thread).function[d] = function;
-        (*thread).entry_ns[d] = bpf_ktime_get_ns();
-    }
+    // SAFETY: the helper reads the cookie of the link that fired; `regs` is the probed
+    // thread's saved registers, valid for the program's run.
+    let (function, sp) = unsafe { (bpf_get_attach_cookie(ctx.as_ptr()) as u32, (*ctx.regs).rsp) };
+    entry(function, sp, false);
     0
 }
 
 #[uretprobe]
 pub fn loupe_fn_return(ctx: RetProbeContext) -> u32 {
     // SAFETY: the helpers have no preconditions; the cookie is the firing link's.
-    let now = unsafe { bpf_ktime_get_ns() };
-    let function = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u32;
+    let (now, function) = unsafe { (bpf_ktime_get_ns(), bpf_get_attach_cookie(ctx.as_ptr()) as u32) };
+    returned(function, now);
+    0
+}
+
+/// On a session link: called at every entry, and at the return of the calls whose entry
+/// returned 0 — the outermost call (timed or not, so the thread's depth stays exact) and every
+/// call inside a timed one. Calls inside an untimed outermost call return 1: counted, and no
+/// return trap.
+#[uprobe]
+pub fn loupe_fn_session(ctx: ProbeContext) -> u32 {
+    // SAFETY: as in `loupe_fn_entry`.
+    let (function, sp, now) =
+        unsafe { (bpf_get_attach_cookie(ctx.as_ptr()) as u32, (*ctx.regs).rsp, bpf_ktime_get_ns()) };
+    if is_return(function, sp) {
+        returned(function, now);
+        return 0;
+    }
+    entry(function, sp, true)
+}
+
+/// Is this the return of the thread's innermost open call? `ret` popped its return address,
+/// so the stack pointer is 8 bytes above where it was at the entry, and only a return can be:
+/// a nested call's is below, a later call's from the same caller is equal.
+#[inline(always)]
+fn is_return(function: u32, sp: u64) -> bool {
+    let Some(thread) = PROBE_THREADS.get_ptr(bpf_get_current_pid_tgid()) else { return false };
+    // SAFETY: the thread's own entry (see `entry`).
+    unsafe {
+        let Some(d) = ((*thread).depth as usize).checked_sub(1) else { return false };
+        // `get`, not indexing: a bounds panic would be a call the verifier refuses.
+        (*thread).function.get(d) == Some(&function) && (*thread).sp.get(d).is_some_and(|&s| s.wrapping_add(8) == sp)
+    }
+}
+
+/// A call entered: counted, and pushed on the thread's stack. On a session link (`session`)
+/// a call inside an untimed outermost call is not pushed and returns 1 (no return probe); with
+/// perf-event uprobes every return fires, so every call is pushed to keep returns matched.
+#[inline(always)]
+fn entry(function: u32, sp: u64, session: bool) -> u32 {
+    if function >= MAX_FUNCTIONS {
+        return 1;
+    }
+    let Some(counters) = PROBE_COUNTERS.get_ptr_mut(function) else { return 1 };
+    // SAFETY: this CPU's entry of a map value that lives as long as the program.
+    unsafe { add(&raw mut (*counters).calls, 1) };
     let key = bpf_get_current_pid_tgid();
-    let Some(thread) = PROBE_THREADS.get_ptr_mut(key) else { return 0 };
-    let Some(counters) = PROBE_COUNTERS.get_ptr_mut(function) else { return 0 };
-    // SAFETY: the thread's own entry and this CPU's counters, as in the entry probe.
+    let Some(thread) = thread_calls(key) else { return 1 };
+    // SAFETY: the thread's own entry: only this thread's probes write it, one at a time (a
+    // thread runs on one CPU at a time and its probes do not nest).
     unsafe {
         let depth = (*thread).depth;
         if depth == 0 {
-            return 0; // attached while the call was open: its entry was never seen
-        }
-        let depth = depth - 1;
-        (*thread).depth = depth;
-        if (*thread).sampled == 0 {
-            return 0;
+            (*thread).sampled = chosen() as u32;
+        } else if (*thread).sampled == 0 && session {
+            return 1; // inside an untimed outermost call
         }
         let d = depth as usize;
         if d >= MAX_DEPTH {
-            return 0;
+            add(&raw mut (*counters).too_deep, 1);
+            if !session {
+                (*thread).depth = depth + 1; // its return comes, and pops only the count
+            }
+            return 1;
+        }
+        (*thread).depth = depth + 1;
+        (*thread).function[d] = function;
+        (*thread).sp[d] = sp;
+        if (*thread).sampled != 0 {
+            (*thread).entry_ns[d] = bpf_ktime_get_ns();
+        }
+    }
+    0
+}
+
+/// A call returned at `now`: popped, timed if its outermost call was chosen, recorded if asked.
+#[inline(always)]
+fn returned(function: u32, now: u64) {
+    let key = bpf_get_current_pid_tgid();
+    let Some(thread) = PROBE_THREADS.get_ptr_mut(key) else { return };
+    let Some(counters) = PROBE_COUNTERS.get_ptr_mut(function) else { return };
+    // SAFETY: the thread's own entry and this CPU's counters, as in `entry`.
+    unsafe {
+        let depth = (*thread).depth;
+        if depth == 0 {
+            return; // attached while the call was open: its entry was never seen
+        }
+        let d = (depth - 1) as usize;
+        if d >= MAX_DEPTH {
+            (*thread).depth = d as u32;
+            return;
         }
         if (*thread).function[d] != function {
             // Returned from a call that is not the innermost open one: something unwound past
             // probed frames. Start the thread over rather than time calls against wrong entries.
             add(&raw mut (*counters).mismatched, 1);
             (*thread).depth = 0;
-            return 0;
+            return;
+        }
+        (*thread).depth = d as u32;
+        if (*thread).sampled == 0 {
+            return;
         }
         let ns = now.saturating_sub((*thread).entry_ns[d]);
         add(&raw mut (*counters).timed, 1);
@@ -136,14 +192,13 @@ pub fn loupe_fn_return(ctx: RetProbeContext) -> u32 {
                 tid: key as u32,
                 cpu: bpf_get_smp_processor_id(),
                 function: function as u16,
-                depth: depth as u16,
+                depth: d as u16,
             };
             if PROBE_CALLS.output::<CallRecord>(&record, 0).is_err() {
                 add(&raw mut (*counters).records_lost, 1);
             }
         }
     }
-    0
 }
 
 /// Adds to a per-CPU counter atomically. The program runs with migration disabled but not

@@ -95,6 +95,7 @@ fn measure() -> Result<Calibration, String> {
         pids: spec.pids,
         sample_every: 1,
         record_calls: false,
+        links: None,
     })
     .map_err(|e| e.to_string())?;
     let timed = time_calls();

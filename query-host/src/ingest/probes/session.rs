@@ -110,6 +110,7 @@ impl ProbeRun {
             pids: spec.pids.clone(),
             sample_every: options.sample_every,
             record_calls: options.record_calls,
+            links: None,
         })?;
         Ok(ProbeRun {
             probes,
