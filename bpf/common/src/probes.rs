@@ -30,7 +30,12 @@ pub const MAP_PROBE_CALLS: &str = "PROBE_CALLS";
 pub const CONFIG_SAMPLE_EVERY: u32 = 0;
 /// Index in [`MAP_PROBE_CONFIG`]: non-zero sends each timed call to [`MAP_PROBE_CALLS`].
 pub const CONFIG_RECORD_CALLS: u32 = 1;
-pub const CONFIG_SLOTS: u32 = 2;
+/// Index in [`MAP_PROBE_CONFIG`]: non-zero when several functions are probed, so calls can nest
+/// and an untimed outermost call must still be followed to its return (to know which later
+/// calls are inside it). With one function every call is sampled on its own, and on a session
+/// link an untimed call then pays the entry trap alone.
+pub const CONFIG_NESTED: u32 = 2;
+pub const CONFIG_SLOTS: u32 = 3;
 
 /// Functions one program instance can tell apart (the attach cookie indexes them).
 pub const MAX_FUNCTIONS: u32 = 64;

@@ -26,8 +26,8 @@ use aya::{
     programs::{UProbe, uprobe::UProbeScope},
 };
 use loupe_bpf_common::probes::{
-    BUCKETS, CONFIG_RECORD_CALLS, CONFIG_SAMPLE_EVERY, CallRecord, FunctionCounters, MAP_PROBE_CALLS, MAP_PROBE_CONFIG,
-    MAP_PROBE_COUNTERS, MAP_PROBE_HISTOGRAMS, MAX_FUNCTIONS, PROG_ENTRY, PROG_RETURN, PROG_SESSION,
+    BUCKETS, CONFIG_NESTED, CONFIG_RECORD_CALLS, CONFIG_SAMPLE_EVERY, CallRecord, FunctionCounters, MAP_PROBE_CALLS,
+    MAP_PROBE_CONFIG, MAP_PROBE_COUNTERS, MAP_PROBE_HISTOGRAMS, MAX_FUNCTIONS, PROG_ENTRY, PROG_RETURN, PROG_SESSION,
 };
 
 use crate::{SamplerError, clock::ClockPair, map_mut, session_link};
@@ -168,6 +168,7 @@ impl FunctionProbes {
             };
             set(&mut config, CONFIG_SAMPLE_EVERY, options.sample_every as u64)?;
             set(&mut config, CONFIG_RECORD_CALLS, options.record_calls as u64)?;
+            set(&mut config, CONFIG_NESTED, (n > 1) as u64)?;
         }
         let mut sessions = Vec::new();
         let kind = if options.links == Some(LinkKind::PerfEvent) {

@@ -35,8 +35,8 @@ use aya_ebpf::{
     programs::{ProbeContext, RetProbeContext},
 };
 use loupe_bpf_common::probes::{
-    BUCKETS, CONFIG_RECORD_CALLS, CONFIG_SAMPLE_EVERY, CONFIG_SLOTS, CallRecord, FunctionCounters, MAX_DEPTH,
-    MAX_FUNCTIONS, MAX_THREADS, ThreadCalls, bucket_of,
+    BUCKETS, CONFIG_NESTED, CONFIG_RECORD_CALLS, CONFIG_SAMPLE_EVERY, CONFIG_SLOTS, CallRecord, FunctionCounters,
+    MAX_DEPTH, MAX_FUNCTIONS, MAX_THREADS, ThreadCalls, bucket_of,
 };
 
 #[map(name = "PROBE_CONFIG")]
@@ -78,9 +78,9 @@ pub fn loupe_fn_return(ctx: RetProbeContext) -> u32 {
 }
 
 /// On a session link: called at every entry, and at the return of the calls whose entry
-/// returned 0 — the outermost call (timed or not, so the thread's depth stays exact) and every
-/// call inside a timed one. Calls inside an untimed outermost call return 1: counted, and no
-/// return trap.
+/// returned 0 — every call inside a timed outermost call, and the outermost call itself (when
+/// several functions are probed, even untimed, so the thread's depth stays exact). Calls
+/// inside an untimed outermost call return 1: counted, and no return trap.
 #[uprobe]
 pub fn loupe_fn_session(ctx: ProbeContext) -> u32 {
     // SAFETY: as in `loupe_fn_entry`.
@@ -126,6 +126,9 @@ fn entry(function: u32, sp: u64, session: bool) -> u32 {
         let depth = (*thread).depth;
         if depth == 0 {
             (*thread).sampled = chosen() as u32;
+            if (*thread).sampled == 0 && session && config(CONFIG_NESTED) == 0 {
+                return 1; // one function: nothing can be inside it to follow
+            }
         } else if (*thread).sampled == 0 && session {
             return 1; // inside an untimed outermost call
         }
