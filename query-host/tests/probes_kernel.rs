@@ -208,7 +208,8 @@ fn counts_latencies_and_call_trees_match_the_program() {
 fn cet_builds_are_probed_after_endbr64_and_libraries_by_name() {
     require_root!();
     let _kernel = one_at_a_time();
-    let (view, stats, _) = probe_nf(Build::Cet, 300, 1, &[], &[]);
+    // Two packet threads: one session link follows every thread of the process.
+    let (view, stats, _) = probe_nf(Build::Cet, 300, 2, &[], &[]);
     for f in FUNCS {
         let seen = function(&view, f);
         assert_eq!(u(&seen["probe_offset"]), 4, "{f}: after endbr64");
