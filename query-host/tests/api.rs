@@ -140,6 +140,11 @@ fn reads_match_the_cli_in_json_and_msgpack() {
         // Answered with real timeline events in tests/timeline_agent.rs.
         ("/api/v1/timeline", "get"),
         ("/api/v1/timeline/events", "get"),
+        // Answered with real probe sessions in tests/probes_kernel.rs; read-only here.
+        ("/api/v1/probes", "get"),
+        ("/api/v1/probes", "post"),
+        ("/api/v1/probes/{id}", "get"),
+        ("/api/v1/probes/active/{handle}/stop", "post"),
         ("/api/v1/udfs", "get"),
         ("/api/v1/udfs/{name}", "put"),
         ("/api/v1/udfs/{name}", "get"),
@@ -160,6 +165,14 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     for (path, op) in want {
         assert!(paths.get(path).and_then(|p| p.get(op)).is_some(), "{op} {path} missing from the document");
     }
+    // A store served without an agent lists probe sessions but cannot start or stop one.
+    let probes = http.get("/api/v1/probes").json();
+    assert_eq!((probes["active"].clone(), probes["sessions"].clone()), (json!([]), json!([])));
+    http.get("/api/v1/probes/7").assert_error(404, "not_found", "no probe session with id 7");
+    http.get("/api/v1/probes/x").assert_error(400, "bad_probe", "bad probe session id 'x'");
+    let order = json!({"pids": [1], "functions": ["main"]});
+    http.post("/api/v1/probes", &order).assert_error(409, "not_collecting", "start runs and probes on a `loupe agent`");
+    http.post("/api/v1/probes/active/1/stop", &json!({})).assert_error(409, "not_collecting", "loupe agent");
     server.stop();
 }
 

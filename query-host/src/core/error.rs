@@ -47,7 +47,7 @@ pub enum CoreError {
     TooManyProbes { active: usize, max: usize },
     #[error("{0}")]
     Probe(String),
-    #[error("this server only serves a store (`loupe serve`); start runs on a `loupe agent`")]
+    #[error("this server only serves a store (`loupe serve`); start runs and probes on a `loupe agent`")]
     NotCollecting,
     #[error("this server runs no analyses (start it with the HTTP API)")]
     NoAnalyses,
