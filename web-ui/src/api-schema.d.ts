@@ -72,6 +72,73 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/probes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sessions running on the agent and stored sessions that started in a range (`loupe probes
+         *     list --json`).
+         */
+        get: operations["list"];
+        put?: never;
+        /**
+         * Attaches probes on the agent and answers at once with the session's handle; the session
+         *     ends at its length, on `stop`, over its budget, or when its processes exit, and is then
+         *     stored. Bad requests (unknown PID or symbol, a Go program, an instruction the kernel would
+         *     single-step, too many functions) attach nothing. Only on a collecting agent (409 under
+         *     `loupe serve`).
+         */
+        post: operations["start"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/probes/active/{handle}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stops a running session and answers with what it stored (also collects one that ended by
+         *     itself in the last ten minutes).
+         */
+        post: operations["stop"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/probes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One stored session: per function its calls, percentiles and histogram; the slowest calls as
+         *     call trees (`loupe probes show --json`).
+         */
+        get: operations["show"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/profile": {
         parameters: {
             query?: never;
@@ -279,6 +346,27 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A session still attached on the agent. */
+        ActiveProbeView: {
+            binary?: string | null;
+            calls: boolean;
+            /**
+             * Format: int64
+             * @description When it will end by itself, if it has a length.
+             */
+            ends_unix_ns?: number | null;
+            functions: string[];
+            /**
+             * Format: int64
+             * @description The agent's handle for it (`loupe probes stop HANDLE`); not the stored id.
+             */
+            handle: number;
+            pids: number[];
+            /** Format: int32 */
+            sample_every: number;
+            /** Format: int64 */
+            started_unix_ns: number;
+        };
         AnalysisOutput: {
             columns: components["schemas"]["Column"][];
             /** @enum {string} */
@@ -296,6 +384,43 @@ export interface components {
             /** @enum {string} */
             kind: "text";
             text: string;
+        };
+        /** @description A call with its probed callees: where its time went. */
+        CallTreeView: {
+            children: components["schemas"]["CallTreeView"][];
+            /** Format: int64 */
+            duration_ns: number;
+            /** Format: int64 */
+            entry_unix_ns: number;
+            function: string;
+            /**
+             * Format: int64
+             * @description Its duration less its recorded children's.
+             */
+            self_ns: number;
+            /** Format: int32 */
+            tid: number;
+        };
+        /** @description One recorded call. */
+        CallView: {
+            /** Format: int32 */
+            cpu: number;
+            /** Format: int32 */
+            depth: number;
+            /** Format: int64 */
+            entry_unix_ns: number;
+            /** Format: int64 */
+            exit_unix_ns: number;
+            function: string;
+            /**
+             * Format: int32
+             * @description Index in `calls` of the enclosing recorded call.
+             */
+            parent?: number | null;
+            /** Format: int32 */
+            pid: number;
+            /** Format: int32 */
+            tid: number;
         };
         /** @description A number, a string, or null */
         Cell: number | string | null;
@@ -423,6 +548,15 @@ export interface components {
             /** Format: int64 */
             peak_memory_bytes: number;
         };
+        /** @description Calls whose measured duration was in `[low_ns, high_ns)`. */
+        LatencyBucket: {
+            /** Format: int64 */
+            count: number;
+            /** Format: int64 */
+            high_ns: number;
+            /** Format: int64 */
+            low_ns: number;
+        };
         /** @description One line an analysis logged (its log calls, stdout and stderr). */
         LogLine: {
             /** @description `debug`, `info`, `warn` or `error`; `stdout`/`stderr` for captured output. */
@@ -465,6 +599,137 @@ export interface components {
             description: string;
             kind: components["schemas"]["ParamKind"];
             name: string;
+        };
+        /** @description One probed function over a session. */
+        ProbeFunctionView: {
+            /** Format: int64 */
+            address: number;
+            binary: string;
+            /**
+             * Format: int64
+             * @description Every call, timed or not (exact).
+             */
+            calls: number;
+            /** Format: double */
+            calls_per_s: number;
+            histogram: components["schemas"]["LatencyBucket"][];
+            /**
+             * Format: int64
+             * @description Exact, as measured (bias included).
+             */
+            max_ns: number;
+            /** Format: int64 */
+            mean_ns?: number | null;
+            name: string;
+            /**
+             * Format: int64
+             * @description Percentiles within ±3.2 % (log-linear buckets), the bias subtracted.
+             */
+            p50_ns?: number | null;
+            /** Format: int64 */
+            p90_ns?: number | null;
+            /** Format: int64 */
+            p99_ns?: number | null;
+            /**
+             * Format: int32
+             * @description Bytes past the symbol where the probe sat (4 after `endbr64`).
+             */
+            probe_offset: number;
+            symbol: string;
+            /**
+             * Format: int64
+             * @description Calls timed: the population of the figures below.
+             */
+            timed: number;
+            /**
+             * Format: int64
+             * @description Sum of the timed calls' durations, as measured.
+             */
+            total_ns: number;
+        };
+        /** @description `loupe probes list --json`, `GET /api/v1/probes`. */
+        ProbeList: {
+            active: components["schemas"]["ActiveProbeView"][];
+            sessions: components["schemas"]["ProbeListEntry"][];
+        };
+        /** @description One stored session, without its calls. */
+        ProbeListEntry: {
+            binary?: string | null;
+            /** Format: int64 */
+            calls: number;
+            /** Format: int64 */
+            end_unix_ns: number;
+            ended: string;
+            functions: string[];
+            /** Format: int64 */
+            id: number;
+            pids: number[];
+            /** Format: int64 */
+            recorded_calls: number;
+            /** Format: int64 */
+            start_unix_ns: number;
+        };
+        /** @description A probe session to start. */
+        ProbeOrder: {
+            /** @description Probe functions whose first instruction the kernel must single-step (~10× the cost). */
+            allow_single_step?: boolean;
+            /** @description A binary to probe in every process that runs or maps it. */
+            binary?: string | null;
+            /**
+             * Format: double
+             * @description Most CPU the probes may cost the probed programs, in % of one CPU (default 1).
+             */
+            budget_percent?: number | null;
+            /** @description Keep per-call records (for call trees). */
+            calls?: boolean;
+            /** @description `SYMBOL` or `LIBRARY:SYMBOL`; demangled names accepted. */
+            functions: string[];
+            /** @description Processes to probe (or give `binary`). */
+            pids?: number[];
+            /**
+             * Format: int32
+             * @description Time 1 outermost call in N (default 1: every call).
+             */
+            sample_every?: number | null;
+            /**
+             * Format: double
+             * @description Length; without one, until stopped (at most an hour).
+             */
+            seconds?: number | null;
+        };
+        /** @description One probe session. */
+        ProbeView: {
+            /**
+             * Format: int64
+             * @description What the probes add to every timed call's duration on this host (an empty function's
+             *     median), already subtracted from the percentiles below; 0 when not calibrated.
+             */
+            bias_ns: number;
+            binary?: string | null;
+            /** @description Every recorded call (only when asked for). */
+            calls?: components["schemas"]["CallView"][] | null;
+            /** Format: int64 */
+            calls_lost: number;
+            /** Format: int64 */
+            calls_recorded: number;
+            /** Format: int64 */
+            end_unix_ns: number;
+            /** @description Why it ended: `duration`, `stopped`, `budget`, `exited` or `shutdown`. */
+            ended: string;
+            functions: components["schemas"]["ProbeFunctionView"][];
+            /** Format: int64 */
+            id: number;
+            notes: string[];
+            pids: number[];
+            /**
+             * Format: int32
+             * @description 1 in this many outermost calls was timed at the end (the budget may have raised it).
+             */
+            sample_every: number;
+            /** @description The slowest outermost recorded calls, slowest first, each with its probed callees. */
+            slowest: components["schemas"]["CallTreeView"][];
+            /** Format: int64 */
+            start_unix_ns: number;
         };
         /** @description `loupe profile --json`. */
         ProfileView: {
@@ -826,6 +1091,315 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list: {
+        parameters: {
+            query?: {
+                /** @description Sessions that started at or after (RFC 3339, Unix ns, `now`, `-1h`). Default: the beginning. */
+                from?: string;
+                /** @description … and before. Default: the end of time. */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProbeList"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProbeOrder"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActiveProbeView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body neither JSON nor MessagePack */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description well-formed, but not this route's body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stop: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The running session's handle */
+                handle: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProbeView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    show: {
+        parameters: {
+            query?: {
+                /** @description Every recorded call too (large: up to a million). */
+                calls?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description Stored session id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProbeView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

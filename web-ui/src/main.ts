@@ -11,6 +11,9 @@ import { runView } from './views/run';
 import { profileView } from './views/profile';
 import { analysesView } from './views/analyses';
 import { timelineView } from './views/timeline';
+import { probesView } from './views/probes';
+import { probeView } from './views/probe';
+import { probeStartView } from './views/probestart';
 
 export interface ViewCtx {
   params: string[];
@@ -176,6 +179,7 @@ const nav = h(
   h('a', { href: '#/', 'data-nav': 'overview' }, 'Overview'),
   h('a', { href: '#/profile', 'data-nav': 'profile' }, 'Profile'),
   h('a', { href: '#/timeline', 'data-nav': 'timeline' }, 'Timeline'),
+  h('a', { href: '#/probes', 'data-nav': 'probes' }, 'Probes'),
   h('a', { href: '#/analyses', 'data-nav': 'analyses' }, 'Analyses'),
 );
 const main = h('main', { id: 'view', tabindex: '-1' });
@@ -217,6 +221,9 @@ const routes: [RegExp, string, View][] = [
   [/^\/run\/(\d+)$/, 'run', runView],
   [/^\/profile$/, 'profile', profileView],
   [/^\/timeline$/, 'timeline', timelineView],
+  [/^\/probes$/, 'probes', probesView],
+  [/^\/probes\/start$/, 'probe-start', probeStartView],
+  [/^\/probes\/(\d+)$/, 'probe', probeView],
   [/^\/analyses(?:\/([a-z0-9][a-z0-9_-]*))?$/, 'analyses', analysesView],
 ];
 
@@ -247,8 +254,10 @@ async function route(): Promise<void> {
   const name = match?.name ?? 'not-found';
   loupe.view = name;
   main.dataset.view = name;
+  // Pages under a section mark its link: a day or a run the overview, a session or the start form the probes.
+  const section = name === 'day' || name === 'run' ? 'overview' : name === 'probe' || name === 'probe-start' ? 'probes' : name;
   for (const a of nav.querySelectorAll('a')) {
-    if (a.dataset.nav === name || (name === 'day' || name === 'run' ? a.dataset.nav === 'overview' : false)) a.setAttribute('aria-current', 'page');
+    if (a.dataset.nav === section) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   const focusMain = path !== lastPath && lastPath !== '';

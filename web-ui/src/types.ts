@@ -97,6 +97,31 @@ export type TimelineEvent = Omit<Exact<Schemas['TimelineEventView'], 'time_unix_
 export type TimelineArgsMatchApi = Assert<Same<Schemas['TimelineEventView']['args'], number[]>>;
 export type TimelineEventsPage = Omit<Schemas['TimelineEventsPage'], 'events'> & { events: TimelineEvent[] };
 
+/** A probe session stored (without its calls). */
+export type ProbeListEntry = Exact<Schemas['ProbeListEntry'], 'id' | 'start_unix_ns' | 'end_unix_ns'>;
+/**
+ * A probe session running on the agent (`handle` is the agent's, not a stored id). `ends_unix_ns`
+ * is optional in the API (Exact would make it required), so it is written out.
+ */
+export type ActiveProbe = Omit<Exact<Schemas['ActiveProbeView'], 'handle' | 'started_unix_ns'>, 'ends_unix_ns'> & { ends_unix_ns?: Big | null };
+/** Compiles only while the API's `ends_unix_ns` is an optional integer (what `Big | null` refines). */
+export type ActiveProbeEndMatchesApi = Assert<Same<Schemas['ActiveProbeView']['ends_unix_ns'], number | null | undefined>>;
+export type ProbeList = { active: ActiveProbe[]; sessions: ProbeListEntry[] };
+/** One probed function: counts, bias-corrected percentiles, the histogram as measured. */
+export type ProbeFunction = Exact<Schemas['ProbeFunctionView'], 'address' | 'total_ns'>;
+export type LatencyBucket = Schemas['LatencyBucket'];
+/** A slow call with its probed callees (entry time exact). */
+export type CallTree = Omit<Exact<Schemas['CallTreeView'], 'entry_unix_ns'>, 'children'> & { children: CallTree[] };
+/** One stored session as `GET /api/v1/probes/{id}` answers without `calls`. */
+export type ProbeView = Omit<Exact<Schemas['ProbeView'], 'id' | 'start_unix_ns' | 'end_unix_ns'>, 'functions' | 'slowest' | 'calls'> & {
+  functions: ProbeFunction[];
+  slowest: CallTree[];
+};
+/** The body of `POST /api/v1/probes`. */
+export type ProbeOrder = Schemas['ProbeOrder'];
+/** Compiles only while the start form's body is what the API takes. */
+export type ProbeOrderMatchesApi = Assert<Same<ProbeOrder, NonNullable<paths['/api/v1/probes']['post']['requestBody']>['content']['application/json']>>;
+
 /** The body of `O`'s status-`S` JSON answer. */
 type Answer<O, S extends number = 200> = O extends { responses: { [K in S]: { content: { 'application/json': infer B } } } } ? B : never;
 /** The API answers `M P` with JSON the UI's type `T` takes as is. */
@@ -112,6 +137,10 @@ export type EndpointsMatchUi = [
   Assert<Reads<'/api/v1/profile', 'get', Profile>>,
   Assert<Reads<'/api/v1/timeline', 'get', TimelineSummary>>,
   Assert<Reads<'/api/v1/timeline/events', 'get', TimelineEventsPage>>,
+  Assert<Reads<'/api/v1/probes', 'get', ProbeList>>,
+  Assert<Reads<'/api/v1/probes', 'post', ActiveProbe, 201>>,
+  Assert<Reads<'/api/v1/probes/{id}', 'get', ProbeView>>,
+  Assert<Reads<'/api/v1/probes/active/{handle}/stop', 'post', ProbeView>>,
   Assert<Reads<'/api/v1/udfs', 'get', Udf[]>>,
   Assert<Reads<'/api/v1/udfs/{name}', 'get', Udf>>,
   Assert<Reads<'/api/v1/udfs/{name}', 'put', Uploaded, 201>>,

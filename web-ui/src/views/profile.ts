@@ -162,8 +162,18 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
   body.append(flameSection);
   const fg = renderFlame(flameSection, profile, 'Flame graph of the range');
   ctx.onCleanup(() => fg.destroy());
-  body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, profile.samples), functionsTable(profile.functions, profile.samples, (name) => fg.search(name))));
+  body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, profile.samples), functionsTable(profile.functions, profile.samples, (name) => fg.search(name), (name) => probeHref(name, query.pid))));
 }
+
+/** The probe start form for a function of the profile, with the profile's PID when it is filtered by one. */
+export function probeHref(name: string, pid?: string): string {
+  const q = new URLSearchParams({ functions: name });
+  if (pid) q.set('pid', pid);
+  return `#/probes/start?${q.toString()}`;
+}
+
+/** Frames no uprobe can attach to by name: `[unknown]`-style markers and bare addresses. */
+const unprobeable = (name: string) => name.startsWith('[') || /^0x[0-9a-f]+$/i.test(name);
 
 /** Draws a profile's flame graph and records its timings. */
 export function renderFlame(parent: HTMLElement, profile: Profile, title: string): FlameGraph {
@@ -257,7 +267,11 @@ export function modulesTable(modules: ModuleCount[], samples: number): HTMLEleme
   );
 }
 
-export function functionsTable(functions: FunctionCount[], samples: number, highlight: (name: string) => void): HTMLElement {
+/**
+ * The top functions by self or total samples; `probe`, when given, links each function to the
+ * probe start form (the "Probe" column).
+ */
+export function functionsTable(functions: FunctionCount[], samples: number, highlight: (name: string) => void, probe?: (name: string) => string): HTMLElement {
   let sortKey: 'self' | 'total' = 'self';
   let limit = 50;
   const tbody = h('tbody');
@@ -279,6 +293,15 @@ export function functionsTable(functions: FunctionCount[], samples: number, high
           h('td', { class: 'num' }, percent(f.self, samples)),
           h('td', { class: 'num' }, count(f.total)),
           h('td', { class: 'num' }, percent(f.total, samples)),
+          probe
+            ? h(
+                'td',
+                null,
+                unprobeable(f.name)
+                  ? null
+                  : h('a', { href: probe(f.name), class: 'probe-link', title: 'Time this function’s calls with a probe', 'aria-label': `Probe ${f.name}` }, 'Probe…'),
+              )
+            : null,
         ),
       ),
     );
@@ -299,7 +322,7 @@ export function functionsTable(functions: FunctionCount[], samples: number, high
       h(
         'table',
         { class: 'data compact', id: 'functions-table', 'data-top-function': functions[0]?.name ?? '' },
-        h('thead', null, h('tr', null, h('th', { scope: 'col', class: 'num' }, '#'), h('th', { scope: 'col' }, 'Function'), selfTh, h('th', { scope: 'col', class: 'num' }, 'Self %'), totalTh, h('th', { scope: 'col', class: 'num' }, 'Total %'))),
+        h('thead', null, h('tr', null, h('th', { scope: 'col', class: 'num' }, '#'), h('th', { scope: 'col' }, 'Function'), selfTh, h('th', { scope: 'col', class: 'num' }, 'Self %'), totalTh, h('th', { scope: 'col', class: 'num' }, 'Total %'), probe ? h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Probe')) : null)),
         tbody,
       ),
       'Top functions',

@@ -64,6 +64,7 @@ export async function runView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
       h('h1', null, `Run `, h('span', { class: 'mono' }, str(run.id))),
       h('a', { class: 'button primary', href: profileHref, id: 'profile-link' }, 'Profile of this window'),
       h('a', { class: 'button', href: `#/timeline?from=${start}&to=${end}`, id: 'timeline-link' }, 'Timeline of this window'),
+      h('a', { class: 'button', href: `#/probes?from=${start}&to=${end}`, id: 'probes-link' }, 'Probes in this window'),
       h('button', { type: 'button', onclick: () => group.resetZoom() }, 'Reset zoom'),
     ),
     kv([
