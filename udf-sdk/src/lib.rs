@@ -39,7 +39,9 @@
 //! - **Batches, not rows.** Every call across the sandbox boundary costs far more than reading a
 //!   number, so the host hands out runs and samples a batch at a time. [`Runs`] and [`Samples`]
 //!   are plain iterators over those batches (both a [`Batched`] cursor): one host call per batch
-//!   (a few runs, or about ten seconds of samples of every CPU), never one per item.
+//!   (a few runs, or about ten seconds of samples of every CPU), never one per item. Probe
+//!   sessions ([`ProbeSessions`]) come one per call, each followed by its calls in batches
+//!   ([`ProbeCalls`], a [`Batched`] cursor too).
 //! - **Ids, resolved once.** A sample carries a stack id and a comm id, not strings: a day holds
 //!   millions of samples but only thousands of distinct stacks. Count per id while streaming,
 //!   then resolve the distinct ids with [`Stacks`] / [`Comms`] (both an [`IdCache`]), which ask
@@ -59,6 +61,7 @@ mod data;
 pub mod log;
 mod output;
 mod params;
+mod probes;
 
 /// The raw bindings generated from `wit/loupe.wit`. [`export_analysis!`] uses them; analyses
 /// rarely need to.
@@ -86,12 +89,14 @@ pub use data::{
 };
 pub use output::Flamegraph;
 pub use params::Params;
+pub use probes::{CallBatches, ProbeCalls, ProbeQuery, ProbeSessions, histogram_quantile, probes};
 /// A parameter's declaration (the WIT `param-spec`), built with [`Param::unsigned`],
 /// [`Param::float`], [`Param::text`] or [`Param::flag`], then [`Param::default`].
 pub use types::ParamSpec as Param;
 pub use types::{
-    Cell, Column, CpuMetrics, Description, Frame, Metrics, Output, ParamKind, ParamValue, Point, ResultKind, Run,
-    Sample, SampleFilter, Series, Table, TimeRange, TimelineEvent, TimelineFilter, WeightedStack,
+    Cell, Column, CpuMetrics, Description, Frame, LatencyBucket, Metrics, Output, ParamKind, ParamValue, Point,
+    ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleFilter, Series, Table, TimeRange,
+    TimelineEvent, TimelineFilter, WeightedStack,
 };
 
 /// One analysis: implement it on a unit struct and export it with [`export_analysis!`].
@@ -134,6 +139,13 @@ impl Context {
     /// methods).
     pub fn timeline(&self) -> TimelineQuery {
         timeline(self.range)
+    }
+
+    /// Probe sessions (`loupe probe`) that started in the invocation's range: each one's
+    /// functions with their latency histograms, then its recorded calls in batches (see
+    /// [`probes`]).
+    pub fn probes(&self) -> ProbeQuery {
+        probes(self.range)
     }
 }
 

@@ -9,7 +9,8 @@
 //! [`MAX_OPEN_CURSORS`] cursors at once (one more traps the analysis with `cursor_limit`), a
 //! run cursor holds one page of run listings ([`RUN_PAGE`] entries) and a sample cursor one
 //! stored batch of samples; a batch handed to the guest is at most [`RUN_PAGE`] runs and
-//! [`MAX_RUN_BATCH_BYTES`] of series, or [`SAMPLE_PAGE`] samples.
+//! [`MAX_RUN_BATCH_BYTES`] of series, or [`SAMPLE_PAGE`] samples. The probe cursor (stored
+//! `loupe probe` sessions and their calls) is in [`super::probes`], under the same limits.
 
 use std::collections::VecDeque;
 
@@ -31,6 +32,7 @@ wasmtime::component::bindgen!({
         "loupe:udf/data.run-cursor": RunCursor,
         "loupe:udf/data.sample-cursor": SampleCursor,
         "loupe:udf/data.timeline-cursor": TimelineCursor,
+        "loupe:udf/data.probe-cursor": super::probes::ProbeCursor,
     },
 });
 
@@ -96,13 +98,13 @@ impl DataHost {
         DataHost { store, info, table: ResourceTable::new(), log, open_cursors: 0, cursor_limit_hit: false }
     }
 
-    fn range(r: wit::TimeRange) -> Result<StoreRange, String> {
+    pub(super) fn range(r: wit::TimeRange) -> Result<StoreRange, String> {
         StoreRange::new(r.from_ns, r.to_ns).map_err(|e| e.to_string())
     }
 
     /// Counts a cursor about to open, or traps the analysis if it holds too many: an error
     /// it could ignore would let a loop of opens grow the host's state forever.
-    fn open_cursor(&mut self) -> wasmtime::Result<()> {
+    pub(super) fn open_cursor(&mut self) -> wasmtime::Result<()> {
         if self.open_cursors >= MAX_OPEN_CURSORS {
             self.cursor_limit_hit = true;
             return Err(wasmtime::Error::msg(format!("more than {MAX_OPEN_CURSORS} cursors open")));
@@ -111,12 +113,12 @@ impl DataHost {
         Ok(())
     }
 
-    fn close_cursor(&mut self) {
+    pub(super) fn close_cursor(&mut self) {
         self.open_cursors = self.open_cursors.saturating_sub(1);
     }
 }
 
-fn trap(e: StoreError) -> wasmtime::Error {
+pub(super) fn trap(e: StoreError) -> wasmtime::Error {
     wasmtime::Error::msg(format!("store: {e}"))
 }
 
@@ -172,6 +174,13 @@ impl loupe::udf::data::Host for DataHost {
         let query = TimelineQuery { range, pid: filter.pid, comm: filter.comm, event: filter.event };
         self.open_cursor()?;
         Ok(Ok(self.table.push(TimelineCursor { query, after: None, done: false })?))
+    }
+
+    fn open_probes(
+        &mut self,
+        range: wit::TimeRange,
+    ) -> wasmtime::Result<Result<Resource<super::probes::ProbeCursor>, String>> {
+        self.open_probe_cursor(range)
     }
 
     fn stacks(&mut self, ids: Vec<u32>) -> wasmtime::Result<Result<Vec<Vec<wit::Frame>>, String>> {

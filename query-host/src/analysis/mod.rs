@@ -1,6 +1,7 @@
 //! Team-owned analyses (UDFs): WebAssembly components that run next to the data.
 //!
-//! - [`host`]: the `loupe:udf/data` interface (cursors over runs and samples) over the store.
+//! - [`host`]: the `loupe:udf/data` interface (cursors over runs and samples) over the store;
+//!   [`probes`]: its cursor over probe sessions and their calls.
 //! - [`sandbox`]: limits, the per-invocation state, and the imports an analysis is granted.
 //! - [`runtime`]: one engine, compile-once, a fresh store per invocation.
 //! - [`registry`]: uploads on disk with their precompiled artifacts.
@@ -10,6 +11,7 @@
 pub mod host;
 pub mod output;
 pub mod params;
+pub mod probes;
 pub mod registry;
 pub mod runtime;
 pub mod sandbox;
