@@ -3,7 +3,8 @@
 //! 1. **Per call.** `nf` with no work in its functions runs 100,000 packets; only `parse` (one
 //!    call a packet) is probed. The added time per packet against the same program unprobed,
 //!    in the same round, is the cost of one probed call: Loupe timing every call, Loupe timing
-//!    1 in 64, and bpftrace's classic latency script (`uprobe` storing `nsecs` by tid,
+//!    1 in 64 (on uprobe session links, and on aya's perf-event uprobes), and bpftrace's classic
+//!    latency script (`uprobe` storing `nsecs` by tid,
 //!    `uretprobe` adding to a `hist`) — on the plain build (`parse` starts with `push`) and the
 //!    CET build (`endbr64` first: Loupe probes 4 bytes in, bpftrace at the symbol).
 //! 2. **Throughput.** `nf` with its default work (parse 2 µs, lookup 1 µs, forward 5 µs) and
@@ -20,11 +21,7 @@ use std::{
     time::Duration,
 };
 
-use loupe_query_host::ingest::probes::{
-    ProbeOptions, ProbeRun,
-    cost::calibration,
-    target::TargetSpec,
-};
+use loupe_query_host::ingest::probes::{ProbeOptions, ProbeRun, cost::calibration, target::TargetSpec};
 use loupe_testbed::nf::{Build, FUNCS, build_nf, run_nf_no_wait};
 
 const PACKETS: u32 = 100_000;
@@ -33,16 +30,18 @@ const ZERO: [&str; 8] = ["--parse-ns", "0", "--lookup-ns", "0", "--forward-ns", 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     None,
-    Loupe(u32),
+    /// Loupe timing 1 call in N, on session links or perf-event uprobes.
+    Loupe(u32, LinkKind),
     Bpftrace,
 }
 
 impl Mode {
     fn name(self) -> String {
+        let links = |k| if k == LinkKind::Session { "" } else { "_perf_event" };
         match self {
             Mode::None => "none".into(),
-            Mode::Loupe(1) => "loupe".into(),
-            Mode::Loupe(n) => format!("loupe_1_in_{n}"),
+            Mode::Loupe(1, k) => format!("loupe{}", links(k)),
+            Mode::Loupe(n, k) => format!("loupe{}_1_in_{n}", links(k)),
             Mode::Bpftrace => "bpftrace".into(),
         }
     }
@@ -52,17 +51,26 @@ impl Mode {
 /// `args`, detaches; returns nanoseconds per packet.
 fn run(exe: &Path, dir: &Path, mode: Mode, functions: &[&str], args: &[&str]) -> f64 {
     let probes = match mode {
-        Mode::Loupe(every) => Some(
-            ProbeRun::start(
-                &TargetSpec {
-                    binary: Some(exe.to_path_buf()),
-                    functions: functions.iter().map(|f| f.to_string()).collect(),
-                    ..Default::default()
-                },
-                ProbeOptions { sample_every: every, record_calls: false, budget: 1.0 },
-            )
-            .expect("attach"),
-        ),
+        Mode::Loupe(every, links) => {
+            let spec = TargetSpec {
+                binary: Some(exe.to_path_buf()),
+                functions: functions.iter().map(|f| f.to_string()).collect(),
+                ..Default::default()
+            };
+            let functions = resolve(&spec).expect("resolve");
+            let probes = FunctionProbes::attach(&FunctionProbeOptions {
+                functions: functions
+                    .into_iter()
+                    .map(|f| ProbePoint { file: f.attach_file, file_offset: f.file_offset, name: f.name })
+                    .collect(),
+                pids: vec![],
+                sample_every: every,
+                record_calls: false,
+                links: Some(links),
+            })
+            .expect("attach");
+            Some(probes)
+        }
         _ => None,
     };
     let tracer = (mode == Mode::Bpftrace).then(|| bpftrace(exe, functions));
@@ -134,12 +142,20 @@ fn main() {
     let mut zero_args: Vec<&str> = vec!["--packets", &packets];
     zero_args.extend_from_slice(&ZERO);
 
-    println!("\n1. Added cost per probed call (nf, empty functions, only `parse` probed, {PACKETS} calls, median of {rounds} rounds)");
+    println!(
+        "\n1. Added cost per probed call (nf, empty functions, only `parse` probed, {PACKETS} calls, median of {rounds} rounds)"
+    );
     for build in [Build::Plain, Build::Cet] {
         let sub = dir.path().join(build.exe_name());
         std::fs::create_dir_all(&sub).unwrap();
         let exe = build_nf(&sub, build);
-        let mut modes = vec![Mode::None, Mode::Loupe(1), Mode::Loupe(64)];
+        let mut modes = vec![
+            Mode::None,
+            Mode::Loupe(1, LinkKind::Session),
+            Mode::Loupe(64, LinkKind::Session),
+            Mode::Loupe(1, LinkKind::PerfEvent),
+            Mode::Loupe(64, LinkKind::PerfEvent),
+        ];
         if have_bpftrace {
             modes.push(Mode::Bpftrace);
         }
@@ -178,7 +194,7 @@ fn main() {
     std::fs::create_dir_all(&sub).unwrap();
     let exe = build_nf(&sub, Build::Plain);
     let args = ["--packets", "20000"];
-    let modes = [Mode::None, Mode::Loupe(1), Mode::Loupe(64)];
+    let modes = [Mode::None, Mode::Loupe(1, LinkKind::Session), Mode::Loupe(64, LinkKind::Session)];
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     for _ in 0..rounds {
         let base = run(&exe, &sub, Mode::None, &FUNCS, &args);
@@ -190,6 +206,9 @@ fn main() {
         let m = median(ratios[i].clone());
         let (lo, hi) = spread(&ratios[i]);
         println!("    {:<16} {m:.3} of unprobed packets/s (rounds {lo:.3} … {hi:.3})", mode.name());
-        println!(r#"BENCH {{"name": "probe_throughput_{}", "value": {m:.3}, "unit": "ratio", "baseline": 1.0}}"#, mode.name());
+        println!(
+            r#"BENCH {{"name": "probe_throughput_{}", "value": {m:.3}, "unit": "ratio", "baseline": 1.0}}"#,
+            mode.name()
+        );
     }
 }
