@@ -21,7 +21,11 @@ use std::{
     time::Duration,
 };
 
-use loupe_query_host::ingest::probes::{ProbeOptions, ProbeRun, cost::calibration, target::TargetSpec};
+use loupe_bpf::{FunctionProbeOptions, FunctionProbes, LinkKind, ProbePoint};
+use loupe_query_host::ingest::probes::{
+    cost::calibration,
+    target::{TargetSpec, resolve},
+};
 use loupe_testbed::nf::{Build, FUNCS, build_nf, run_nf_no_wait};
 
 const PACKETS: u32 = 100_000;
