@@ -30,7 +30,8 @@ fn start_probe(data: &Path, args: &[&str]) -> Child {
     let mut child = Command::new(LOUPE)
         .arg("probe")
         .args(args)
-        .args(["--json", "--budget", "100", "--data-dir"])
+        .args(if args.contains(&"--budget") { &["--json"][..] } else { &["--json", "--budget", "100"][..] })
+        .arg("--data-dir")
         .arg(data)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
@@ -242,6 +243,53 @@ fn one_in_64_is_timed_with_whole_subtrees_and_every_call_counted() {
     assert_eq!(u(&function(&view, "forward")["timed"]) as f64, timed);
     let calls = full["calls"].as_array().unwrap();
     assert!(calls.iter().all(|c| c["function"] == "handle" || !c["parent"].is_null()), "no orphans");
+}
+
+#[test]
+fn short_functions_are_corrected_by_the_calibrated_bias() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    // lookup 1 µs, parse 2 µs: the probes' own share of a timed call (~1 µs here) is as large
+    // as the function. The view subtracts the calibrated bias; the raw histogram keeps it.
+    let work = ["--parse-ns", "2000", "--lookup-ns", "1000", "--forward-ns", "5000"];
+    let (view, stats, _) = probe_nf(Build::Plain, 3000, 1, &work, &[]);
+    let bias = u(&view["bias_ns"]) as f64;
+    assert!(bias > 0.0, "calibrated: {view}");
+    for f in ["parse", "lookup"] {
+        let seen = function(&view, f);
+        let truth = stats.func(f).median_ns as f64;
+        let corrected = u(&seen["p50_ns"]) as f64;
+        let raw = corrected + bias;
+        assert!(
+            (corrected - truth).abs() < (raw - truth).abs(),
+            "{f}: corrected {corrected} ns should be nearer the program's {truth} ns than raw {raw} ns"
+        );
+        assert!((corrected - truth).abs() <= 0.25 * truth, "{f}: corrected {corrected} ns vs the program's {truth} ns");
+    }
+}
+
+#[test]
+fn over_its_budget_a_session_detaches_and_says_so() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_nf(dir.path(), Build::Plain);
+    // Empty functions: a million calls a second or so, far more than 0.5 % of a CPU can pay.
+    let zero = ["--packets", "2000000", "--parse-ns", "0", "--lookup-ns", "0", "--forward-ns", "0"];
+    let nf = Nf::start(&exe, dir.path(), &zero);
+    let pid = nf.pid.to_string();
+    let data = dir.path().join("data");
+    let probe = start_probe(&data, &["--pid", &pid, "--func", "handle,parse,lookup,forward", "--budget", "0.5"]);
+    nf.go();
+    let started = Instant::now();
+    let out = probe.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let view: Value = loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(view["ended"], "budget", "{view}");
+    assert!(started.elapsed() < Duration::from_secs(5), "detached within the first checks, not at the end");
+    let notes = view["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().contains("over the budget of 0.50 %")), "{notes:?}");
+    drop(nf);
 }
 
 #[test]
