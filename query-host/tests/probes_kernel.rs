@@ -336,6 +336,22 @@ fn bad_requests_are_refused_with_one_line_and_attach_nothing() {
     let gobin = dir.path().join("gobin");
     assert!(Command::new("cc").arg("-o").arg(&gobin).arg(&go).status().unwrap().success());
     refuse(&["--binary", gobin.to_str().unwrap(), "--func", "main"], "Go program");
+    // Without privilege (nobody, no capabilities), on a binary it may read.
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let nobody_data = dir.path().join("nobody");
+    std::fs::create_dir(&nobody_data).unwrap();
+    Command::new("chown").args(["65534:65534"]).arg(&nobody_data).status().unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", LOUPE, "probe", "--binary"])
+        .arg(&exe)
+        .args(["--func", "handle", "--seconds", "1", "--data-dir"])
+        .arg(&nobody_data)
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.lines().last().unwrap_or_default().contains("not enough privilege"), "{err}");
     assert_eq!(probe_programs(), 0, "nothing stays attached");
     drop(nf);
 }

@@ -159,8 +159,9 @@ impl FunctionProbes {
                 options.sample_every
             )));
         }
+        // The kernel's reason (EPERM for an unprivileged caller) is in the error's sources.
         let mut ebpf = Ebpf::load(crate::PROBES_OBJECT)
-            .map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+            .map_err(|e| SamplerError::from_privileged("load eBPF programs", chain(&e), SamplerError::Load))?;
         {
             let mut config: Array<&mut MapData, u64> = map_mut(&mut ebpf, MAP_PROBE_CONFIG)?;
             let set = |config: &mut Array<&mut MapData, u64>, i, v| {

@@ -95,14 +95,16 @@ pub struct MetaRow<'a> {
     /// Call records stored, in `recorded_calls.div_ceil(CHUNK_CALLS)` chunks.
     pub recorded_calls: u64,
     pub calls_lost: u64,
-    /// The probes' own share of each timed call (see [`ProbeSession::bias_ns`]).
-    pub bias_ns: u64,
     /// Key + value bytes of the session's records (`P`, `p`, `j`), this one included.
     pub stored_bytes: u64,
     /// The rest of each function (see [`encode_functions`]), decoded on demand: a listing
     /// never decodes histograms.
     #[serde(borrow)]
     pub functions: Blob<'a>,
+    /// The probes' own share of each timed call (see [`ProbeSession::bias_ns`]). Last and
+    /// defaulted: a record written before it decodes with 0 (not calibrated).
+    #[serde(default)]
+    pub bias_ns: u64,
 }
 
 impl MetaRow<'_> {
@@ -645,6 +647,14 @@ mod tests {
         let mut many = row.clone();
         many.recorded_calls = MAX_SESSION_CALLS as u64 + 1;
         assert!(decode_meta(&encode_meta(&many), 100).is_err());
+        // A record from before `bias_ns` (one element fewer) reads as not calibrated.
+        let mut short = rmp_serde::to_vec(&row).unwrap();
+        assert_eq!(short[0], 0x90 | 14, "a fixarray of the row's 14 fields");
+        short[0] = 0x90 | 13;
+        let tail = rmp_serde::to_vec(&row.bias_ns).unwrap();
+        short.truncate(short.len() - tail.len());
+        let old = decode_meta(&short, 100).unwrap();
+        assert_eq!(old, MetaRow { bias_ns: 0, ..row.clone() });
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::ops::Bound;
 
 use super::codec::{self, CHUNK_CALLS};
 use super::model::{ProbeCall, ProbeSession, ProbeSessionSummary};
-use super::query::summary;
+use super::query::{head, summary};
 use crate::{Store, StoreError, TimeRange, keys};
 
 /// Where a listing of probe sessions stopped: the last session listed (start, then id: the
@@ -104,22 +104,7 @@ impl Store {
             next: 0,
             vanished: false,
         };
-        let head = ProbeSession {
-            id,
-            start_unix_ns: start,
-            end_unix_ns: row.end,
-            pids: row.pids,
-            binary: row.binary,
-            sample_every: row.sample_every,
-            with_calls: row.with_calls,
-            ended: row.ended,
-            notes: row.notes,
-            bias_ns: row.bias_ns,
-            functions,
-            calls: Vec::new(),
-            calls_lost: row.calls_lost,
-        };
-        Ok(Some((head, chunks)))
+        Ok(Some((head(id, start, row, functions), chunks)))
     }
 }
 

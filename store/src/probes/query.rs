@@ -2,8 +2,27 @@
 //! deleting one.
 
 use super::codec::{self, MetaRow};
-use super::model::{ProbeSession, ProbeSessionSummary};
+use super::model::{ProbeFunction, ProbeSession, ProbeSessionSummary};
 use crate::{Inner, Store, StoreError, TimeRange};
+
+/// A session from its metadata and decoded functions, without its calls.
+pub(super) fn head(id: u64, start: u64, row: MetaRow<'_>, functions: Vec<ProbeFunction>) -> ProbeSession {
+    ProbeSession {
+        id,
+        start_unix_ns: start,
+        end_unix_ns: row.end,
+        pids: row.pids,
+        binary: row.binary,
+        sample_every: row.sample_every,
+        with_calls: row.with_calls,
+        ended: row.ended,
+        notes: row.notes,
+        bias_ns: row.bias_ns,
+        functions,
+        calls: Vec::new(),
+        calls_lost: row.calls_lost,
+    }
+}
 
 pub(super) fn summary(id: u64, start: u64, row: MetaRow<'_>) -> ProbeSessionSummary {
     ProbeSessionSummary {
@@ -53,21 +72,7 @@ impl Store {
         let functions = codec::decode_functions(&row.functions.0, &row.names)
             .map_err(|d| inner.corrupt(format!("probe session {id} functions"), d))?;
         let calls = decode_calls(inner, id, start, &row, &chunks)?;
-        Ok(Some(ProbeSession {
-            id,
-            start_unix_ns: start,
-            end_unix_ns: row.end,
-            pids: row.pids,
-            binary: row.binary,
-            sample_every: row.sample_every,
-            with_calls: row.with_calls,
-            ended: row.ended,
-            notes: row.notes,
-            functions,
-            calls,
-            calls_lost: row.calls_lost,
-            bias_ns: row.bias_ns,
-        }))
+        Ok(Some(ProbeSession { calls, ..head(id, start, row, functions) }))
     }
 
     /// Deletes a probe session and all its records in one atomic batch, with the totals.
