@@ -352,7 +352,7 @@ fn bad_requests_are_refused_with_one_line_and_attach_nothing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.lines().last().unwrap_or_default().contains("not enough privilege"), "{err}");
-    assert_eq!(probe_programs(), 0, "nothing stays attached");
+    assert_programs_go("nothing stays attached");
     drop(nf);
 }
 
@@ -369,11 +369,7 @@ fn kill_9_of_loupe_probe_leaves_no_probe_in_the_kernel() {
     assert_eq!(probe_links(), 1, "one session link for the 4 functions of the program");
     probe.kill().unwrap();
     probe.wait().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while probe_programs() > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(probe_programs(), 0, "programs gone with the process");
+    assert_programs_go("programs gone with the process");
     assert_eq!(probe_links(), 0, "uprobe links gone with the process");
     nf.go();
     nf.wait_stats(Duration::from_secs(30)).assert_exact_counts();
@@ -440,11 +436,21 @@ fn the_agent_owns_probes_through_its_socket_and_its_http_api() {
     assert!(matches!(err, ureq::Error::StatusCode(400)), "{err}");
     let gone = ureq::post(&format!("{base}/probes/active/999/stop")).send_empty().unwrap_err();
     assert!(matches!(gone, ureq::Error::StatusCode(404)), "{gone}");
-    assert_eq!(probe_programs(), 0);
+    assert_programs_go("the stopped sessions detached");
     drop(nf);
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
     assert!(agent.wait().unwrap().success());
+}
+
+/// Waits (at most 5 s) until the kernel holds none of Loupe's probe programs: closing the last
+/// descriptor of a program or link frees it after an RCU grace period, not at once.
+fn assert_programs_go(what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while probe_programs() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(probe_programs(), 0, "{what}");
 }
 
 /// Loupe's probe programs the kernel holds (`bpftool prog show`).

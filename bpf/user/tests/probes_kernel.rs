@@ -135,7 +135,11 @@ fn count_time_nest_and_detach(kind: LinkKind) {
     assert_eq!(after[1].timed - 3000, 3 * timed);
     assert_eq!(probe_programs(), if kind == LinkKind::Session { 1 } else { 2 });
     drop(probes);
-    std::thread::sleep(Duration::from_millis(200));
+    // The kernel frees a closed program after an RCU grace period.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while probe_programs() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert_eq!(probe_programs(), 0, "programs still loaded after drop");
     drop(stdin);
     child.wait().unwrap();
