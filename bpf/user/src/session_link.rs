@@ -12,7 +12,7 @@ use std::{
     collections::{BTreeMap, HashSet},
     ffi::CString,
     os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd},
-    path::PathBuf,
+    path::{Path, PathBuf},
 };
 
 use aya::{Ebpf, maps::Map};
@@ -134,7 +134,7 @@ pub(crate) fn load_session_program(object: &[u8], ebpf: &Ebpf, program: &str) ->
 /// index as the cookie. `pid` 0: every process that maps the file.
 pub(crate) fn attach_session(
     program: &OwnedFd,
-    file: &PathBuf,
+    file: &Path,
     pid: u32,
     offsets: &[u64],
     cookies: &[u64],
