@@ -43,6 +43,16 @@ impl SamplerError {
         Self::Io { context: context.into(), source }
     }
 
+    /// [`Self::from_privileged`] on an error and its sources: aya keeps the kernel's reason
+    /// (the EPERM an unprivileged caller gets) in the sources, below e.g. "failed to create map".
+    pub(crate) fn from_privileged_error(
+        action: &'static str,
+        err: &dyn std::error::Error,
+        make: impl FnOnce(String) -> Self,
+    ) -> Self {
+        Self::from_privileged(action, chain(err), make)
+    }
+
     /// Classifies a failure of a privileged operation, so "not root" reads as such.
     pub(crate) fn from_privileged(
         action: &'static str,
@@ -56,4 +66,16 @@ impl SamplerError {
             make(text)
         }
     }
+}
+
+/// An error and its sources on one line.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }

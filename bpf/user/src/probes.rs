@@ -159,9 +159,8 @@ impl FunctionProbes {
                 options.sample_every
             )));
         }
-        // The kernel's reason (EPERM for an unprivileged caller) is in the error's sources.
         let mut ebpf = Ebpf::load(crate::PROBES_OBJECT)
-            .map_err(|e| SamplerError::from_privileged("load eBPF programs", chain(&e), SamplerError::Load))?;
+            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
         {
             let mut config: Array<&mut MapData, u64> = map_mut(&mut ebpf, MAP_PROBE_CONFIG)?;
             let set = |config: &mut Array<&mut MapData, u64>, i, v| {
@@ -319,7 +318,9 @@ fn attach_perf_events(
             .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?
             .try_into()
             .map_err(|e| SamplerError::Load(format!("{name}: {e}")))?;
-        program.load().map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+        program
+            .load()
+            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
         for (index, point) in options.functions.iter().enumerate() {
             for &scope in scopes {
                 let at = aya::programs::uprobe::UProbeAttachPoint {
@@ -327,7 +328,6 @@ fn attach_perf_events(
                     cookie: Some(index as u64),
                 };
                 program.attach(at, &point.file, scope).map_err(|e| {
-                    let reason = chain(&e);
                     let place = format!(
                         "{}{} in {}",
                         if ret { "return of " } else { "" },
@@ -337,7 +337,7 @@ fn attach_perf_events(
                         },
                         point.file.display()
                     );
-                    SamplerError::from_privileged("attach uprobes", &reason, |reason| SamplerError::ProbeAttach {
+                    SamplerError::from_privileged_error("attach uprobes", &e, |reason| SamplerError::ProbeAttach {
                         function: point.name.clone(),
                         place,
                         reason,
@@ -361,7 +361,7 @@ fn attach_sessions(program: &OwnedFd, options: &FunctionProbeOptions) -> Result<
                     0 => format!("every process, in {}", file.display()),
                     pid => format!("PID {pid}, in {}", file.display()),
                 };
-                SamplerError::from_privileged("attach uprobes", e.to_string(), |reason| SamplerError::ProbeAttach {
+                SamplerError::from_privileged_error("attach uprobes", &e, |reason| SamplerError::ProbeAttach {
                     function: names.join(", "),
                     place,
                     reason,
@@ -371,16 +371,4 @@ fn attach_sessions(program: &OwnedFd, options: &FunctionProbeOptions) -> Result<
         }
     }
     Ok(links)
-}
-
-/// An error and its sources on one line (aya's attach errors keep the kernel's reason inside).
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

@@ -123,8 +123,8 @@ pub(crate) fn load_session_program(object: &[u8], ebpf: &Ebpf, program: &str) ->
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let tail: String =
                 String::from_utf8_lossy(&log[..end]).lines().rev().take(3).collect::<Vec<_>>().join(" | ");
-            Err(SamplerError::from_privileged("load eBPF programs", format!("{e}; verifier: {tail}"), |reason| {
-                SamplerError::Load(format!("{program} as a uprobe session program: {reason}"))
+            Err(SamplerError::from_privileged_error("load eBPF programs", &e, |reason| {
+                SamplerError::Load(format!("{program} as a uprobe session program: {reason}; verifier: {tail}"))
             }))
         }
     }

@@ -108,7 +108,7 @@ impl StackSampler {
         options.validate()?;
         let cgroup_ids = options.deny.cgroups.iter().map(|p| cgroup_id(p)).collect::<Result<Vec<_>, _>>()?;
         let mut ebpf = Ebpf::load(crate::STACKS_OBJECT)
-            .map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
         {
             let mut comms: HashMap<&mut MapData, [u8; 16], u8> = map_mut(&mut ebpf, MAP_DENY_COMMS)?;
             for comm in &options.deny.comms {
@@ -132,7 +132,9 @@ impl StackSampler {
             .ok_or_else(|| SamplerError::Load(format!("program {PROG_STACKS} missing from object")))?
             .try_into()
             .map_err(|e| SamplerError::Load(format!("{PROG_STACKS}: {e}")))?;
-        program.load().map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+        program
+            .load()
+            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
         let cpus = online_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
         // Cycles where there is a PMU, else the software CPU clock (as in most VMs). The CPU
         // clock gets a fixed period in nanoseconds rather than a frequency: in frequency mode
@@ -156,7 +158,7 @@ impl StackSampler {
             clock = SampleClock::CpuClock;
             let period = SamplePolicy::Period(1_000_000_000 / hz);
             program.attach(PerfEventConfig::Software(SoftwareEvent::CpuClock), scope, period, false).map_err(|e| {
-                SamplerError::from_privileged("open perf events", e, |reason| SamplerError::Attach {
+                SamplerError::from_privileged_error("open perf events", &e, |reason| SamplerError::Attach {
                     iface: format!("cpu {cpu}"),
                     reason,
                 })

@@ -149,7 +149,7 @@ impl TrafficSampler {
         let mut ebpf = EbpfLoader::new()
             .map_max_entries(MAP_SLOTS, capacity)
             .load(EBPF_OBJECT)
-            .map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
 
         let attach_err = |e: &dyn std::fmt::Display| {
             SamplerError::from_privileged("attach tc filters", e, |reason| SamplerError::Attach {
@@ -168,7 +168,8 @@ impl TrafficSampler {
                 .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?
                 .try_into()
                 .map_err(|e| SamplerError::Load(format!("{name}: {e}")))?;
-            prog.load().map_err(|e| SamplerError::from_privileged("load eBPF programs", e, SamplerError::Load))?;
+            prog.load()
+                .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
             // clsact + cls_bpf through netlink (not TCX) so `tc filter show` lists Loupe and
             // kernels before 6.6 work the same way.
             let options = TcAttachOptions::Netlink(NlOptions { priority: TC_PRIORITY, ..Default::default() });
