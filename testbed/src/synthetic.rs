@@ -268,17 +268,6 @@ impl Rng {
     }
 }
 
-/// The kernel's latency bucket of a duration (`loupe_bpf_common::probes::bucket_of`: exact
-/// below 32 ns, then 16 sub-buckets per power of two); a test checks the two agree.
-fn probe_bucket_of(ns: u64) -> u32 {
-    if ns < 32 {
-        return ns as u32;
-    }
-    let exp = 63 - ns.leading_zeros();
-    let sub = (ns >> (exp - 4)) & 15;
-    (exp - 3) * 16 + sub as u32
-}
-
 /// One synthetic session of the packet loop.
 struct LoopSpec {
     start_unix_ns: u64,
@@ -329,7 +318,7 @@ impl Measured {
         f.sampled += 1;
         f.total_ns = f.total_ns.saturating_add(ns);
         f.max_ns = f.max_ns.max(ns);
-        *self.hist[function].entry(probe_bucket_of(ns)).or_default() += 1;
+        *self.hist[function].entry(loupe_bpf_common::probes::bucket_of(ns)).or_default() += 1;
     }
 }
 
@@ -513,14 +502,6 @@ pub fn fill_probes(dir: &Path, seed: u64) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn probe_buckets_are_the_kernels() {
-        for ns in (0..5_000).chain((0..64).map(|s| 1u64 << s)).chain((1..64).map(|s| (1u64 << s) - 1)).chain([u64::MAX])
-        {
-            assert_eq!(probe_bucket_of(ns), loupe_bpf_common::probes::bucket_of(ns), "{ns} ns");
-        }
-    }
 
     #[test]
     fn probe_sessions_are_deterministic_and_well_formed() {
