@@ -43,7 +43,7 @@ pub fn remote_client(remote: &RemoteArgs) -> Result<Option<Client>> {
 }
 
 /// Query parameters of a range, as the API takes them (Unix ns).
-fn range_query(range: TimeRange) -> Vec<(&'static str, String)> {
+pub(super) fn range_query(range: TimeRange) -> Vec<(&'static str, String)> {
     let mut q = vec![("from", range.from_unix_ns().to_string())];
     if range.to_unix_ns() != u64::MAX {
         q.push(("to", range.to_unix_ns().to_string()));

@@ -11,7 +11,7 @@ use std::{
 use anyhow::{Result, bail};
 
 use super::{
-    commands::{Backend, print_json, print_text},
+    commands::{Backend, print_json, print_text, range_query},
     stop_on_signals,
 };
 use crate::{
@@ -76,13 +76,7 @@ pub fn probes(cmd: ProbesCommand, remote: &RemoteArgs) -> Result<()> {
             let list = match Backend::open(&store, remote)? {
                 Backend::Local(host) => host.list_probes(range)?,
                 Backend::Agent(agent) => agent.list_probes(range)?,
-                Backend::Remote(client) => {
-                    let mut q = vec![("from", range.from_unix_ns().to_string())];
-                    if range.to_unix_ns() != u64::MAX {
-                        q.push(("to", range.to_unix_ns().to_string()));
-                    }
-                    client.get("/api/v1/probes", &q)?
-                }
+                Backend::Remote(client) => client.get("/api/v1/probes", &range_query(range))?,
             };
             if json { print_json(&list) } else { print_text(&render::probe::list(&list)) }
         }
