@@ -19,6 +19,10 @@ use std::{
 
 use loupe_bpf::{FunctionProbeOptions, FunctionProbes, MAX_SAMPLE_EVERY, ProbePoint, RawCall, SamplerError};
 use loupe_store::{MAX_SESSION_CALLS, ProbeFunction, ProbeSession};
+use loupe_timeline::{
+    clock::proc_start,
+    reader::{WriterState, writer_state},
+};
 
 use super::{
     calls,
@@ -80,6 +84,9 @@ pub struct ProbeRun {
     probes: FunctionProbes,
     functions: Vec<ResolvedFunction>,
     pids: Vec<u32>,
+    /// Each probed process with its start time (clock ticks since boot), to tell it from a
+    /// later process given the same PID.
+    started: Vec<(u32, u64)>,
     binary: Option<String>,
     options: ProbeOptions,
     sample_every: u32,
@@ -116,6 +123,7 @@ impl ProbeRun {
             probes,
             functions,
             pids: spec.pids.clone(),
+            started: spec.pids.iter().map(|&pid| (pid, proc_start(pid).map_or(0, |(ticks, _)| ticks))).collect(),
             binary: spec.binary.as_ref().map(|b| b.display().to_string()),
             options,
             sample_every: options.sample_every,
@@ -211,7 +219,10 @@ impl ProbeRun {
                 self.sample_every = next;
             }
         }
-        if !self.pids.is_empty() && self.pids.iter().all(|&pid| !alive(pid)) {
+        // Gone, a zombie, or the PID now another process's (the timeline reader's one check).
+        if !self.started.is_empty()
+            && self.started.iter().all(|&(pid, ticks)| matches!(writer_state(pid, ticks), WriterState::Exited))
+        {
             return Ok(Some(Ended::Exited));
         }
         Ok(None)
@@ -277,9 +288,4 @@ impl ProbeRun {
             calls_lost: lost + dropped,
         })
     }
-}
-
-fn alive(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid as i32, 0) == 0 || *libc::__errno_location() == libc::EPERM }
 }
