@@ -57,6 +57,7 @@ fn run(start: u64, samples: u32, cpus: u32, seed: u64) -> NewRun {
             in_conns: (0..samples as u64).map(|i| i % 5).collect(),
             out_conns: vec![0; samples as usize],
         }),
+        clock: None,
     }
 }
 

@@ -69,6 +69,7 @@ fn fill_runs(store: &Store, runs: usize, rng: &mut StdRng) {
             source: RunSource::Imported { format: "bench".into() },
             per_cpu,
             conn_counts: None,
+            clock: None,
         };
         store.put_run(run, T0).unwrap();
     }

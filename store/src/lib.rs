@@ -117,8 +117,8 @@ use std::sync::Arc;
 pub use error::StoreError;
 pub(crate) use inner::Inner;
 pub use model::{
-    ConnCounts, Counter, CpuColumns, DaySummary, MAX_RUN_SAMPLES, NewRun, Retention, RetentionReport, Run, RunId,
-    RunMeta, RunPos, RunSource, StoreStats, TimeRange,
+    ConnCounts, Counter, CpuColumns, DaySummary, MAX_RUN_SAMPLES, NewRun, Retention, RetentionReport, Run, RunClock,
+    RunId, RunMeta, RunPos, RunSource, StoreStats, TimeRange,
 };
 pub use open::SCHEMA_VERSION;
 pub use probes::model::{

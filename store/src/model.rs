@@ -154,6 +154,26 @@ pub struct RunMeta {
     pub source: RunSource,
     /// Key + value bytes this run occupies in the store (all its records).
     pub stored_bytes: u64,
+    /// The collecting host's clock when the run started (runs stored before this field, and
+    /// imported ones, have none). Last, with a default, so older records still decode.
+    #[serde(default)]
+    pub clock: Option<RunClock>,
+}
+
+/// How a run was timed, and how far its host's clock may be off: what an analysis comparing
+/// several hosts' runs needs to know how far to trust their alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunClock {
+    /// Slots were counted in the kernel on `CLOCK_TAI` from an instant given in advance (a
+    /// synchronized run): every host given that instant has the same slot boundaries, up to
+    /// the clocks' errors. Otherwise they were counted on this host's monotonic clock.
+    pub synchronized: bool,
+    /// The clock discipline (NTP/PTP through `adjtimex`) reported the clock synchronized.
+    pub synced: bool,
+    /// The kernel's maximum error bound of the wall clock, ns.
+    pub max_error_ns: u64,
+    /// The kernel's estimated error of the wall clock, ns.
+    pub est_error_ns: u64,
 }
 
 impl RunMeta {
@@ -205,6 +225,9 @@ pub struct NewRun {
     /// One entry per CPU, CPU numbers unique. Stored (and returned) sorted by CPU.
     pub per_cpu: Vec<CpuColumns>,
     pub conn_counts: Option<ConnCounts>,
+    /// How the collecting host's clock stood (none for imported runs).
+    #[serde(default)]
+    pub clock: Option<RunClock>,
 }
 
 /// A complete stored run.

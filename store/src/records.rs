@@ -40,6 +40,7 @@ pub(crate) fn build_records(mut run: NewRun, id: RunId) -> Records {
         local_prefixes: run.local_prefixes,
         source: run.source,
         stored_bytes: 0,
+        clock: run.clock,
     };
     let meta_key = keys::meta_key(start, id);
     let (stored_bytes, meta_value) = codec::self_counting_record(others, meta_key.len(), |bytes| {

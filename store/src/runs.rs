@@ -232,6 +232,7 @@ mod tests {
             source: RunSource::Agent,
             per_cpu: (0..cpus).map(|c| CpuColumns::zeroed(c, samples)).collect(),
             conn_counts: None,
+            clock: None,
         }
     }
 

@@ -67,6 +67,7 @@ fn run(
         source: RunSource::Imported { format: "test".into() },
         per_cpu,
         conn_counts: Some(ConnCounts { in_conns: conns.to_vec(), out_conns: vec![1; n] }),
+        clock: None,
     }
 }
 

@@ -29,14 +29,21 @@ pub const DEFAULT_SLOTS: u32 = 2_000;
 /// `RunConfig::flags`: local prefixes are configured, so a miss in the trie means cross-region.
 /// Without it the cross-region counters stay zero rather than claim all traffic is remote.
 pub const FLAG_REGION_CONFIGURED: u32 = 1;
+/// `RunConfig::flags`: `start_ns` is on `CLOCK_TAI` (`bpf_ktime_get_tai_ns`), the clock every
+/// host of a fleet shares (wall-clock time without leap seconds), rather than on this host's
+/// `CLOCK_MONOTONIC`. Synchronized runs use it, so slot k is the same interval on every host
+/// that took part, whenever each one's agent woke up; other runs keep the monotonic clock,
+/// which no clock step can move.
+pub const FLAG_CLOCK_TAI: u32 = 2;
 
 /// What the tc program reads on every packet. `samples == 0` means "no run": the program returns
 /// after this one lookup.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunConfig {
-    /// `CLOCK_MONOTONIC` (the clock of `bpf_ktime_get_ns`) at which slot 0 begins.
-    pub start_mono_ns: u64,
+    /// When slot 0 begins: `CLOCK_MONOTONIC` (`bpf_ktime_get_ns`), or `CLOCK_TAI` with
+    /// [`FLAG_CLOCK_TAI`].
+    pub start_ns: u64,
     /// Width of one slot.
     pub interval_ns: u64,
     /// Number of slots; slots at or beyond it are not counted.
@@ -84,7 +91,7 @@ pub struct FlowState {
     /// One past the highest sequence number seen on this flow.
     pub high_seq: u32,
     pub _pad: u32,
-    /// `RunConfig::start_mono_ns` of the run that last updated the entry: state from an earlier
+    /// `RunConfig::start_ns` of the run that last updated the entry: state from an earlier
     /// run is stale (the flow may have wrapped its sequence space since) and is reset.
     pub run_start_ns: u64,
 }

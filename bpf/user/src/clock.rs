@@ -46,3 +46,63 @@ impl ClockPair {
         (self.mono_ns as i128 + unix_ns as i128 - self.unix_ns as i128).max(0) as u64
     }
 }
+
+/// How far this host's wall clock may be from true time, as the kernel's clock discipline
+/// (NTP, PTP or chrony through `adjtimex`) reports it. Stored with every run, so an analysis
+/// comparing runs of several hosts knows how far to trust their alignment: two hosts' slot k
+/// cover the same interval to within the sum of their errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockQuality {
+    /// The kernel considers the clock synchronized (`adjtimex` state is not `TIME_ERROR` and
+    /// `STA_UNSYNC` is clear). When false, the errors below are the kernel's defaults, not a
+    /// measurement: alignment across hosts is then not to be trusted.
+    pub synced: bool,
+    /// Maximum error bound (`maxerror`), ns.
+    pub max_error_ns: u64,
+    /// Estimated error (`esterror`), ns.
+    pub est_error_ns: u64,
+    /// `CLOCK_TAI` − `CLOCK_REALTIME`, whole seconds (0 where no daemon set it).
+    pub tai_offset_s: i32,
+}
+
+impl ClockQuality {
+    /// Reads the clock discipline's state (a read-only `adjtimex`: `modes` is 0).
+    pub fn now() -> ClockQuality {
+        // SAFETY: timex is plain data; all-zero is a valid value and `modes == 0` asks for a
+        // read only, which needs no privilege and changes nothing.
+        let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid, exclusive pointer to a timex for the duration of the call.
+        let state = unsafe { libc::adjtimex(&mut tx) };
+        let synced = state >= 0 && state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0;
+        ClockQuality {
+            synced,
+            max_error_ns: (tx.maxerror.max(0) as u64).saturating_mul(1_000),
+            est_error_ns: (tx.esterror.max(0) as u64).saturating_mul(1_000),
+            tai_offset_s: tx.tai,
+        }
+    }
+
+    /// The `CLOCK_TAI` instant of a Unix (`CLOCK_REALTIME`) instant on this host.
+    pub fn unix_to_tai(&self, unix_ns: u64) -> u64 {
+        (unix_ns as i128 + self.tai_offset_s as i128 * 1_000_000_000).max(0) as u64
+    }
+}
+
+/// `CLOCK_TAI` now: the clock synchronized runs count slots on.
+pub fn tai_ns() -> u64 {
+    read(libc::CLOCK_TAI)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tai_is_realtime_plus_the_reported_offset() {
+        let q = ClockQuality::now();
+        let (u, t) = (unix_ns(), tai_ns());
+        // The offset is whole seconds; the two reads are microseconds apart.
+        let predicted = q.unix_to_tai(u);
+        assert!(t.abs_diff(predicted) < 50_000_000, "tai {t} vs realtime {u} + {} s", q.tai_offset_s);
+    }
+}

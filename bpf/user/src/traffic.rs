@@ -17,13 +17,13 @@ use aya::{
 };
 use ipnet::IpNet;
 use loupe_bpf_common::{
-    FLAG_REGION_CONFIGURED, MAP_LOCAL_PREFIXES, MAP_RUN_CONFIG, MAP_SLOTS, PROG_EGRESS, PROG_INGRESS, RunConfig,
-    SlotCounters,
+    FLAG_CLOCK_TAI, FLAG_REGION_CONFIGURED, MAP_LOCAL_PREFIXES, MAP_RUN_CONFIG, MAP_SLOTS, PROG_EGRESS, PROG_INGRESS,
+    RunConfig, SlotCounters,
 };
 
 use crate::{
     EBPF_OBJECT, Interface, SamplerError,
-    clock::{ClockPair, monotonic_ns},
+    clock::{ClockPair, ClockQuality, monotonic_ns},
     iface::InterfaceLock,
 };
 
@@ -60,7 +60,10 @@ pub enum StartAt {
     /// As soon as the configuration is written.
     Now,
     /// At this wall-clock instant (Unix ns): hosts with synchronised clocks that are given the
-    /// same instant sample the same time window.
+    /// same instant sample the same time window. The filter then counts slots on `CLOCK_TAI`
+    /// from that instant, so each slot's boundaries are the same on every host by construction,
+    /// however late each agent wrote its configuration (wake-ups of a rack's agents differ by
+    /// ~1 ms p99 on a loaded 2-core host, ten 100 µs slots).
     UnixNs(u64),
 }
 
@@ -88,15 +91,24 @@ impl RunRequest {
 /// A run whose configuration is in the kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct PendingRun {
+    /// Slot 0's start on this host's monotonic clock (what userspace sleeps on).
     pub start_mono_ns: u64,
     pub start_unix_ns: u64,
     pub interval_ns: u64,
     pub samples: u32,
+    /// Slots are counted on `CLOCK_TAI` (a run that started at a given instant).
+    pub on_tai: bool,
+    /// The clock discipline's state when the run was configured.
+    pub clock: ClockQuality,
 }
 
 impl PendingRun {
     pub fn end_mono_ns(&self) -> u64 {
         self.start_mono_ns + self.interval_ns * self.samples as u64
+    }
+
+    pub fn end_unix_ns(&self) -> u64 {
+        self.start_unix_ns + self.interval_ns * self.samples as u64
     }
 }
 
@@ -117,6 +129,10 @@ pub struct RunCounters {
     pub local_prefixes: Vec<IpNet>,
     /// Online CPUs in ascending order.
     pub per_cpu: Vec<CpuCounters>,
+    /// Slots were counted on `CLOCK_TAI` from `start_unix_ns` (a synchronized run).
+    pub on_tai: bool,
+    /// How far this host's clock may be off (read when the run was configured).
+    pub clock: ClockQuality,
 }
 
 /// The tc filter attached to one interface.
@@ -221,28 +237,34 @@ impl TrafficSampler {
     pub fn begin(&mut self, req: &RunRequest) -> Result<PendingRun, SamplerError> {
         req.validate(self.capacity)?;
         let clocks = ClockPair::now();
-        let (start_mono_ns, start_unix_ns) = match req.start {
-            StartAt::Now => (clocks.mono_ns, clocks.unix_ns),
+        let clock = ClockQuality::now();
+        // (start on the filter's clock, on the monotonic clock, in Unix ns)
+        let (start_ns, start_mono_ns, start_unix_ns) = match req.start {
+            StartAt::Now => (clocks.mono_ns, clocks.mono_ns, clocks.unix_ns),
             StartAt::UnixNs(at) => {
                 let ahead = at as i128 - clocks.unix_ns as i128;
                 if !(0..=86_400_000_000_000).contains(&ahead) {
                     return Err(SamplerError::StartOutOfBounds(format!("{at} ns")));
                 }
-                (clocks.unix_to_mono(at), at)
+                (clock.unix_to_tai(at), clocks.unix_to_mono(at), at)
             }
         };
+        let on_tai = matches!(req.start, StartAt::UnixNs(_));
         let interval_ns = req.interval.as_nanos() as u64;
         self.clear_slots(req.samples)?;
-        let flags = if self.local_prefixes.is_empty() { 0 } else { FLAG_REGION_CONFIGURED };
+        let mut flags = if self.local_prefixes.is_empty() { 0 } else { FLAG_REGION_CONFIGURED };
+        if on_tai {
+            flags |= FLAG_CLOCK_TAI;
+        }
         self.write_config(RunConfig {
-            start_mono_ns,
+            start_ns,
             interval_ns,
             samples: req.samples,
             flags,
             l2_len: self.iface.l2_len,
             _pad: 0,
         })?;
-        Ok(PendingRun { start_mono_ns, start_unix_ns, interval_ns, samples: req.samples })
+        Ok(PendingRun { start_mono_ns, start_unix_ns, interval_ns, samples: req.samples, on_tai, clock })
     }
 
     /// Waits for the run's end, stops the filter and returns what every CPU counted.
@@ -254,6 +276,20 @@ impl TrafficSampler {
         }
         self.write_config(RunConfig::default())?;
         self.read_slots(run)
+    }
+
+    /// Stops a run before its end and returns its whole slots so far (none: `None`), as a run
+    /// of that many samples. For a periodic run that must make way for a synchronized one.
+    pub fn cut(&mut self, mut run: PendingRun) -> Result<Option<RunCounters>, SamplerError> {
+        self.write_config(RunConfig::default())?;
+        // A packet that took its slot number just before the stop finishes adding meanwhile.
+        thread::sleep(END_GRACE);
+        let whole = monotonic_ns().saturating_sub(run.start_mono_ns) / run.interval_ns;
+        run.samples = whole.min(run.samples as u64) as u32;
+        if run.samples == 0 {
+            return Ok(None);
+        }
+        self.read_slots(run).map(Some)
     }
 
     /// Runs one run from start to end on the calling thread.
@@ -285,6 +321,8 @@ impl TrafficSampler {
             samples: run.samples,
             local_prefixes: self.local_prefixes.clone(),
             per_cpu,
+            on_tai: run.on_tai,
+            clock: run.clock,
         })
     }
 

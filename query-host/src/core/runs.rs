@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     clock::{hostname, now_unix_ns},
-    ingest::runs::{RunError, Schedule, Worker, new_run},
+    ingest::runs::{RunError, RunHost, Schedule, Worker, new_run},
     model::{RunListEntry, RunView},
 };
 
@@ -87,9 +87,9 @@ impl RunScheduler {
         options: &SamplerOptions,
         schedule: &Schedule,
         store: &Store,
+        host: &RunHost,
         shutdown: &Arc<AtomicBool>,
     ) -> CoreResult<RunScheduler> {
-        let host = hostname();
         let mut workers = HashMap::new();
         for iface in ifaces {
             let sampler = TrafficSampler::attach(iface, options)?;
@@ -132,6 +132,8 @@ impl From<RunError> for CoreError {
             RunError::Sampler(e) => CoreError::Sampler(e),
             RunError::Store(e) => CoreError::Store(e),
             RunError::ShuttingDown => CoreError::ShuttingDown,
+            // Only periodic runs are cut; nobody waits on those.
+            e @ RunError::Preempted => CoreError::Internal(e.to_string()),
         }
     }
 }
@@ -171,7 +173,7 @@ impl Host {
         let mut sampler = TrafficSampler::attach(iface, &options)?;
         let counters = sampler.run(&request)?;
         drop(sampler);
-        let meta = self.store.put_run(new_run(&counters, &hostname()), now_unix_ns())?;
+        let meta = self.store.put_run(new_run(&counters, &RunHost { name: hostname(), rack: None }), now_unix_ns())?;
         self.show_run(meta.id, false)
     }
 

@@ -175,6 +175,7 @@ fn from_record(r: HostRecord, path: &Path, default_start: u64, default_interval:
         source: RunSource::Imported { format: FORMAT.into() },
         per_cpu: vec![cpu],
         conn_counts: Some(ConnCounts { in_conns: r.connections, out_conns: vec![0; samples] }),
+        clock: None,
     })
 }
 

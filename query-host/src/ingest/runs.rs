@@ -4,6 +4,7 @@
 //! runs never overlap on an interface; each finished run is read, cleared and stored.
 
 use std::{
+    collections::VecDeque,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
@@ -16,7 +17,7 @@ use std::{
 use loupe_bpf::{
     RunCounters, RunRequest, SamplerError, SlotCounters, StartAt, TrafficSampler, clock::monotonic_ns, sketch,
 };
-use loupe_store::{Counter, CpuColumns, NewRun, RunMeta, RunSource, Store, StoreError};
+use loupe_store::{Counter, CpuColumns, NewRun, RunClock, RunMeta, RunSource, Store, StoreError};
 use rand::Rng;
 use tracing::{error, info, warn};
 
@@ -31,7 +32,15 @@ pub enum RunError {
     Store(#[from] StoreError),
     #[error("the run was cut short: the agent is shutting down")]
     ShuttingDown,
+    #[error("the run was cut before its first slot ended, for a synchronized run")]
+    Preempted,
 }
+
+/// How often a periodic run checks for a synchronized run that needs the interface.
+const POLL_DURING_RUN: Duration = Duration::from_millis(20);
+/// A synchronized run starting this soon after a periodic run's end also cuts it (the periodic
+/// run's end, reading and storing take a few ms).
+const CUT_MARGIN_NS: u64 = 200_000_000;
 
 /// What an on-demand run answers.
 pub type RunOutcome = Result<RunMeta, RunError>;
@@ -69,14 +78,14 @@ impl Worker {
         sampler: TrafficSampler,
         schedule: Schedule,
         store: Store,
-        host: String,
+        host: RunHost,
         shutdown: Arc<AtomicBool>,
     ) -> Self {
         let (requests, inbox) = mpsc::channel();
         let name = format!("loupe-{}", sampler.iface());
         let handle = thread::Builder::new()
             .name(name)
-            .spawn(move || Loop { sampler, schedule, store, host, shutdown }.run(inbox))
+            .spawn(move || Loop { sampler, schedule, store, host, shutdown, queued: VecDeque::new() }.run(inbox))
             .expect("spawning worker thread");
         Self { handle: Mutex::new(Some(handle)), requests: Mutex::new(Some(requests)) }
     }
@@ -107,8 +116,10 @@ struct Loop {
     sampler: TrafficSampler,
     schedule: Schedule,
     store: Store,
-    host: String,
+    host: RunHost,
     shutdown: Arc<AtomicBool>,
+    /// On-demand runs received during a periodic run, served next.
+    queued: VecDeque<OnDemand>,
 }
 
 impl Loop {
@@ -122,13 +133,18 @@ impl Loop {
             .map(|&i| (Instant::now() + self.schedule.period.mul_f64(rng.random_range(0.0..0.25)), i))
             .collect();
         while !self.shutdown.load(Ordering::Relaxed) {
+            // Requests that arrived during a periodic run go first, in order.
+            if let Some(OnDemand { request, reply }) = self.queued.pop_front() {
+                let _ = reply.send(self.one_run(&request, None));
+                continue;
+            }
             let Some(next) = due.iter().enumerate().min_by_key(|(_, d)| d.0).map(|(i, _)| i) else { return };
             // Sleeps until the next run is due (a request, or the channel closing at shutdown,
             // wakes it earlier), re-checking the shutdown flag at least every second.
             let wait = due[next].0.saturating_duration_since(Instant::now()).min(Duration::from_secs(1));
             match inbox.recv_timeout(wait) {
                 Ok(OnDemand { request, reply }) => {
-                    let _ = reply.send(self.one_run(&request));
+                    let _ = reply.send(self.one_run(&request, None));
                     continue;
                 }
                 // Nobody can ask for runs any more (shutting down): keep the schedule's pace.
@@ -138,7 +154,7 @@ impl Loop {
             if Instant::now() >= due[next].0 {
                 let request = RunRequest { interval: due[next].1, samples: self.schedule.samples, start: StartAt::Now };
                 // (A run cut short by shutdown was already reported as such.)
-                if let Err(e) = self.one_run(&request)
+                if let Err(e) = self.one_run(&request, Some(&inbox))
                     && !self.shutdown.load(Ordering::Relaxed)
                 {
                     error!(iface = self.sampler.iface(), "run failed: {e:#}");
@@ -148,19 +164,42 @@ impl Loop {
         }
     }
 
-    /// Runs, stores and logs one run; stops early (storing nothing) on shutdown.
-    fn one_run(&mut self, request: &RunRequest) -> RunOutcome {
+    /// Runs, stores and logs one run; stops early (storing nothing) on shutdown. A periodic run
+    /// (`inbox` given) listens for requests meanwhile: one that must start at an instant before
+    /// this run would end (a rack's synchronized run) cuts it short — its whole slots so far are
+    /// stored — so the synchronized run starts on time; other requests wait their turn.
+    fn one_run(&mut self, request: &RunRequest, inbox: Option<&mpsc::Receiver<OnDemand>>) -> RunOutcome {
         let pending = self.sampler.begin(request)?;
+        let mut cut = false;
         while monotonic_ns() < pending.end_mono_ns() {
             if self.shutdown.load(Ordering::Relaxed) {
                 self.sampler.abort()?;
                 warn!(iface = self.sampler.iface(), "run aborted by shutdown");
                 return Err(RunError::ShuttingDown);
             }
+            if let Some(inbox) = inbox {
+                while let Ok(next) = inbox.try_recv() {
+                    cut |=
+                        matches!(next.request.start, StartAt::UnixNs(at) if at < pending.end_unix_ns() + CUT_MARGIN_NS);
+                    self.queued.push_back(next);
+                }
+                if cut {
+                    break;
+                }
+            }
             let left = pending.end_mono_ns().saturating_sub(monotonic_ns());
-            thread::sleep(Duration::from_nanos(left).min(Duration::from_millis(100)));
+            let step = if inbox.is_some() { POLL_DURING_RUN } else { Duration::from_millis(100) };
+            thread::sleep(Duration::from_nanos(left).min(step));
         }
-        let counters = self.sampler.finish(pending)?;
+        let counters = if cut {
+            info!(iface = self.sampler.iface(), "periodic run cut short for a synchronized run");
+            match self.sampler.cut(pending)? {
+                Some(counters) => counters,
+                None => return Err(RunError::Preempted),
+            }
+        } else {
+            self.sampler.finish(pending)?
+        };
         let meta = self.store.put_run(new_run(&counters, &self.host), now_unix_ns())?;
         let sum = |f: fn(&loupe_bpf::SlotCounters) -> u64| -> u64 {
             counters.per_cpu.iter().flat_map(|c| c.slots.iter()).map(f).sum()
@@ -179,8 +218,16 @@ impl Loop {
     }
 }
 
+/// The host and rack a run is stored under: the kernel's host name, or the fleet's `--host` and
+/// `--rack` when the agent is in a fleet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunHost {
+    pub name: String,
+    pub rack: Option<String>,
+}
+
 /// Turns what the kernel counted into a run for the store.
-pub fn new_run(counters: &RunCounters, host: &str) -> NewRun {
+pub fn new_run(counters: &RunCounters, host: &RunHost) -> NewRun {
     let samples = counters.samples as usize;
     let per_cpu = counters
         .per_cpu
@@ -199,8 +246,8 @@ pub fn new_run(counters: &RunCounters, host: &str) -> NewRun {
         .collect();
     NewRun {
         iface: counters.iface.clone(),
-        host: host.into(),
-        rack: None,
+        host: host.name.clone(),
+        rack: host.rack.clone(),
         start_unix_ns: counters.start_unix_ns,
         interval_ns: counters.interval_ns,
         samples: counters.samples,
@@ -208,6 +255,12 @@ pub fn new_run(counters: &RunCounters, host: &str) -> NewRun {
         source: RunSource::Agent,
         per_cpu,
         conn_counts: None,
+        clock: Some(RunClock {
+            synchronized: counters.on_tai,
+            synced: counters.clock.synced,
+            max_error_ns: counters.clock.max_error_ns,
+            est_error_ns: counters.clock.est_error_ns,
+        }),
     }
 }
 

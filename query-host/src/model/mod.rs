@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub mod error;
+pub mod fleet;
 pub mod host;
 pub mod probe;
 pub mod profile;
@@ -12,10 +13,13 @@ pub mod timeline;
 
 pub use analysis::{AnalysisOutput, Cell, Column, InvokeResponse, LogLine, Series};
 pub use error::{ErrorBody, ErrorKind};
+pub use fleet::{
+    FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetMiss, FleetPlace, FleetRunHost, FleetRunView,
+};
 pub use host::{DayView, Health, StatsView};
 pub use probe::{
     ActiveProbeView, CallTreeView, CallView, LatencyBucket, ProbeFunctionView, ProbeList, ProbeListEntry, ProbeView,
 };
 pub use profile::{FlameNode, FunctionCount, ModuleCount, ModuleNaming, ProfileView, SymbolizeReport};
-pub use run::{CpuView, Metrics, RunListEntry, RunView};
+pub use run::{ClockView, CpuView, Metrics, RunListEntry, RunView};
 pub use timeline::{EventStatsView, TimelineEventView, TimelineEventsPage, TimelineSourceView, TimelineSummary};

@@ -102,6 +102,34 @@ pub struct RunView {
     pub metrics: Metrics,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub per_cpu: Option<Vec<CpuView>>,
+    /// How the run was timed and how far its host's clock may be off (absent for imported
+    /// runs and runs stored before Loupe recorded it).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub clock: Option<ClockView>,
+}
+
+/// A run's clock: whether its slots were counted from a common instant (a synchronized run)
+/// and the host's wall-clock error bounds, as the kernel's clock discipline reported them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ClockView {
+    /// Slots counted on `CLOCK_TAI` from an instant given in advance: slot k is the same
+    /// interval on every host that took part, to within their clocks' errors.
+    pub synchronized: bool,
+    /// NTP/PTP reported the clock synchronized; when false the errors are not measurements.
+    pub synced: bool,
+    pub max_error_ns: u64,
+    pub est_error_ns: u64,
+}
+
+impl From<loupe_store::RunClock> for ClockView {
+    fn from(c: loupe_store::RunClock) -> Self {
+        ClockView {
+            synchronized: c.synchronized,
+            synced: c.synced,
+            max_error_ns: c.max_error_ns,
+            est_error_ns: c.est_error_ns,
+        }
+    }
 }
 
 impl RunView {
@@ -134,6 +162,7 @@ impl RunView {
             },
             metrics,
             per_cpu,
+            clock: meta.clock.map(ClockView::from),
         }
     }
 }

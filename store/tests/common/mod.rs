@@ -30,6 +30,7 @@ pub fn idle_run(start_unix_ns: u64, interval_ns: u64, samples: u32, cpus: u32) -
         source: RunSource::Agent,
         per_cpu: (0..cpus).map(|c| CpuColumns::zeroed(c, samples)).collect(),
         conn_counts: None,
+        clock: None,
     }
 }
 

@@ -14,12 +14,14 @@ mod parse;
 
 use aya_ebpf::{
     bindings::TC_ACT_UNSPEC,
-    helpers::{bpf_ktime_get_ns, bpf_sk_fullsock, bpf_tcp_sock},
+    helpers::{bpf_ktime_get_ns, bpf_ktime_get_tai_ns, bpf_sk_fullsock, bpf_tcp_sock},
     macros::{classifier, map},
     maps::{Array, LpmTrie, LruHashMap, PerCpuArray, lpm_trie::Key},
     programs::TcContext,
 };
-use loupe_bpf_common::{DEFAULT_SLOTS, FLAG_REGION_CONFIGURED, FlowKey, FlowState, RunConfig, SlotCounters, sketch};
+use loupe_bpf_common::{
+    DEFAULT_SLOTS, FLAG_CLOCK_TAI, FLAG_REGION_CONFIGURED, FlowKey, FlowState, RunConfig, SlotCounters, sketch,
+};
 use parse::{Packet, parse};
 
 #[map(name = "RUN_CONFIG")]
@@ -55,11 +57,13 @@ fn observe<const INGRESS: bool>(ctx: &TcContext) {
     if cfg.samples == 0 || cfg.interval_ns == 0 {
         return; // idle: the common case, one lookup
     }
-    let now = unsafe { bpf_ktime_get_ns() };
-    if now < cfg.start_mono_ns {
+    // SAFETY: both helpers take no arguments and only read the clock.
+    let now =
+        if cfg.flags & FLAG_CLOCK_TAI != 0 { unsafe { bpf_ktime_get_tai_ns() } } else { unsafe { bpf_ktime_get_ns() } };
+    if now < cfg.start_ns {
         return; // a run scheduled for later
     }
-    let slot = (now - cfg.start_mono_ns) / cfg.interval_ns;
+    let slot = (now - cfg.start_ns) / cfg.interval_ns;
     if slot >= cfg.samples as u64 {
         return;
     }
@@ -107,7 +111,7 @@ fn observe<const INGRESS: bool>(ctx: &TcContext) {
 
     if pkt.tcp_payload > 0 || pkt.tcp_flags & (parse::TCP_SYN | parse::TCP_FIN) != 0 {
         if INGRESS {
-            c.in_retx_bytes += ingress_retx(&pkt, cfg.start_mono_ns) as u64;
+            c.in_retx_bytes += ingress_retx(&pkt, cfg.start_ns) as u64;
         } else {
             c.out_retx_bytes += egress_retx(ctx, &pkt) as u64;
         }
