@@ -104,6 +104,9 @@ pub enum Command {
     /// Analyses (WebAssembly UDFs) on a server: upload, list, invoke, delete.
     #[command(subcommand)]
     Udf(UdfCommand),
+    /// The fleet over NATS: hosts, synchronized rack runs, analyses on every host.
+    #[command(subcommand)]
+    Fleet(FleetCommand),
     /// Print the HTTP API's OpenAPI document (what /api/v1/openapi.json serves).
     Openapi,
 }
@@ -429,6 +432,118 @@ pub struct AgentArgs {
     /// Do not serve the HTTP API.
     #[arg(long)]
     pub no_http: bool,
+    #[command(flatten)]
+    pub fleet: FleetJoinArgs,
+}
+
+/// How the agent joins a fleet (nothing changes without `--nats`).
+#[derive(Debug, Clone, Args)]
+pub struct FleetJoinArgs {
+    /// Join the fleet on this NATS server (nats://host:4222; comma-separated for a cluster):
+    /// register, and answer fleet runs and analyses for this host's scopes.
+    #[arg(long, env = "LOUPE_NATS")]
+    pub nats: Option<String>,
+    /// A NATS credentials file, for servers that require one.
+    #[arg(long, env = "LOUPE_NATS_CREDS")]
+    pub nats_creds: Option<PathBuf>,
+    /// This host's name in the fleet (default: the kernel's host name up to its first dot).
+    #[arg(long = "host")]
+    pub host: Option<String>,
+    /// This host's rack (also stored with its runs).
+    #[arg(long, default_value = "default")]
+    pub rack: String,
+    /// This host's datacenter.
+    #[arg(long, default_value = "default")]
+    pub dc: String,
+}
+
+/// Where the fleet is: NATS directly, or (without `--nats`) the HTTP API of an agent in the
+/// fleet given by the global `--server`.
+#[derive(Debug, Clone, Args)]
+pub struct FleetBusArgs {
+    /// The fleet's NATS server (nats://host:4222).
+    #[arg(long, env = "LOUPE_NATS")]
+    pub nats: Option<String>,
+    /// A NATS credentials file.
+    #[arg(long, env = "LOUPE_NATS_CREDS")]
+    pub nats_creds: Option<PathBuf>,
+}
+
+/// Which hosts a fleet command selects: one rack, one datacenter, one host, or all.
+#[derive(Debug, Clone, Args)]
+pub struct FleetScopeArgs {
+    #[arg(long)]
+    pub rack: Option<String>,
+    #[arg(long)]
+    pub dc: Option<String>,
+    /// One host.
+    #[arg(long = "host")]
+    pub host: Option<String>,
+    /// Every host of the fleet.
+    #[arg(long, conflicts_with_all = ["rack", "dc", "host"])]
+    pub all: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Who is in the fleet, and who stopped answering.
+    Hosts {
+        #[command(flatten)]
+        bus: FleetBusArgs,
+        #[command(flatten)]
+        scope: FleetScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A synchronized run on every selected host (usually a rack): one start instant, slots
+    /// counted in each host's kernel from it.
+    Run(FleetRunArgs),
+    /// Run an analysis next to the data of every selected host and merge their partial results.
+    Invoke(FleetInvokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FleetRunArgs {
+    #[command(flatten)]
+    pub bus: FleetBusArgs,
+    #[command(flatten)]
+    pub scope: FleetScopeArgs,
+    /// Slot width: 100us, 1ms or 10ms (any from 10us to 10s).
+    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    #[arg(long, default_value_t = 2000)]
+    pub samples: u32,
+    /// The interface (default: each agent's only one).
+    #[arg(long)]
+    pub iface: Option<String>,
+    /// The common start instant (RFC 3339 or Unix ns; default: 2 s from now).
+    #[arg(long)]
+    pub at: Option<TimeArg>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FleetInvokeArgs {
+    /// The analysis: its name in the fleet's catalog (or, through --server, on that agent).
+    pub name: String,
+    /// Ship this module (a wasm32-wasip2 component) under NAME first.
+    #[arg(long)]
+    pub wasm: Option<PathBuf>,
+    #[command(flatten)]
+    pub bus: FleetBusArgs,
+    #[command(flatten)]
+    pub scope: FleetScopeArgs,
+    #[command(flatten)]
+    pub range: RangeArgs,
+    /// Parameters as NAME=VALUE (numbers, true/false, or text).
+    #[arg(long = "param", short = 'p')]
+    pub params: Vec<String>,
+    /// How long to wait for the hosts' answers; the missing ones are listed.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub deadline: Duration,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use loupe_query_host::{
-    app::{agent, commands, probes, serve, tokens, udf},
+    app::{agent, commands, fleet, probes, serve, tokens, udf},
     cli::{Cli, Command, ImportCommand, RunsCommand},
     doors,
 };
@@ -31,6 +31,7 @@ fn main() {
         Command::Serve(args) => serve::main(args),
         Command::Token(cmd) => tokens::main(cmd),
         Command::Udf(cmd) => udf::main(cmd, remote),
+        Command::Fleet(cmd) => fleet::main(cmd, remote),
         Command::Openapi => {
             serde_json::to_string_pretty(&doors::http::openapi()).map(|doc| println!("{doc}")).map_err(Into::into)
         }

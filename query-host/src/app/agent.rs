@@ -15,13 +15,19 @@ use tracing::{info, warn};
 
 use super::{demo, exit_within, open_store, stop_on_signals, wait_for_stop};
 use crate::{
-    cli::AgentArgs,
+    cli::{AgentArgs, FleetJoinArgs},
     core::{Analyses, Host, ProbeManager, RunOrder, RunScheduler, tokens::TokenSet},
     doors::{
         control::ControlServer,
+        fleet::{Connection, FleetAgent, subjects},
         http::{AppState, Server},
     },
-    ingest::{runs::Schedule, stacks::StackCollector, timeline::TimelineCollector},
+    ingest::{
+        runs::{RunHost, Schedule},
+        stacks::StackCollector,
+        timeline::TimelineCollector,
+    },
+    model::FleetPlace,
 };
 
 /// How long a stop may take before the process exits anyway.
@@ -55,7 +61,9 @@ pub fn main(args: AgentArgs) -> Result<()> {
     let store = open_store(&args.store)?;
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
     let options = SamplerOptions { capacity: schedule.samples, local_prefixes };
-    let scheduler = RunScheduler::start(&ifaces, &options, &schedule, &store, &shutdown)?;
+    let place = fleet_place(&args.fleet)?;
+    let run_host = RunHost { name: place.host.clone(), rack: args.fleet.nats.as_ref().map(|_| place.rack.clone()) };
+    let scheduler = RunScheduler::start(&ifaces, &options, &schedule, &store, &run_host, &shutdown)?;
     let mut host = Host::new(store.clone())
         .with_runs(scheduler)
         .with_probes(ProbeManager::new(store.clone(), Arc::clone(&shutdown)));
@@ -85,10 +93,23 @@ pub fn main(args: AgentArgs) -> Result<()> {
         Some(thread::Builder::new().name("loupe-timeline".into()).spawn(move || collector.run(&stop))?)
     };
     let control = ControlServer::start(&args.store.data_dir, Arc::clone(&host))?;
+    // The fleet: registration and answers on NATS, in the background (NATS may come up later).
+    let fleet = match &args.fleet.nats {
+        Some(url) => {
+            let conn = Connection {
+                url: url.clone(),
+                creds: args.fleet.nats_creds.clone(),
+                name: format!("loupe-agent-{}", place.host),
+            };
+            Some(FleetAgent::start(conn, place.clone(), Arc::clone(&host))?)
+        }
+        None => None,
+    };
     let http = if args.no_http {
         None
     } else {
-        let state = AppState::new(Arc::clone(&host), TokenSet::new(&args.store.data_dir), &http_options);
+        let mut state = AppState::new(Arc::clone(&host), TokenSet::new(&args.store.data_dir), &http_options);
+        state.fleet = fleet.as_ref().map(FleetAgent::coordinator);
         Some(Server::start(state, &http_options)?)
     };
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
@@ -99,6 +120,9 @@ pub fn main(args: AgentArgs) -> Result<()> {
     shutdown.store(true, Ordering::Relaxed);
     if let Some(http) = http {
         http.stop()?;
+    }
+    if let Some(fleet) = fleet {
+        fleet.stop();
     }
     control.stop();
     if let Some(s) = host.scheduler() {
@@ -128,6 +152,16 @@ pub fn main(args: AgentArgs) -> Result<()> {
     let stats = store.stats()?;
     info!(runs = stats.runs, stored_bytes = stats.stored_bytes, "store");
     Ok(())
+}
+
+/// This host's place in the fleet: `--host` (or the kernel's host name), `--rack`, `--dc`.
+fn fleet_place(args: &FleetJoinArgs) -> Result<FleetPlace> {
+    let host = args.host.clone().unwrap_or_else(|| subjects::default_host_name(&crate::clock::hostname()));
+    let place = FleetPlace { host, rack: args.rack.clone(), dc: args.dc.clone() };
+    for (what, name) in [("--host", &place.host), ("--rack", &place.rack), ("--dc", &place.dc)] {
+        subjects::check_name(what, name).map_err(anyhow::Error::msg)?;
+    }
+    Ok(place)
 }
 
 /// The example analyses a demo starts with, as built by `cargo build --target wasm32-wasip2

@@ -29,8 +29,17 @@ pub fn list(udfs: &[UdfMeta]) -> String {
 }
 
 pub fn result(answer: &InvokeResponse) -> String {
+    let mut out = output(&answer.output);
+    for line in &answer.log {
+        let _ = writeln!(out, "log {}: {}", line.level, line.message);
+    }
+    out
+}
+
+/// An analysis' result alone (also the merged result of a fleet invocation).
+pub fn output(output: &AnalysisOutput) -> String {
     let mut out = String::new();
-    match &answer.output {
+    match output {
         AnalysisOutput::Table { columns, rows } => {
             let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
             let _ = writeln!(out, "{}", names.join("\t"));
@@ -60,9 +69,6 @@ pub fn result(answer: &InvokeResponse) -> String {
         AnalysisOutput::Text { text } => {
             let _ = writeln!(out, "{text}");
         }
-    }
-    for line in &answer.log {
-        let _ = writeln!(out, "log {}: {}", line.level, line.message);
     }
     out
 }

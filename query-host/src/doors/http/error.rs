@@ -50,3 +50,20 @@ impl From<crate::analysis::UdfError> for ApiError {
         CoreError::from(e).into()
     }
 }
+
+impl From<crate::doors::fleet::FleetError> for ApiError {
+    fn from(e: crate::doors::fleet::FleetError) -> Self {
+        use crate::doors::fleet::FleetError::*;
+        let (kind, code) = match &e {
+            Bus(_) => (ErrorKind::Unavailable, "fleet_unavailable"),
+            NotFound(_) => (ErrorKind::NotFound, "not_found"),
+            TooLarge(_) => (ErrorKind::TooLarge, "too_large"),
+            BadRequest(_) => (ErrorKind::Invalid, "bad_request"),
+            Core(_) => {
+                let Core(core) = e else { unreachable!() };
+                return core.into();
+            }
+        };
+        ApiError::new(kind, code, e.to_string())
+    }
+}

@@ -6,6 +6,7 @@
 //! - [`udfs`]: upload, list, delete and invoke analyses.
 //! - [`timeline`]: programs' timeline events and their lag statistics.
 //! - [`probes`]: function probe sessions: start, list, stop, show.
+//! - [`fleet`]: the fleet through this agent: hosts, synchronized runs, fleet-wide analyses.
 //! - [`web`]: the embedded web UI at `/`.
 //! - [`auth`]: bearer tokens → teams. [`negotiate`]: JSON or MessagePack. [`error`]: errors.
 //! - [`metrics`]: `/metrics` in the OpenMetrics text format.
@@ -13,6 +14,7 @@
 pub mod api;
 pub mod auth;
 pub mod error;
+pub mod fleet;
 pub mod metrics;
 pub mod negotiate;
 pub mod probes;
@@ -74,6 +76,8 @@ pub struct AppState {
     pub metrics: ServerMetrics,
     /// How long a handler may wait for the core (an on-demand run stops waiting here).
     pub request_timeout: Duration,
+    /// The fleet, when this agent is in one (`--nats`): the `/api/v1/fleet/…` routes ask it.
+    pub fleet: Option<crate::doors::fleet::Coordinator>,
 }
 
 /// Largest JSON request body (invocation parameters, run requests).
@@ -87,6 +91,7 @@ impl AppState {
             no_auth: options.no_auth,
             metrics: ServerMetrics::new(),
             request_timeout: options.request_timeout,
+            fleet: None,
         }
     }
 }
@@ -161,6 +166,7 @@ pub fn routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .merge(udfs::routes())
         .merge(timeline::routes())
         .merge(probes::routes())
+        .merge(fleet::routes())
         .routes(utoipa_axum::routes!(openapi_json))
         .routes(utoipa_axum::routes!(metrics::metrics))
         .split_for_parts();

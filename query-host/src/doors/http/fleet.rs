@@ -1,0 +1,103 @@
+//! The fleet through any agent that is in it (`loupe agent --nats URL`): who is there
+//! (`GET /api/v1/fleet/hosts`), a synchronized run on a rack (`POST /api/v1/fleet/runs`), an
+//! analysis on every selected host, merged (`POST /api/v1/fleet/invoke`). The agent asks the
+//! fleet over its own NATS connection; an agent outside a fleet answers 409.
+
+use std::sync::Arc;
+
+use axum::{extract::State, response::Response};
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::{
+    AppState,
+    api::{ApiJson, ApiQuery},
+    auth::Caller,
+    error::ApiError,
+    negotiate::Format,
+};
+use crate::{
+    core::time::{TimeArg, parse_interval},
+    doors::fleet::{Coordinator, RunOrderFleet, Selector},
+    model::{ErrorBody, ErrorKind, FleetHostsView, FleetRunView},
+};
+
+pub fn routes() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::new().routes(routes!(hosts)).routes(routes!(run))
+}
+
+/// Which hosts: a rack, a datacenter, one host; none of them means the whole fleet.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+pub struct Scope {
+    pub rack: Option<String>,
+    pub dc: Option<String>,
+    pub host: Option<String>,
+}
+
+impl From<Scope> for Selector {
+    fn from(s: Scope) -> Selector {
+        Selector { dc: s.dc, rack: s.rack, host: s.host }
+    }
+}
+
+fn coordinator(state: &AppState) -> Result<&Coordinator, ApiError> {
+    state.fleet.as_ref().ok_or_else(|| {
+        ApiError::new(
+            ErrorKind::Conflict,
+            "not_in_fleet",
+            "this agent is not in a fleet: start it with --nats URL (and --rack, --dc)",
+        )
+    })
+}
+
+/// Registered hosts of the selection, with their status (`up`, `silent`, `left`).
+#[utoipa::path(get, path = "/api/v1/fleet/hosts", tag = "fleet", params(Scope), responses((status = 200, body = FleetHostsView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn hosts(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    ApiQuery(scope): ApiQuery<Scope>,
+) -> Result<Response, ApiError> {
+    let view = coordinator(&state)?.hosts(&scope.into()).await?;
+    Ok(fmt.reply(&view))
+}
+
+/// A synchronized run.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetRunRequest {
+    /// The rack (usually), a datacenter or one host; none of them: the whole fleet.
+    pub rack: Option<String>,
+    pub dc: Option<String>,
+    pub host: Option<String>,
+    /// Slot width (`100us`, `1ms`, `10ms`).
+    pub interval: String,
+    /// Slots (default 2000, at most 20000).
+    pub samples: Option<u32>,
+    pub iface: Option<String>,
+    /// The common start (RFC 3339 or Unix ns); default 2 s from now.
+    pub at: Option<String>,
+}
+
+/// One run on every selected host from one start instant; answers when every host stored it
+/// (or at the run's end plus a margin, naming the hosts that missed it).
+#[utoipa::path(post, path = "/api/v1/fleet/runs", tag = "fleet", request_body = FleetRunRequest, responses((status = 200, body = FleetRunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+async fn run(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    ApiJson(req): ApiJson<FleetRunRequest>,
+) -> Result<Response, ApiError> {
+    let fleet = coordinator(&state)?;
+    let at = req.at.as_deref().map(|t| TimeArg::parse("at", t)).transpose()?.map(TimeArg::unix_ns);
+    let order = RunOrderFleet {
+        selector: Selector { dc: req.dc, rack: req.rack, host: req.host },
+        iface: req.iface,
+        interval: parse_interval(&req.interval)?,
+        samples: req.samples.unwrap_or(crate::core::runs::DEFAULT_SAMPLES),
+        at_unix_ns: at,
+    };
+    Ok(fmt.reply(&fleet.run(&order).await?))
+}
