@@ -6,6 +6,7 @@
 //! * [`topology`] — two namespaces joined by a veth pair, addressed and quiet.
 //! * [`traffic`] — generators whose bytes, packets, ECN bits and flows are known.
 //! * [`faults`] — eBPF fault injectors: CE marking and segment drops.
+//! * [`rack`] — a rack: hosts behind a bridge as their top-of-rack switch, and a nats-server.
 //! * [`privilege`] — the root check that turns kernel tests into clear skips elsewhere.
 //! * [`synthetic`] — stored data with known answers (API and browser tests, `loupe-synth`).
 //! * [`wasm`] — where the analyses built from `udf-sdk/` are ([`wasm_component`]).
@@ -14,6 +15,7 @@ pub mod faults;
 pub mod netns;
 pub mod nf;
 pub mod privilege;
+pub mod rack;
 pub mod synthetic;
 pub mod topology;
 pub mod traffic;

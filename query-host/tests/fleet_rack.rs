@@ -1,0 +1,377 @@
+//! A rack of eight hosts on one machine (`loupe_testbed::rack`): each a network namespace with
+//! a real `loupe agent` joined to a real `nats-server`, a bridge as their top-of-rack switch,
+//! host 0's port shaped to 100 Mbit/s. Through the real `loupe fleet` command line:
+//!
+//! - a synchronized run starts at the same instant with the same slot boundaries on every host:
+//!   packets timed into chosen slots are counted in the same slot by sender and receiver;
+//! - every host's bytes are exact against its interface's counters and its generators;
+//! - an incast (six senders at once to host 0) shows in the hosts × time view;
+//! - a host killed, or partitioned from NATS, is reported missing at the deadline; a restarted
+//!   nats-server is rejoined and the next query succeeds.
+
+use std::{
+    net::{SocketAddr, UdpSocket},
+    path::PathBuf,
+    process::{Child, Command, Output, Stdio},
+    thread,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use loupe_testbed::{
+    rack::{DATA_IF, Rack},
+    require_root,
+    topology::LinkStats,
+    traffic::udp_frame_len,
+};
+use serde_json::Value;
+
+const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");
+const HOSTS: usize = 8;
+const VICTIM: usize = 0;
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+/// Sleeps until 2 ms before `t`, then spins: a packet sent at a chosen instant lands in its
+/// slot even when the scheduler wakes the thread late.
+fn sleep_until_ns(t: u64) {
+    let now = now_ns();
+    if t > now + 2_000_000 {
+        thread::sleep(Duration::from_nanos(t - now - 2_000_000));
+    }
+    while now_ns() < t {
+        std::hint::spin_loop();
+    }
+}
+
+/// `nats-server` is installed by scripts/setup; without it the test cannot run.
+fn nats_available() -> bool {
+    let found = Command::new("nats-server").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "nats-server missing in CI: scripts/setup installs it");
+        eprintln!("SKIP fleet_rack: nats-server not installed (scripts/setup installs it)");
+    }
+    found
+}
+
+struct Fleet {
+    rack: Rack,
+    agents: Vec<Option<Child>>,
+    dir: tempfile::TempDir,
+}
+
+impl Fleet {
+    fn start(tag: &str) -> Fleet {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rack = Rack::new(tag, HOSTS, &dir.path().join("nats")).unwrap();
+        rack.shape(VICTIM, 100).unwrap();
+        rack.start_nats().unwrap();
+        let mut fleet = Fleet { rack, agents: Vec::new(), dir };
+        for i in 0..HOSTS {
+            let child = fleet.agent(i);
+            fleet.agents.push(Some(child));
+        }
+        fleet.wait_up(HOSTS);
+        fleet
+    }
+
+    fn data_dir(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("h{i}"))
+    }
+
+    /// `loupe agent` in host `i`'s namespace, sampling its data interface, in rack `r1` of
+    /// dc `d1`; host 0 also serves HTTP (on its own loopback) for the `--server` path.
+    fn agent(&self, i: usize) -> Child {
+        let host = &self.rack.hosts[i];
+        let log = std::fs::File::create(self.dir.path().join(format!("agent-h{i}.log"))).unwrap();
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &host.ns.name, LOUPE, "agent", "--iface", DATA_IF, "--data-dir"])
+            .arg(self.data_dir(i))
+            .args(["--nats", &self.rack.nats_url(), "--host", &host.name, "--rack", "r1", "--dc", "d1"])
+            .args(["--no-stacks", "--no-timeline", "--intervals", "10ms", "--period", "600s"])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log);
+        if i == 0 {
+            cmd.args(["--listen", "127.0.0.1:7878", "--no-auth"]);
+        } else {
+            cmd.arg("--no-http");
+        }
+        cmd.spawn().unwrap()
+    }
+
+    /// `loupe fleet ARGS --nats URL --json` from the switch's namespace (where NATS is).
+    fn fleet(&self, args: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.rack.tor.name, LOUPE, "fleet"])
+            .args(args)
+            .args(["--nats", &self.rack.nats_url(), "--json"])
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap()
+    }
+
+    fn fleet_json(&self, args: &[&str]) -> Value {
+        let out = self.fleet(args);
+        assert!(out.status.success(), "loupe fleet {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Waits until `n` hosts are up in the registry (at most 30 s).
+    fn wait_up(&self, n: usize) -> Value {
+        self.wait_heard_since(n, 0)
+    }
+
+    /// Waits until `n` hosts sent a heartbeat after `since_ns` (at most 30 s): the registry
+    /// outlives a nats-server restart, the agents' subscriptions have to be renewed.
+    fn wait_heard_since(&self, n: usize, since_ns: u64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = self.fleet(&["hosts", "--rack", "r1"]);
+            if out.status.success() {
+                let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+                let heard = v["hosts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|h| h["status"] == "up" && h["heartbeat_unix_ns"].as_u64().unwrap() > since_ns)
+                    .count();
+                if heard == n {
+                    return v;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{n} hosts never came up: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The last lines of every agent's log, for failure messages.
+    fn logs(&self) -> String {
+        let mut out = String::new();
+        for i in 0..HOSTS {
+            let text = std::fs::read_to_string(self.dir.path().join(format!("agent-h{i}.log"))).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().filter(|l| !l.contains("run stored")).collect();
+            out.push_str(&format!("--- h{i}\n{}\n", lines[lines.len().saturating_sub(6)..].join("\n")));
+        }
+        out
+    }
+
+    fn kill_agent(&mut self, i: usize) {
+        if let Some(mut child) = self.agents[i].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for child in self.agents.iter_mut().flatten() {
+            // SIGTERM: agents leave the fleet and detach their filters.
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        }
+        for child in self.agents.iter_mut().flatten() {
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A UDP socket in host `i`'s namespace (receivers keep packets from being answered with ICMP).
+fn socket_in(fleet: &Fleet, i: usize, port: u16) -> UdpSocket {
+    let addr = SocketAddr::from((fleet.rack.hosts[i].v4, port));
+    fleet.rack.hosts[i].ns.run(|| UdpSocket::bind(addr)).unwrap().unwrap()
+}
+
+fn series(host: &Value, key: &str) -> Vec<u64> {
+    host[key].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect()
+}
+
+#[test]
+fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
+    require_root!();
+    if !nats_available() {
+        return;
+    }
+    let fleet = Fleet::start("rack1");
+    let interval_ns = 1_000_000u64;
+    let samples = 1500u64;
+    let start = now_ns() + 3_000_000_000;
+
+    // Receivers everywhere traffic goes: host 2 (probe packets) and the victim (incast).
+    let probe_rx = socket_in(&fleet, 2, 6000);
+    let incast_rx = socket_in(&fleet, VICTIM, 7000);
+    incast_rx.set_nonblocking(true).unwrap();
+    let before: Vec<LinkStats> = (0..HOSTS).map(|i| fleet.rack.data_stats(i).unwrap()).collect();
+
+    let run = thread::scope(|s| {
+        let runner = s.spawn(|| {
+            fleet.fleet_json(&[
+                "run",
+                "--rack",
+                "r1",
+                "--interval",
+                "1ms",
+                "--samples",
+                "1500",
+                "--at",
+                &start.to_string(),
+            ])
+        });
+        // Alignment probe: host 1 sends one packet to host 2 a quarter into slots 100..120.
+        let probe = s.spawn(|| {
+            let tx = socket_in(&fleet, 1, 5000);
+            let dst = SocketAddr::from((fleet.rack.hosts[2].v4, 6000));
+            for k in 100..120u64 {
+                sleep_until_ns(start + k * interval_ns + interval_ns / 4);
+                tx.send_to(&[0u8; 200], dst).unwrap();
+            }
+        });
+        // Incast: six senders burst 60 datagrams of 1,400 bytes each at the victim at once.
+        let senders: Vec<_> = (2..HOSTS)
+            .map(|i| {
+                let fleet = &fleet;
+                s.spawn(move || {
+                    let tx = socket_in(fleet, i, 7001);
+                    let dst = SocketAddr::from((fleet.rack.hosts[VICTIM].v4, 7000));
+                    sleep_until_ns(start + 600 * interval_ns);
+                    for _ in 0..60 {
+                        tx.send_to(&[1u8; 1400], dst).unwrap();
+                    }
+                })
+            })
+            .collect();
+        probe.join().unwrap();
+        for sender in senders {
+            sender.join().unwrap();
+        }
+        runner.join().unwrap()
+    });
+    drop(probe_rx);
+    drop(incast_rx);
+
+    // Every host ran, from the same instant, with the same slots.
+    let hosts = run["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), HOSTS, "missed: {}", run["missed"]);
+    assert!(run["missed"].as_array().unwrap().is_empty());
+    for h in hosts {
+        assert_eq!(h["start_unix_ns"].as_u64(), Some(start), "{}", h["host"]);
+        assert_eq!(h["interval_ns"].as_u64(), Some(interval_ns));
+        assert_eq!(h["samples"].as_u64(), Some(samples));
+        assert_eq!(h["clock"]["synchronized"], true, "{}", h["host"]);
+        assert!(h["configured_before_start_ns"].as_i64().unwrap() < 0, "{} configured after the start", h["host"]);
+    }
+    let by_name = |n: &str| hosts.iter().find(|h| h["host"] == n).unwrap();
+
+    // 0 slots of misalignment: each probe packet is in the same slot on both ends.
+    let frame = udp_frame_len(fleet.rack.hosts[1].v4.into(), 200);
+    let sent = series(by_name("h1"), "out_bytes");
+    let got = series(by_name("h2"), "in_bytes");
+    assert_eq!(sent[..600], got[..600], "sender's and receiver's slots differ");
+    assert_eq!(sent[..600].iter().sum::<u64>(), 20 * frame);
+    assert!(
+        sent[95..125].iter().filter(|&&b| b > 0).count() >= 15,
+        "probe packets not in their slots: {:?}",
+        &sent[95..125]
+    );
+
+    // Exact bytes: every host's run against its interface's counters and its generators.
+    let big = udp_frame_len(fleet.rack.hosts[2].v4.into(), 1400);
+    for (i, h) in fleet.rack.hosts.iter().enumerate() {
+        let delta = fleet.rack.data_stats(i).unwrap().since(&before[i]);
+        let view = by_name(&h.name);
+        let (out, inb) = (series(view, "out_bytes").iter().sum::<u64>(), series(view, "in_bytes").iter().sum::<u64>());
+        assert_eq!(out, delta.tx_bytes, "{}: egress bytes vs the interface", h.name);
+        assert_eq!(inb, delta.rx_bytes, "{}: ingress bytes vs the interface", h.name);
+        let generated = match i {
+            1 => 20 * frame,
+            2..HOSTS => 60 * big,
+            _ => 0,
+        };
+        assert_eq!(out, generated, "{}: egress bytes vs what its generators sent", h.name);
+    }
+
+    // The incast: the senders' bursts in one or two slots, the victim's ingress spread behind
+    // its 100 Mbit/s port, which dropped what did not fit.
+    let victim = series(by_name("h0"), "in_bytes");
+    let burst: u64 = victim[600..800].iter().sum();
+    assert_eq!(burst, victim.iter().sum::<u64>(), "victim ingress outside the incast");
+    let drops = fleet.rack.port_drops(VICTIM).unwrap();
+    assert_eq!(burst / big + drops, 6 * 60, "received + dropped at the shaped port = sent");
+    assert!(drops > 0, "the incast should overflow a 100 Mbit/s port");
+    // At most the token bucket's burst (32 KiB) plus 1 ms at 100 Mbit/s and one frame.
+    let busiest = victim.iter().max().copied().unwrap();
+    assert!(busiest <= 32_768 + 12_500 + big, "the victim's port let {busiest} B through in 1 ms");
+    assert!(victim.iter().filter(|&&b| b > 0).count() >= 20, "the incast did not queue at the victim's port");
+    for name in ["h2", "h3", "h4", "h5", "h6", "h7"] {
+        let out = series(by_name(name), "out_bytes");
+        assert_eq!(out[598..610].iter().sum::<u64>(), 60 * big, "{name}: its burst is in the incast's slots");
+    }
+}
+
+#[test]
+fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
+    require_root!();
+    if !nats_available() {
+        return;
+    }
+    let mut fleet = Fleet::start("rack2");
+    let quick = ["run", "--rack", "r1", "--interval", "1ms", "--samples", "200"];
+
+    // Through an agent's HTTP API as well as NATS: the same registry.
+    let via_http = Command::new("ip")
+        .args(["netns", "exec", &fleet.rack.hosts[0].ns.name, LOUPE, "--server", "http://127.0.0.1:7878"])
+        .args(["fleet", "hosts", "--rack", "r1", "--json"])
+        .output()
+        .unwrap();
+    assert!(via_http.status.success(), "{}", String::from_utf8_lossy(&via_http.stderr));
+    let listed: Value = serde_json::from_slice(&via_http.stdout).unwrap();
+    assert_eq!(listed["up"], HOSTS as u64);
+
+    // nats-server killed and restarted (same store): the agents reconnect, register again,
+    // and the next query succeeds on every host.
+    fleet.rack.kill_nats().unwrap();
+    thread::sleep(Duration::from_secs(1));
+    let restarted = now_ns();
+    fleet.rack.start_nats().unwrap();
+    fleet.wait_heard_since(HOSTS, restarted);
+    let run = fleet.fleet_json(&quick);
+    assert_eq!(run["hosts"].as_array().unwrap().len(), HOSTS, "after the restart: {}\n{}", run["missed"], fleet.logs());
+
+    // Host 3 partitioned from NATS (its management link down): it is still `up` in the
+    // registry for a few seconds, so it is waited for, and named missing at the deadline.
+    fleet.rack.hosts[3].ns.exec(&["ip", "link", "set", "mgmt0", "down"]).unwrap();
+    // Host 5 killed outright.
+    fleet.kill_agent(5);
+    let asked = Instant::now();
+    let run = fleet.fleet_json(&quick);
+    let took = asked.elapsed();
+    let missed: Vec<&str> = run["missed"].as_array().unwrap().iter().map(|m| m["host"].as_str().unwrap()).collect();
+    assert_eq!(missed, ["h3", "h5"], "{run}");
+    assert!(run["missed"].as_array().unwrap().iter().all(|m| m["code"] == "deadline"));
+    assert_eq!(run["hosts"].as_array().unwrap().len(), HOSTS - 2);
+    // The run's deadline: 2 s lead + 0.2 s run + 15 s margin; never a hang.
+    assert!(took < Duration::from_secs(25), "the query took {took:?}");
+
+    // Silent hosts are listed as such once their heartbeats stop, and not waited for.
+    thread::sleep(Duration::from_secs(16));
+    let hosts = fleet.fleet_json(&["hosts", "--rack", "r1"]);
+    let silent: Vec<&str> = hosts["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["status"] == "silent")
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(silent, ["h3", "h5"]);
+    let asked = Instant::now();
+    let run = fleet.fleet_json(&quick);
+    assert!(asked.elapsed() < Duration::from_secs(6), "silent hosts were waited for");
+    assert!(run["missed"].as_array().unwrap().iter().all(|m| m["code"] == "silent"), "{}", run["missed"]);
+}
