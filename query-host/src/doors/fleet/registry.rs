@@ -109,13 +109,17 @@ pub async fn put(store: &kv::Store, reg: &Registration) -> Result<(), FleetError
 /// Every registered host the selector matches, sorted by dc, rack, host. Entries that do not
 /// decode (written by something else) are skipped with a log line.
 pub async fn list(store: &kv::Store, selector: &Selector) -> Result<Vec<FleetHost>, FleetError> {
-    let keys: Vec<String> = store
-        .keys()
-        .await
-        .map_err(|e| FleetError::Bus(format!("listing {BUCKET}: {e}")))?
-        .try_collect()
-        .await
-        .map_err(|e| FleetError::Bus(format!("listing {BUCKET}: {e}")))?;
+    // Keys are host names: one host needs one read, not the whole bucket.
+    let keys: Vec<String> = match &selector.host {
+        Some(host) => vec![host.clone()],
+        None => store
+            .keys()
+            .await
+            .map_err(|e| FleetError::Bus(format!("listing {BUCKET}: {e}")))?
+            .try_collect()
+            .await
+            .map_err(|e| FleetError::Bus(format!("listing {BUCKET}: {e}")))?,
+    };
     let now = now_unix_ns();
     let entries: Vec<Option<Registration>> = futures_util::stream::iter(keys)
         .map(|key| async move {
