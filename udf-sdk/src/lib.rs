@@ -77,6 +77,22 @@ pub mod bindings {
     });
 }
 
+/// The raw bindings of the `fleet-analysis` world (`analysis` plus `merge`), sharing every type
+/// and resource with [`bindings`]. [`export_fleet_analysis!`] uses them.
+pub mod fleet_bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "fleet-analysis",
+        pub_export_macro: true,
+        export_macro_name: "export",
+        default_bindings_module: "loupe_udf::fleet_bindings",
+        with: {
+            "loupe:udf/types@0.1.0": crate::bindings::loupe::udf::types,
+            "loupe:udf/data@0.1.0": crate::bindings::loupe::udf::data,
+        },
+    });
+}
+
 /// Every type of the WIT `types` interface, as generated (records, variants, enums).
 pub mod types {
     pub use crate::bindings::loupe::udf::types::*;
@@ -109,6 +125,19 @@ pub trait Analysis {
     /// Answers one invocation over `ctx.range` with `ctx.params`. An `Err` reaches the caller as
     /// an HTTP 422 with its message; a panic traps (its message goes to the invocation log).
     fn run(ctx: &Context) -> Result<Output, String>;
+}
+
+/// An analysis that runs fleet-wide (`loupe fleet invoke`): each host answers [`Analysis::run`]
+/// over its own data, and the asking host merges those partial results with [`Merge::merge`].
+/// Export it with [`export_fleet_analysis!`].
+///
+/// The contract: `partials` are results of `run` or of earlier merges, and the result must be
+/// one of the same shape — the host merges in groups, in any order, as a tree. So `merge` must
+/// be commutative and associative, and merging the per-host results must equal running over all
+/// hosts' data at once (group by each run's or sample's `host`). It must not read data (the
+/// cursors fail inside `merge`); `ctx.range` and `ctx.params` are the invocation's.
+pub trait Merge: Analysis {
+    fn merge(ctx: &Context, partials: Vec<Output>) -> Result<Output, String>;
 }
 
 /// What an invocation is about: the time range and the parameters.
@@ -191,6 +220,40 @@ macro_rules! export_analysis {
     };
 }
 
+/// Exports a type implementing [`Merge`] as the component's `describe`, `run` and `merge`
+/// (the `fleet-analysis` world): it runs on one host like any analysis, and fleet-wide.
+///
+/// ```ignore
+/// loupe_udf::export_fleet_analysis!(MyAnalysis);
+/// ```
+#[macro_export]
+macro_rules! export_fleet_analysis {
+    ($ty:ty) => {
+        const _: () = {
+            struct __LoupeUdfExport;
+            impl $crate::fleet_bindings::Guest for __LoupeUdfExport {
+                fn describe() -> $crate::Description {
+                    $crate::__private::describe::<$ty>(::core::env!("CARGO_PKG_VERSION"))
+                }
+                fn run(
+                    range: $crate::TimeRange,
+                    params: $crate::__private::Vec<$crate::types::Param>,
+                ) -> ::core::result::Result<$crate::Output, $crate::__private::String> {
+                    $crate::__private::run::<$ty>(range, params)
+                }
+                fn merge(
+                    range: $crate::TimeRange,
+                    params: $crate::__private::Vec<$crate::types::Param>,
+                    partials: $crate::__private::Vec<$crate::Output>,
+                ) -> ::core::result::Result<$crate::Output, $crate::__private::String> {
+                    $crate::__private::merge::<$ty>(range, params, partials)
+                }
+            }
+    $crate::fleet_bindings::export!(__LoupeUdfExport with_types_in $crate::fleet_bindings);
+        };
+    };
+}
+
 #[doc(hidden)]
 pub mod __private {
     pub use std::{string::String, vec::Vec};
@@ -215,5 +278,13 @@ pub mod __private {
 
     pub fn run<A: Analysis>(range: TimeRange, params: Vec<types::Param>) -> Result<Output, String> {
         A::run(&Context::new(range, Params::new(params)))
+    }
+
+    pub fn merge<A: crate::Merge>(
+        range: TimeRange,
+        params: Vec<types::Param>,
+        partials: Vec<Output>,
+    ) -> Result<Output, String> {
+        A::merge(&Context::new(range, Params::new(params)), partials)
     }
 }

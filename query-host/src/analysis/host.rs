@@ -28,6 +28,7 @@ wasmtime::component::bindgen!({
     // A store error inside a cursor call traps the guest (it cannot do anything useful with
     // it); the host reports it as an internal error, not as the analysis' fault.
     imports: { default: trappable },
+    additional_derives: [PartialEq],
     with: {
         "loupe:udf/data.run-cursor": RunCursor,
         "loupe:udf/data.sample-cursor": SampleCursor,
@@ -91,14 +92,32 @@ pub struct DataHost {
     /// Cursors open now; and whether the analysis tried to open one past the limit.
     pub open_cursors: usize,
     pub cursor_limit_hit: bool,
+    /// Inside `merge`: the data functions answer an error (a merge combines partial results,
+    /// it reads no data — on the asking host there may be none of the hosts' data at all).
+    pub merging: bool,
 }
+
+/// What a data function answers inside `merge`.
+const NO_DATA_IN_MERGE: &str = "merge() must not read data: it combines the partial results it is given";
 
 impl DataHost {
     pub fn new(store: Store, info: HostInfo, log: InvocationLog) -> Self {
-        DataHost { store, info, table: ResourceTable::new(), log, open_cursors: 0, cursor_limit_hit: false }
+        DataHost {
+            store,
+            info,
+            table: ResourceTable::new(),
+            log,
+            open_cursors: 0,
+            cursor_limit_hit: false,
+            merging: false,
+        }
     }
 
-    pub(super) fn range(r: wit::TimeRange) -> Result<StoreRange, String> {
+    /// A cursor's range, checked — or the refusal of any data inside `merge`.
+    pub(super) fn range(&self, r: wit::TimeRange) -> Result<StoreRange, String> {
+        if self.merging {
+            return Err(NO_DATA_IN_MERGE.into());
+        }
         StoreRange::new(r.from_ns, r.to_ns).map_err(|e| e.to_string())
     }
 
@@ -132,7 +151,7 @@ impl loupe::udf::data::Host for DataHost {
         iface: Option<String>,
         per_cpu: bool,
     ) -> wasmtime::Result<Result<Resource<RunCursor>, String>> {
-        let range = match Self::range(range) {
+        let range = match self.range(range) {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };
@@ -146,7 +165,7 @@ impl loupe::udf::data::Host for DataHost {
         range: wit::TimeRange,
         filter: wit::SampleFilter,
     ) -> wasmtime::Result<Result<Resource<SampleCursor>, String>> {
-        let range = match Self::range(range) {
+        let range = match self.range(range) {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };
@@ -167,7 +186,7 @@ impl loupe::udf::data::Host for DataHost {
         range: wit::TimeRange,
         filter: wit::TimelineFilter,
     ) -> wasmtime::Result<Result<Resource<TimelineCursor>, String>> {
-        let range = match Self::range(range) {
+        let range = match self.range(range) {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };
@@ -184,6 +203,9 @@ impl loupe::udf::data::Host for DataHost {
     }
 
     fn stacks(&mut self, ids: Vec<u32>) -> wasmtime::Result<Result<Vec<Vec<wit::Frame>>, String>> {
+        if self.merging {
+            return Ok(Err(NO_DATA_IN_MERGE.into()));
+        }
         if ids.len() > MAX_LOOKUP {
             return Ok(Err(format!("{} ids in one call; at most {MAX_LOOKUP}", ids.len())));
         }
@@ -201,6 +223,9 @@ impl loupe::udf::data::Host for DataHost {
     }
 
     fn comms(&mut self, ids: Vec<u32>) -> wasmtime::Result<Result<Vec<String>, String>> {
+        if self.merging {
+            return Ok(Err(NO_DATA_IN_MERGE.into()));
+        }
         if ids.len() > MAX_LOOKUP {
             return Ok(Err(format!("{} ids in one call; at most {MAX_LOOKUP}", ids.len())));
         }

@@ -7,10 +7,14 @@
 //! - [`registry`]: uploads on disk with their precompiled artifacts.
 //! - [`params`], [`output`]: JSON in, typed values to the guest; typed results out, bounded
 //!   in size and depth before the host builds anything from them.
+//! - [`partial`], [`merge`]: fleet-wide analyses — a host's result as it travels to the asker,
+//!   and merging the hosts' results with the analysis' own `merge`, in the same sandbox.
 
 pub mod host;
+pub mod merge;
 pub mod output;
 pub mod params;
+pub mod partial;
 pub mod probes;
 pub mod registry;
 pub mod runtime;
@@ -70,6 +74,16 @@ pub enum UdfError {
     TeamBusy { team: String, limit: usize },
     #[error("the server already runs {limit} analyses at once; retry shortly")]
     ServerBusy { limit: usize },
+    #[error(
+        "analysis '{0}' does not export merge, so it cannot run fleet-wide: build it with loupe_udf::export_fleet_analysis! (the fleet-analysis world)"
+    )]
+    NotMergeable(String),
+    #[error(
+        "partial result of {size} bytes exceeds the fleet's limit of {limit} bytes: narrow the range, or aggregate more in run()"
+    )]
+    PartialTooLarge { size: usize, limit: usize },
+    #[error("bad partial result: {0}")]
+    BadPartial(String),
     #[error("no space left on the data dir: {0}")]
     NoSpace(String),
     #[error("internal error: {0}")]
@@ -99,6 +113,7 @@ impl UdfError {
             MemoryLimit { .. } | TableLimit { .. } | StackLimit { .. } | OutputTooLarge { .. } => ErrorKind::Refused,
             OutputShape { .. } | CursorLimit { .. } | CopyLimit { .. } => ErrorKind::Refused,
             Trap { .. } | AnalysisFailed { .. } => ErrorKind::Refused,
+            NotMergeable(_) | PartialTooLarge { .. } | BadPartial(_) => ErrorKind::Refused,
             NoSpace(_) => ErrorKind::NoSpace,
             Internal(_) => ErrorKind::Internal,
         }
@@ -133,6 +148,9 @@ impl UdfError {
             OutputShape { what, .. } => what.code(),
             CursorLimit { .. } => "cursor_limit",
             CopyLimit { .. } => "output_limit",
+            NotMergeable(_) => "not_mergeable",
+            PartialTooLarge { .. } => "too_large",
+            BadPartial(_) => "bad_partial",
             Trap { .. } => "trap",
             AnalysisFailed { .. } => "analysis_error",
             TeamBusy { .. } => "team_concurrency_limit",

@@ -43,6 +43,9 @@ pub struct Description {
     pub summary: String,
     pub params: Vec<ParamSpec>,
     pub result_kind: ResultKind,
+    /// It exports `merge` (the `fleet-analysis` world), so it can run fleet-wide.
+    #[serde(default)]
+    pub mergeable: bool,
 }
 
 impl Description {
@@ -72,7 +75,7 @@ impl Description {
             wit::ResultKind::Flamegraph => ResultKind::Flamegraph,
             wit::ResultKind::Text => ResultKind::Text,
         };
-        Ok(Description { name: d.name, version: d.version, summary: d.summary, params, result_kind })
+        Ok(Description { name: d.name, version: d.version, summary: d.summary, params, result_kind, mergeable: false })
     }
 }
 

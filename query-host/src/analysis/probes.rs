@@ -66,7 +66,7 @@ impl DataHost {
         &mut self,
         range: wit::TimeRange,
     ) -> wasmtime::Result<Result<Resource<ProbeCursor>, String>> {
-        let range = match Self::range(range) {
+        let range = match self.range(range) {
             Ok(r) => r,
             Err(e) => return Ok(Err(e)),
         };

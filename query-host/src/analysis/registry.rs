@@ -163,6 +163,13 @@ impl Registry {
         Ok((meta, replaced))
     }
 
+    /// The component as uploaded (to ship it to the fleet).
+    pub fn component(&self, name: &str) -> Result<Vec<u8>, UdfError> {
+        check_name(name)?;
+        fs::read(self.dir.join(name).join("component.wasm"))
+            .map_err(|e| UdfError::Internal(format!("reading analysis '{name}': {e}")))
+    }
+
     /// Deletes an analysis its team owns.
     pub fn delete(&self, name: &str, team: &str) -> Result<(), UdfError> {
         let mut loaded = self.loaded.write().unwrap_or_else(|e| e.into_inner());
@@ -190,11 +197,13 @@ impl Registry {
 }
 
 fn load_one(dir: &Path, runtime: &Runtime, store: &Store, info: &HostInfo) -> anyhow::Result<Loaded> {
-    let meta: UdfMeta = serde_json::from_slice(&fs::read(dir.join("meta.json"))?)?;
+    let mut meta: UdfMeta = serde_json::from_slice(&fs::read(dir.join("meta.json"))?)?;
     let artifact_path = dir.join("compiled.cwasm");
     if let Ok(artifact) = fs::read(&artifact_path)
         && let Some(compiled) = runtime.load_artifact(&artifact, store, info)
     {
+        // Meta written before Loupe knew of `merge` says nothing of it: the component does.
+        meta.description.mergeable = compiled.description.mergeable;
         return Ok(Loaded { meta, compiled });
     }
     // Missing or stale artifact: recompile from the component and cache again.
@@ -202,6 +211,7 @@ fn load_one(dir: &Path, runtime: &Runtime, store: &Store, info: &HostInfo) -> an
     let (compiled, artifact) = runtime.compile(&bytes, store, info)?;
     fs::write(&artifact_path, artifact)?;
     info!(analysis = %meta.name, "recompiled");
+    meta.description.mergeable = compiled.description.mergeable;
     Ok(Loaded { meta, compiled })
 }
 

@@ -51,6 +51,8 @@ const DESCRIBE_TIME: Duration = Duration::from_secs(2);
 pub struct Compiled {
     pub pre: AnalysisPre<State>,
     pub description: Description,
+    /// Its `merge`, when it exports one (it can then run fleet-wide).
+    pub merge: Option<super::merge::MergePre>,
 }
 
 /// What an invocation returns besides its output.
@@ -81,7 +83,7 @@ struct Ticker {
 }
 
 /// Keeps the ticker ticking while guest code may run.
-struct Ticking<'a>(&'a Runtime);
+pub(super) struct Ticking<'a>(&'a Runtime);
 
 impl Drop for Ticking<'_> {
     fn drop(&mut self) {
@@ -96,7 +98,7 @@ struct Running {
 }
 
 /// Releases an invocation slot when dropped.
-struct Slot<'a> {
+pub(super) struct Slot<'a> {
     runtime: &'a Runtime,
     team: String,
 }
@@ -166,7 +168,7 @@ impl Runtime {
     }
 
     /// Starts the epoch ticker for the lifetime of the guard.
-    fn ticking(&self) -> Ticking<'_> {
+    pub(super) fn ticking(&self) -> Ticking<'_> {
         if self.ticker.active.fetch_add(1, Ordering::SeqCst) == 0 {
             self.ticker_thread.unpark();
         }
@@ -208,8 +210,10 @@ impl Runtime {
         if !refused.is_empty() {
             return Err(UdfError::ForbiddenImport { imports: refused });
         }
+        let exports_merge = ty.exports(&self.engine).any(|(name, _)| name == "merge");
         let pre: InstancePre<State> =
             self.linker.instantiate_pre(&component).map_err(|e| UdfError::Incompatible(format!("{e:#}")))?;
+        let merge = super::merge::merge_pre(&pre, exports_merge)?;
         let pre = AnalysisPre::new(pre).map_err(|e| UdfError::Incompatible(format!("{e:#}")))?;
         let mut limits = self.limits.clone();
         limits.time = DESCRIBE_TIME;
@@ -217,11 +221,12 @@ impl Runtime {
         let mut st = self.new_store(store, info, limits);
         let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
         let d = analysis.call_describe(&mut st).map_err(|e| self.classify(e, &mut st, "describe()"))?;
-        let description = Description::from_wit(d).map_err(UdfError::Incompatible)?;
-        Ok(Compiled { pre, description })
+        let mut description = Description::from_wit(d).map_err(UdfError::Incompatible)?;
+        description.mergeable = merge.is_some();
+        Ok(Compiled { pre, description, merge })
     }
 
-    fn new_store(&self, store: &Store, info: &HostInfo, limits: Limits) -> wasmtime::Store<State> {
+    pub(super) fn new_store(&self, store: &Store, info: &HostInfo, limits: Limits) -> wasmtime::Store<State> {
         let data = DataHost::new(store.clone(), info.clone(), InvocationLog::new(limits.log_bytes));
         let ticks = limits.time.as_nanos().div_ceil(TICK.as_nanos()).max(1) as u64;
         let mut st = wasmtime::Store::new(&self.engine, State::new(data, limits));
@@ -234,7 +239,7 @@ impl Runtime {
     }
 
     /// Takes an invocation slot for `team`, or says which concurrency limit is full.
-    fn slot(&self, team: &str) -> Result<Slot<'_>, UdfError> {
+    pub(super) fn slot(&self, team: &str) -> Result<Slot<'_>, UdfError> {
         let mut r = self.running.lock().unwrap_or_else(|e| e.into_inner());
         let mine = r.per_team.get(team).copied().unwrap_or(0);
         if mine >= self.limits.per_team_invocations {
@@ -258,6 +263,53 @@ impl Runtime {
         range: TimeRange,
         params: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<InvocationReport, UdfError> {
+        let (raw, state, started) = self.run_guest(compiled, team, store, info, range, params)?;
+        let output = output::bounded(raw, self.limits.output_bytes)?;
+        let output_bytes = serde_json::to_vec(&output).map(|v| v.len()).unwrap_or(usize::MAX);
+        if output_bytes > self.limits.output_bytes {
+            return Err(UdfError::OutputTooLarge { size: output_bytes, limit: self.limits.output_bytes });
+        }
+        Ok(InvocationReport {
+            output,
+            log: state.data.log,
+            elapsed_ns: started.elapsed().as_nanos() as u64,
+            peak_memory_bytes: state.limiter.peak_memory,
+            output_bytes,
+        })
+    }
+
+    /// Runs an analysis as one host of a fleet-wide invocation: its result encoded as a partial
+    /// (bounded like any result, at most [`super::partial::MAX_PARTIAL_BYTES`]), for the asker
+    /// to merge. Returns the partial and the time it took.
+    pub fn invoke_partial(
+        &self,
+        compiled: &Compiled,
+        team: &str,
+        store: &Store,
+        info: &HostInfo,
+        range: TimeRange,
+        params: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(Vec<u8>, u64), UdfError> {
+        if compiled.merge.is_none() {
+            return Err(UdfError::NotMergeable(compiled.description.name.clone()));
+        }
+        let (raw, _state, started) = self.run_guest(compiled, team, store, info, range, params)?;
+        // The same bounds as a local result, before it leaves the host.
+        output::bounded(raw.clone(), self.limits.output_bytes)?;
+        let bytes = super::partial::encode(&raw)?;
+        Ok((bytes, started.elapsed().as_nanos() as u64))
+    }
+
+    /// Calls the guest's `run` in a fresh store with the limits: its raw result and state.
+    fn run_guest(
+        &self,
+        compiled: &Compiled,
+        team: &str,
+        store: &Store,
+        info: &HostInfo,
+        range: TimeRange,
+        params: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(wit::Output, State, Instant), UdfError> {
         let params = resolve_params(&compiled.description.params, params)?;
         let _slot = self.slot(team)?;
         let _ticking = self.ticking();
@@ -268,29 +320,17 @@ impl Runtime {
         let range = wit::TimeRange { from_ns: range.from_unix_ns(), to_ns: range.to_unix_ns() };
         let result = analysis.call_run(&mut st, range, &params).map_err(|e| self.classify(e, &mut st, "run()"))?;
         st.data_mut().collect_output();
-        let output = match result {
-            Ok(o) => output::bounded(o, self.limits.output_bytes)?,
+        match result {
+            Ok(o) => Ok((o, st.into_data(), started)),
             Err(message) => {
                 let log = std::mem::take(&mut st.data_mut().data.log);
-                return Err(UdfError::AnalysisFailed { message, log: log.lines });
+                Err(UdfError::AnalysisFailed { message, log: log.lines })
             }
-        };
-        let output_bytes = serde_json::to_vec(&output).map(|v| v.len()).unwrap_or(usize::MAX);
-        if output_bytes > self.limits.output_bytes {
-            return Err(UdfError::OutputTooLarge { size: output_bytes, limit: self.limits.output_bytes });
         }
-        let state = st.into_data();
-        Ok(InvocationReport {
-            output,
-            log: state.data.log,
-            elapsed_ns: started.elapsed().as_nanos() as u64,
-            peak_memory_bytes: state.limiter.peak_memory,
-            output_bytes,
-        })
     }
 
     /// Turns a wasmtime error into the limit or fault that caused it.
-    fn classify(&self, e: wasmtime::Error, st: &mut wasmtime::Store<State>, during: &str) -> UdfError {
+    pub(super) fn classify(&self, e: wasmtime::Error, st: &mut wasmtime::Store<State>, during: &str) -> UdfError {
         st.data_mut().collect_output();
         let state = st.data_mut();
         let log: Vec<String> = state.data.log.lines.iter().map(|l| format!("{}: {}", l.level, l.message)).collect();

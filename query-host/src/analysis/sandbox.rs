@@ -92,7 +92,13 @@ impl InvocationLog {
         self.push_str(level, message);
     }
 
-    pub fn push_str(&mut self, level: &'static str, mut message: String) {
+    pub fn push_str(&mut self, level: &'static str, message: String) {
+        self.push_line(LogLine { level: level.to_string(), message });
+    }
+
+    /// A line (of this invocation, or of a merge step's own log) under this log's cap.
+    pub fn push_line(&mut self, line: LogLine) {
+        let LogLine { level, mut message } = line;
         if self.bytes >= self.cap {
             self.dropped += 1;
             return;
@@ -106,7 +112,7 @@ impl InvocationLog {
             message.truncate(cut);
         }
         self.bytes += message.len();
-        self.lines.push(LogLine { level: level.to_string(), message });
+        self.lines.push(LogLine { level, message });
     }
 }
 

@@ -62,14 +62,25 @@ pub fn main(args: AgentArgs) -> Result<()> {
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
     let options = SamplerOptions { capacity: schedule.samples, local_prefixes };
     let place = fleet_place(&args.fleet)?;
-    let run_host = RunHost { name: place.host.clone(), rack: args.fleet.nats.as_ref().map(|_| place.rack.clone()) };
+    // Outside a fleet (and without --host) runs and analyses keep the kernel's host name.
+    let in_fleet = args.fleet.nats.is_some();
+    let named = in_fleet || args.fleet.host.is_some();
+    let run_host = RunHost {
+        name: if named { place.host.clone() } else { crate::clock::hostname() },
+        rack: in_fleet.then(|| place.rack.clone()),
+    };
     let scheduler = RunScheduler::start(&ifaces, &options, &schedule, &store, &run_host, &shutdown)?;
     let mut host = Host::new(store.clone())
         .with_runs(scheduler)
         .with_probes(ProbeManager::new(store.clone(), Arc::clone(&shutdown)));
     let http_options = args.http.options();
-    if !args.no_http {
-        host = host.with_analyses(Analyses::open(&args.store.data_dir, &store, http_options.limits.clone())?);
+    // Analyses are served over HTTP and, in a fleet, run for fleet-wide invocations.
+    if !args.no_http || in_fleet {
+        let mut analyses = Analyses::open(&args.store.data_dir, &store, http_options.limits.clone())?;
+        if named {
+            analyses = analyses.with_host_name(place.host.clone());
+        }
+        host = host.with_analyses(analyses);
     }
     let host = Arc::new(host);
     if args.demo && !args.no_http {

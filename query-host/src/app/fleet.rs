@@ -2,15 +2,20 @@
 //! of an agent in the fleet (`--server URL`, the agent asks NATS). The answers are the same
 //! either way.
 
-use anyhow::{Result, bail};
+use std::{path::PathBuf, sync::Arc};
+
+use anyhow::{Context, Result, bail};
+use loupe_store::{Retention, Store};
 
 use crate::{
-    cli::{FleetBusArgs, FleetCommand, FleetRunArgs, FleetScopeArgs, RemoteArgs},
+    analysis::sandbox::Limits,
+    cli::{FleetBusArgs, FleetCommand, FleetInvokeArgs, FleetRunArgs, FleetScopeArgs, RemoteArgs},
+    core::{Analyses, Host, time::range},
     doors::{
-        fleet::{Connection, Coordinator, RunOrderFleet, Selector},
+        fleet::{Connection, Coordinator, InvokeOrder, RunOrderFleet, Selector, merge_with},
         remote::Client,
     },
-    model::{FleetHostsView, FleetRunView},
+    model::{FleetHostsView, FleetInvokeView, FleetRunView},
     render,
 };
 
@@ -111,8 +116,92 @@ fn run(args: &FleetRunArgs, remote: &RemoteArgs) -> Result<()> {
     Ok(())
 }
 
-fn invoke(args: &crate::cli::FleetInvokeArgs, remote: &RemoteArgs) -> Result<()> {
-    // PENDING-MERGE-API
-    let _ = (args, remote);
-    bail!("pending")
+/// `loupe fleet invoke`: over NATS, this command ships (or looks up) the module and merges the
+/// hosts' partials itself, in its own sandbox; through `--server`, the agent does both.
+fn invoke(args: &FleetInvokeArgs, remote: &RemoteArgs) -> Result<()> {
+    let sel = selector(&args.scope);
+    let mut params = serde_json::Map::new();
+    for text in &args.params {
+        let (k, v) = super::udf::parse_param(text)?;
+        params.insert(k, v);
+    }
+    let r = range(args.range.from, args.range.to)?;
+    let view: FleetInvokeView = match via(&args.bus, remote)? {
+        Via::Nats(conn) => {
+            let merger = Merger::new()?;
+            let order = InvokeOrder {
+                selector: sel,
+                from_unix_ns: r.from_unix_ns(),
+                to_unix_ns: r.to_unix_ns(),
+                params: params.clone(),
+                deadline: args.deadline,
+            };
+            block_on(async {
+                let fleet = Coordinator::connect(&conn, "cli").await?;
+                let (sha, bytes) = match &args.wasm {
+                    Some(path) => {
+                        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+                        (fleet.ship(&args.name, &bytes).await?, bytes)
+                    }
+                    None => {
+                        let entry = fleet.lookup(&args.name).await?;
+                        let bytes = fleet.fetch(&entry.sha256).await?;
+                        (entry.sha256, bytes)
+                    }
+                };
+                let host = Arc::clone(&merger.host);
+                let module = host.analyses()?.fleet_module(host.store(), &args.name, &sha, || Ok(bytes))?;
+                let merge = merge_with(host, module, "cli".into(), r, params);
+                anyhow::Ok(fleet.invoke(&order, &args.name, &sha, merge).await?)
+            })??
+        }
+        Via::Server(client) => {
+            let mut body = serde_json::json!({
+                "name": args.name,
+                "params": params,
+                "from": r.from_unix_ns().to_string(),
+                "deadline": humantime::format_duration(args.deadline).to_string(),
+            });
+            if r.to_unix_ns() != u64::MAX {
+                body["to"] = r.to_unix_ns().to_string().into();
+            }
+            for (k, v) in scope_query(&sel) {
+                body[k] = v.into();
+            }
+            if args.wasm.is_some() {
+                bail!(
+                    "--wasm ships a module over NATS: give --nats, or upload it to the agent first (loupe udf upload)"
+                );
+            }
+            client.post("/api/v1/fleet/invoke", &body)?
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&view)?);
+    } else {
+        print!("{}", render::fleet::invoke(&view));
+    }
+    Ok(())
+}
+
+/// The CLI's own analysis runtime for merging, over a throwaway store (merge reads no data).
+struct Merger {
+    host: Arc<Host>,
+    dir: PathBuf,
+}
+
+impl Merger {
+    fn new() -> Result<Merger> {
+        let dir = std::env::temp_dir().join(format!("loupe-fleet-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let store = Store::open(&dir.join("store"), Retention::default())?;
+        let analyses = Analyses::open(&dir, &store, Limits::default())?;
+        Ok(Merger { host: Arc::new(Host::new(store).with_analyses(analyses)), dir })
+    }
+}
+
+impl Drop for Merger {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }

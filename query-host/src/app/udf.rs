@@ -19,7 +19,7 @@ use crate::{
 const DEFAULT_SERVER: &str = "http://127.0.0.1:7878";
 
 /// `NAME=VALUE`: numbers stay numbers, `true`/`false` are flags, anything else is text.
-fn parse_param(text: &str) -> Result<(String, Value)> {
+pub fn parse_param(text: &str) -> Result<(String, Value)> {
     let (name, value) = text.split_once('=').ok_or_else(|| anyhow!("bad --param '{text}': expected NAME=VALUE"))?;
     let value = match value {
         "true" => Value::Bool(true),

@@ -257,9 +257,20 @@ fn core_error(e: CoreError) -> WireError {
 /// `invoke`: fetch the module by hash (once; the runtime keeps it compiled), run it over the
 /// range, answer its partial result.
 fn invoke(ctx: &Ctx, envelope: &Envelope<InvokeBody>) -> Result<InvokeReply, WireError> {
-    // PENDING-MERGE-API
-    let _ = (ctx, envelope, modules::MAX_MODULE_BYTES);
-    Err(WireError::new("internal", "pending"))
+    let body = &envelope.body;
+    let analyses = ctx.host.analyses().map_err(core_error)?;
+    let store = ctx.host.store();
+    // On the blocking pool, inside the runtime: the fetch may wait for the object store.
+    let rt = tokio::runtime::Handle::current();
+    let module = analyses
+        .fleet_module(store, &body.name, &body.sha256, || {
+            rt.block_on(modules::fetch(&ctx.js, &body.sha256)).map_err(|e| e.to_string())
+        })
+        .map_err(core_error)?;
+    let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)
+        .map_err(|e| WireError::new("bad_request", e.to_string()))?;
+    let partial = analyses.invoke_partial(store, &module, FLEET_TEAM, range, &body.params).map_err(core_error)?;
+    Ok(InvokeReply { partial: partial.bytes, elapsed_ns: partial.elapsed_ns })
 }
 
 /// `run`: a run on this host's interface from the common instant, answered once stored.

@@ -8,10 +8,12 @@
 
 use std::{
     collections::{BTreeMap, BTreeSet},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use async_nats::jetstream;
+use loupe_store::TimeRange;
 
 use super::{
     Connection, FleetError,
@@ -23,6 +25,7 @@ use super::{
 };
 use crate::{
     clock::now_unix_ns,
+    core::{Host, analyses::FleetModule},
     model::{
         FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetMiss, FleetPlace, FleetRunHost, FleetRunView,
         InvokeResponse,
@@ -305,6 +308,28 @@ impl Coordinator {
             log: merged.response.log,
             elapsed_ns: started.elapsed().as_nanos() as u64,
             merge_ns: merged.merge_ns,
+        })
+    }
+}
+
+/// The merge step of an invocation, on `host`'s analysis runtime (an agent's, or the CLI's
+/// own): decodes each partial (a refused one is attributed to its host), then merges the rest
+/// with the module's `merge` in the sandbox.
+pub fn merge_with(
+    host: Arc<Host>,
+    module: FleetModule,
+    team: String,
+    range: TimeRange,
+    params: serde_json::Map<String, serde_json::Value>,
+) -> impl FnOnce(Partials) -> Result<Merged, FleetError> + Send + 'static {
+    move |partials| {
+        let started = Instant::now();
+        let (places, bytes): (Vec<FleetPlace>, Vec<Vec<u8>>) = partials.into_iter().unzip();
+        let merged = host.analyses()?.merge_partials(host.store(), &module, &team, range, &params, bytes)?;
+        Ok(Merged {
+            response: merged.response,
+            refused: merged.refused.into_iter().map(|(i, why)| (places[i].clone(), why)).collect(),
+            merge_ns: started.elapsed().as_nanos() as u64,
         })
     }
 }

@@ -24,7 +24,7 @@ pub mod wire;
 use std::{path::PathBuf, time::Duration};
 
 pub use agent::FleetAgent;
-pub use coordinator::{Coordinator, InvokeOrder, RunOrderFleet};
+pub use coordinator::{Coordinator, InvokeOrder, RunOrderFleet, merge_with};
 pub use subjects::Selector;
 
 /// What went wrong talking to the fleet.
@@ -66,7 +66,14 @@ pub async fn connect(conn: &Connection, retry: bool) -> Result<async_nats::Clien
         .name(&conn.name)
         .connection_timeout(Duration::from_secs(3))
         .max_reconnects(None)
-        .reconnect_delay_callback(|attempts| Duration::from_millis((100 * attempts as u64).min(1_000)));
+        .reconnect_delay_callback(|attempts| Duration::from_millis((100 * attempts as u64).min(1_000)))
+        .event_callback(|event| async move {
+            match event {
+                async_nats::Event::Connected => tracing::info!("fleet: connected to NATS"),
+                async_nats::Event::Disconnected => tracing::warn!("fleet: disconnected from NATS; reconnecting"),
+                other => tracing::debug!("fleet: {other}"),
+            }
+        });
     if let Some(creds) = &conn.creds {
         options = options
             .credentials_file(creds)

@@ -18,13 +18,13 @@ use super::{
     negotiate::Format,
 };
 use crate::{
-    core::time::{TimeArg, parse_interval},
-    doors::fleet::{Coordinator, RunOrderFleet, Selector},
-    model::{ErrorBody, ErrorKind, FleetHostsView, FleetRunView},
+    core::time::{TimeArg, parse_interval, parse_range},
+    doors::fleet::{Coordinator, InvokeOrder, RunOrderFleet, Selector, merge_with},
+    model::{ErrorBody, ErrorKind, FleetHostsView, FleetInvokeView, FleetRunView},
 };
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
-    OpenApiRouter::new().routes(routes!(hosts)).routes(routes!(run))
+    OpenApiRouter::new().routes(routes!(hosts)).routes(routes!(run)).routes(routes!(invoke))
 }
 
 /// Which hosts: a rack, a datacenter, one host; none of them means the whole fleet.
@@ -100,4 +100,56 @@ async fn run(
         at_unix_ns: at,
     };
     Ok(fmt.reply(&fleet.run(&order).await?))
+}
+
+/// A fleet-wide invocation of one of this agent's analyses.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetInvokeRequest {
+    /// An analysis uploaded to this agent that exports `merge`.
+    pub name: String,
+    /// The hosts: a rack, a datacenter or one host; none of them: the whole fleet.
+    pub rack: Option<String>,
+    pub dc: Option<String>,
+    pub host: Option<String>,
+    /// The range (RFC 3339, Unix ns, `now`, `-1h`); default: everything.
+    pub from: Option<String>,
+    pub to: Option<String>,
+    #[serde(default)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+    /// How long to wait for the hosts (`2s` when absent, at most `300s`).
+    pub deadline: Option<String>,
+}
+
+/// Runs one of this agent's analyses on every selected host next to its data (the module goes
+/// to them by its hash through the fleet's object store), and merges their partial results in
+/// the sandbox: the merged result, who answered, who missed the deadline, who failed and why.
+#[utoipa::path(post, path = "/api/v1/fleet/invoke", tag = "fleet", request_body = FleetInvokeRequest, responses((status = 200, body = FleetInvokeView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn invoke(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    fmt: Format,
+    ApiJson(req): ApiJson<FleetInvokeRequest>,
+) -> Result<Response, ApiError> {
+    let fleet = coordinator(&state)?;
+    let range = parse_range(req.from.as_deref(), req.to.as_deref())?;
+    let deadline = match &req.deadline {
+        Some(d) => parse_interval(d)?,
+        None => std::time::Duration::from_secs(2),
+    };
+    let host = Arc::clone(&state.host);
+    let name = req.name.clone();
+    let (module, bytes) = tokio::task::spawn_blocking(move || host.analyses()?.local_module(&name))
+        .await
+        .map_err(ApiError::internal)??;
+    let sha = fleet.ship(&req.name, &bytes).await?;
+    let order = InvokeOrder {
+        selector: Selector { dc: req.dc, rack: req.rack, host: req.host },
+        from_unix_ns: range.from_unix_ns(),
+        to_unix_ns: range.to_unix_ns(),
+        params: req.params.clone(),
+        deadline,
+    };
+    let merge = merge_with(Arc::clone(&state.host), module, caller.team, range, req.params);
+    Ok(fmt.reply(&fleet.invoke(&order, &req.name, &sha, merge).await?))
 }

@@ -1,0 +1,137 @@
+//! Merging the hosts' results of a fleet-wide analysis with the analysis' own `merge` export
+//! (the WIT `fleet-analysis` world), in the same sandbox and under the same limits as any
+//! invocation: a fresh `Store` per call, the time, memory and output limits, a concurrency slot.
+//!
+//! Partials are merged in groups of at most [`FAN_IN`], then the merged results again, until
+//! one is left — a tree, which bounds what one call copies into the guest (at most `FAN_IN`
+//! partials of at most 768 KiB each) however many hosts answered. That is only correct because
+//! the contract makes `merge` commutative and associative; the property tests hold the example
+//! analyses to it. The data functions refuse inside `merge` ([`super::host::DataHost::merging`]).
+
+use std::time::Instant;
+
+use loupe_store::{Store, TimeRange};
+use wasmtime::component::InstancePre;
+
+use super::{
+    UdfError,
+    host::{HostInfo, loupe::udf::types as wit},
+    output,
+    params::resolve_params,
+    runtime::{Compiled, InvocationReport, Runtime},
+    sandbox::{InvocationLog, State},
+};
+
+/// The `fleet-analysis` world's bindings, sharing every type with the `analysis` world's.
+mod world {
+    wasmtime::component::bindgen!({
+        path: "../udf-sdk/wit",
+        world: "fleet-analysis",
+        imports: { default: trappable },
+        with: {
+            "loupe:udf/types": crate::analysis::host::loupe::udf::types,
+            "loupe:udf/data": crate::analysis::host::loupe::udf::data,
+        },
+    });
+}
+
+use world::FleetAnalysisPre;
+
+/// Partials per `merge` call.
+pub const FAN_IN: usize = 64;
+
+/// The merge entry point of a compiled analysis that exports it.
+pub type MergePre = FleetAnalysisPre<State>;
+
+/// `Some` when the component exports `merge` (checked against the `fleet-analysis` world).
+pub fn merge_pre(pre: &InstancePre<State>, exports_merge: bool) -> Result<Option<MergePre>, UdfError> {
+    if !exports_merge {
+        return Ok(None);
+    }
+    FleetAnalysisPre::new(pre.clone())
+        .map(Some)
+        .map_err(|e| UdfError::Incompatible(format!("it exports merge, but not as the fleet-analysis world: {e:#}")))
+}
+
+impl Runtime {
+    /// Merges `partials` (each a result of `run` on some host) into one result, bounded like an
+    /// invocation's. `store` and `info` only satisfy the sandbox: merge reads no data.
+    #[allow(clippy::too_many_arguments)]
+    pub fn merge(
+        &self,
+        compiled: &Compiled,
+        team: &str,
+        store: &Store,
+        info: &HostInfo,
+        range: TimeRange,
+        params: &serde_json::Map<String, serde_json::Value>,
+        partials: Vec<wit::Output>,
+    ) -> Result<InvocationReport, UdfError> {
+        let pre = compiled.merge.as_ref().ok_or_else(|| UdfError::NotMergeable(compiled.description.name.clone()))?;
+        if partials.is_empty() {
+            return Err(UdfError::BadPartial("nothing to merge".into()));
+        }
+        let params = resolve_params(&compiled.description.params, params)?;
+        let _slot = self.slot(team)?;
+        let _ticking = self.ticking();
+        let started = Instant::now();
+        let range = wit::TimeRange { from_ns: range.from_unix_ns(), to_ns: range.to_unix_ns() };
+        let mut log = InvocationLog::new(self.limits().log_bytes);
+        let mut peak = 0;
+        let mut level = partials;
+        loop {
+            let mut next = Vec::with_capacity(level.len().div_ceil(FAN_IN));
+            let mut rest = level.into_iter().peekable();
+            while rest.peek().is_some() {
+                let group: Vec<wit::Output> = rest.by_ref().take(FAN_IN).collect();
+                let (merged, state) = self.merge_once(pre, store, info, range, &params, group)?;
+                for line in state.data.log.lines {
+                    log.push_line(line);
+                }
+                peak = peak.max(state.limiter.peak_memory);
+                next.push(merged);
+            }
+            level = next;
+            if level.len() == 1 {
+                break;
+            }
+        }
+        let output = output::bounded(level.pop().expect("one merged result"), self.limits().output_bytes)?;
+        let output_bytes = serde_json::to_vec(&output).map(|v| v.len()).unwrap_or(usize::MAX);
+        if output_bytes > self.limits().output_bytes {
+            return Err(UdfError::OutputTooLarge { size: output_bytes, limit: self.limits().output_bytes });
+        }
+        Ok(InvocationReport {
+            output,
+            log,
+            elapsed_ns: started.elapsed().as_nanos() as u64,
+            peak_memory_bytes: peak,
+            output_bytes,
+        })
+    }
+
+    /// One `merge` call in a fresh store.
+    fn merge_once(
+        &self,
+        pre: &MergePre,
+        store: &Store,
+        info: &HostInfo,
+        range: wit::TimeRange,
+        params: &[wit::Param],
+        group: Vec<wit::Output>,
+    ) -> Result<(wit::Output, State), UdfError> {
+        let mut st = self.new_store(store, info, self.limits().clone());
+        st.data_mut().data.merging = true;
+        let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
+        let result =
+            analysis.call_merge(&mut st, range, params, &group).map_err(|e| self.classify(e, &mut st, "merge()"))?;
+        st.data_mut().collect_output();
+        match result {
+            Ok(o) => Ok((o, st.into_data())),
+            Err(message) => {
+                let log = std::mem::take(&mut st.data_mut().data.log);
+                Err(UdfError::AnalysisFailed { message: format!("merge(): {message}"), log: log.lines })
+            }
+        }
+    }
+}

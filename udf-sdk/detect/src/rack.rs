@@ -1,0 +1,170 @@
+//! Rack contention (SyncMillisampler): per slot of a synchronized run, the rack's summed ingress
+//! and egress, which hosts were bursting in each direction, and the incast victims — hosts
+//! whose ingress burst coincides with at least `min_senders` other hosts' egress bursts.
+//!
+//! A slot is keyed by its absolute start and width, so the runs of different hosts that started
+//! at one instant line up. Whether a host bursts in a slot is decided on that host's own bytes
+//! (all its runs of that slot summed) — so the per-host results of a fleet can be merged by
+//! summing the numbers and uniting the host sets, in any order and grouping, and the victims
+//! recomputed from the united sets: merging equals running over all hosts' runs at once.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One run's slots, as an analysis reads them.
+pub struct RunSlots<'a> {
+    pub host: &'a str,
+    pub start_ns: u64,
+    pub interval_ns: u64,
+    pub in_bytes: &'a [u64],
+    pub out_bytes: &'a [u64],
+    pub in_ce_bytes: &'a [u64],
+    pub retx_bytes: &'a [u64],
+}
+
+/// A slot of the rack: sums over its hosts, and who burst.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RackSlot {
+    pub in_bytes: u64,
+    pub out_bytes: u64,
+    pub ce_bytes: u64,
+    pub retx_bytes: u64,
+    pub in_burst: BTreeSet<String>,
+    pub out_burst: BTreeSet<String>,
+}
+
+impl RackSlot {
+    /// Hosts bursting in either direction.
+    pub fn bursting(&self) -> usize {
+        self.in_burst.union(&self.out_burst).count()
+    }
+
+    /// Hosts bursting in (victims) while at least `min_senders` other hosts burst out.
+    pub fn victims(&self, min_senders: u64) -> Vec<&str> {
+        self.in_burst
+            .iter()
+            .filter(|v| self.out_burst.iter().filter(|s| s != v).count() as u64 >= min_senders.max(1))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Adds another part of the same slot (other hosts).
+    pub fn absorb(&mut self, other: RackSlot) {
+        self.in_bytes += other.in_bytes;
+        self.out_bytes += other.out_bytes;
+        self.ce_bytes += other.ce_bytes;
+        self.retx_bytes += other.retx_bytes;
+        self.in_burst.extend(other.in_burst);
+        self.out_burst.extend(other.out_burst);
+    }
+}
+
+/// Slots by (start, width), in time order.
+pub type Rack = BTreeMap<(u64, u64), RackSlot>;
+
+/// Bytes in one slot of `interval_ns` at `threshold_bps` (bytes per second).
+pub fn burst_bytes(threshold_bps: u64, interval_ns: u64) -> u64 {
+    ((threshold_bps as u128 * interval_ns as u128).div_ceil(1_000_000_000) as u64).max(1)
+}
+
+/// The rack view of `runs`: every slot in which some host moved bytes. A host bursts in a slot
+/// when its bytes in one direction reach `threshold_bps` over the slot.
+pub fn contention<'a>(runs: impl IntoIterator<Item = RunSlots<'a>>, threshold_bps: u64) -> Rack {
+    // (slot, host) → [in, out, ce, retx]: a host's runs of one slot are summed first.
+    let mut per_host: BTreeMap<((u64, u64), &str), [u64; 4]> = BTreeMap::new();
+    for r in runs {
+        for (k, &inb) in r.in_bytes.iter().enumerate() {
+            let out = r.out_bytes.get(k).copied().unwrap_or(0);
+            if inb == 0 && out == 0 {
+                continue;
+            }
+            let key = (r.start_ns + k as u64 * r.interval_ns, r.interval_ns);
+            let e = per_host.entry((key, r.host)).or_default();
+            e[0] += inb;
+            e[1] += out;
+            e[2] += r.in_ce_bytes.get(k).copied().unwrap_or(0);
+            e[3] += r.retx_bytes.get(k).copied().unwrap_or(0);
+        }
+    }
+    let mut rack = Rack::new();
+    for ((key, host), [inb, out, ce, retx]) in per_host {
+        let limit = burst_bytes(threshold_bps, key.1);
+        let slot = rack.entry(key).or_default();
+        slot.in_bytes += inb;
+        slot.out_bytes += out;
+        slot.ce_bytes += ce;
+        slot.retx_bytes += retx;
+        if inb >= limit {
+            slot.in_burst.insert(host.to_string());
+        }
+        if out >= limit {
+            slot.out_burst.insert(host.to_string());
+        }
+    }
+    rack
+}
+
+/// Merges rack views (per-host or already merged) into one.
+pub fn merge(parts: impl IntoIterator<Item = Rack>) -> Rack {
+    let mut all = Rack::new();
+    for part in parts {
+        for (key, slot) in part {
+            all.entry(key).or_default().absorb(slot);
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run<'a>(host: &'a str, start_ns: u64, in_b: &'a [u64], out_b: &'a [u64]) -> RunSlots<'a> {
+        RunSlots {
+            host,
+            start_ns,
+            interval_ns: 1_000_000,
+            in_bytes: in_b,
+            out_bytes: out_b,
+            in_ce_bytes: &[],
+            retx_bytes: &[],
+        }
+    }
+
+    #[test]
+    fn names_the_victim_of_coinciding_egress_bursts() {
+        // 1 ms slots, threshold 10 MB/s = 10,000 bytes per slot.
+        let z = [0u64; 3];
+        let runs = vec![
+            run("v", 0, &[100, 40_000, 500], &[0, 0, 0]),
+            run("s1", 0, &z, &[0, 20_000, 0]),
+            run("s2", 0, &z, &[0, 15_000, 9_000]),
+            run("s3", 0, &z, &[0, 9_999, 0]),
+        ];
+        let rack = contention(runs, 10_000_000);
+        let slot = &rack[&(1_000_000, 1_000_000)];
+        assert_eq!((slot.in_bytes, slot.out_bytes, slot.bursting()), (40_000, 44_999, 3));
+        assert_eq!(slot.victims(2), ["v"]);
+        assert!(slot.victims(3).is_empty(), "s3 stayed under the threshold");
+        // Slots with bytes but no burst are kept (their bytes count in the rack's sum).
+        assert_eq!(rack[&(0, 1_000_000)].in_bytes, 100);
+        assert_eq!(rack.len(), 3);
+    }
+
+    #[test]
+    fn merging_per_host_views_equals_the_view_of_all_runs() {
+        let a_in = [5_000u64, 12_000, 0, 7];
+        let a_out = [11_000u64, 0, 3, 0];
+        let b_in = [6_000u64, 0, 0, 0];
+        let b_out = [0u64, 30_000, 0, 0];
+        let all = contention(
+            vec![run("a", 0, &a_in, &a_out), run("a", 0, &a_in, &a_out), run("b", 1_000_000, &b_in, &b_out)],
+            10_000_000,
+        );
+        let a = contention(vec![run("a", 0, &a_in, &a_out), run("a", 0, &a_in, &a_out)], 10_000_000);
+        let b = contention(vec![run("b", 1_000_000, &b_in, &b_out)], 10_000_000);
+        assert_eq!(merge([a.clone(), b.clone()]), all);
+        assert_eq!(merge([b, a]), all);
+        // The two runs of host a sum before the threshold: 2 × 5,000 in slot 0 is a burst.
+        assert!(all[&(0, 1_000_000)].in_burst.contains("a"));
+    }
+}
