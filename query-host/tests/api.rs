@@ -145,6 +145,10 @@ fn reads_match_the_cli_in_json_and_msgpack() {
         ("/api/v1/probes", "post"),
         ("/api/v1/probes/{id}", "get"),
         ("/api/v1/probes/active/{handle}/stop", "post"),
+        // Answered by agents in a fleet in tests/fleet_rack.rs; refused (409) here.
+        ("/api/v1/fleet/hosts", "get"),
+        ("/api/v1/fleet/runs", "post"),
+        ("/api/v1/fleet/invoke", "post"),
         ("/api/v1/udfs", "get"),
         ("/api/v1/udfs/{name}", "put"),
         ("/api/v1/udfs/{name}", "get"),
@@ -173,6 +177,9 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     let order = json!({"pids": [1], "functions": ["main"]});
     http.post("/api/v1/probes", &order).assert_error(409, "not_collecting", "start runs and probes on a `loupe agent`");
     http.post("/api/v1/probes/active/1/stop", &json!({})).assert_error(409, "not_collecting", "loupe agent");
+    // A server outside a fleet says how to join one.
+    http.get("/api/v1/fleet/hosts").assert_error(409, "not_in_fleet", "--nats URL");
+    http.post("/api/v1/fleet/runs", &json!({"rack": "r1", "interval": "1ms"})).assert_error(409, "not_in_fleet", "--nats");
     server.stop();
 }
 

@@ -21,6 +21,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/fleet/hosts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Registered hosts of the selection, with their status (`up`, `silent`, `left`). */
+        get: operations["fleet_hosts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fleet/invoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Runs one of this agent's analyses on every selected host next to its data (the module goes
+         *     to them by its hash through the fleet's object store), and merges their partial results in
+         *     the sandbox: the merged result, who answered, who missed the deadline, who failed and why.
+         */
+        post: operations["fleet_invoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/fleet/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One run on every selected host from one start instant; answers when every host stored it
+         *     (or at the run's end plus a margin, naming the hosts that missed it).
+         */
+        post: operations["fleet_run"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/health": {
         parameters: {
             query?: never;
@@ -424,6 +482,23 @@ export interface components {
         };
         /** @description A number, a string, or null */
         Cell: number | string | null;
+        /**
+         * @description A run's clock: whether its slots were counted from a common instant (a synchronized run)
+         *     and the host's wall-clock error bounds, as the kernel's clock discipline reported them.
+         */
+        ClockView: {
+            /** Format: int64 */
+            est_error_ns: number;
+            /** Format: int64 */
+            max_error_ns: number;
+            /** @description NTP/PTP reported the clock synchronized; when false the errors are not measurements. */
+            synced: boolean;
+            /**
+             * @description Slots counted on `CLOCK_TAI` from an instant given in advance: slot k is the same
+             *     interval on every host that took part, to within their clocks' errors.
+             */
+            synchronized: boolean;
+        };
         Column: {
             name: string;
             unit: string;
@@ -456,6 +531,8 @@ export interface components {
         };
         /** @description What `describe()` returned. */
         Description: {
+            /** @description It exports `merge` (the `fleet-analysis` world), so it can run fleet-wide. */
+            mergeable?: boolean;
             name: string;
             params: components["schemas"]["ParamSpec"][];
             result_kind: components["schemas"]["ResultKind"];
@@ -501,6 +578,177 @@ export interface components {
             name: string;
             /** Format: int64 */
             value: number;
+        };
+        /** @description Who answered a fleet query, in the order the coordinator heard them. */
+        FleetAnswered: components["schemas"]["FleetPlace"] & {
+            /**
+             * Format: int64
+             * @description From publishing the query to receiving this host's answer, ns.
+             */
+            elapsed_ns: number;
+        };
+        /** @description One host's registration, as its agent keeps it alive in the fleet's key-value bucket. */
+        FleetHost: components["schemas"]["FleetPlace"] & {
+            /** Format: int64 */
+            heartbeat_unix_ns: number;
+            /** @description Interfaces its agent samples. */
+            ifaces: string[];
+            /**
+             * Format: int64
+             * @description When the agent joined the fleet, and its last heartbeat (Unix ns, its own clock).
+             */
+            joined_unix_ns: number;
+            /**
+             * Format: int64
+             * @description The retained data, `[from, to)` Unix ns (zeros when it holds nothing yet).
+             */
+            retained_from_unix_ns: number;
+            /** Format: int64 */
+            retained_to_unix_ns: number;
+            /**
+             * Format: int64
+             * @description Seconds since the last heartbeat, by the asking host's clock.
+             */
+            silent_s: number;
+            /**
+             * @description `up` (heartbeat within three periods), `silent` (registered, but no heartbeat for longer:
+             *     crashed, partitioned or overloaded) or `left` (stopped cleanly).
+             */
+            status: string;
+            /** @description Loupe's version on that host. */
+            version: string;
+        };
+        /** @description `loupe fleet hosts`. */
+        FleetHostsView: {
+            hosts: components["schemas"]["FleetHost"][];
+            /**
+             * Format: int64
+             * @description Hosts whose status is `up`.
+             */
+            up: number;
+        };
+        /** @description A fleet-wide invocation of one of this agent's analyses. */
+        FleetInvokeRequest: {
+            dc?: string | null;
+            /** @description How long to wait for the hosts (`2s` when absent, at most `300s`). */
+            deadline?: string | null;
+            /** @description The range (RFC 3339, Unix ns, `now`, `-1h`); default: everything. */
+            from?: string | null;
+            host?: string | null;
+            /** @description An analysis uploaded to this agent that exports `merge`. */
+            name: string;
+            params?: {
+                [key: string]: unknown;
+            };
+            /** @description The hosts: a rack, a datacenter or one host; none of them: the whole fleet. */
+            rack?: string | null;
+            to?: string | null;
+        };
+        /**
+         * @description `loupe fleet invoke`: an analysis run next to each host's data, the partial results merged
+         *     in the sandbox.
+         */
+        FleetInvokeView: components["schemas"]["AnalysisOutput"] & {
+            answered: components["schemas"]["FleetAnswered"][];
+            /**
+             * Format: int64
+             * @description From publishing the query to the merged result, ns.
+             */
+            elapsed_ns: number;
+            /** @description Hosts that answered with an error (their analysis failed, its partial was too large, …). */
+            failed: components["schemas"]["FleetMiss"][];
+            /** @description The merge's log (the hosts' logs stay on the hosts). */
+            log: components["schemas"]["LogLine"][];
+            /**
+             * Format: int64
+             * @description Of which merging in the sandbox, ns.
+             */
+            merge_ns: number;
+            /** @description Selected hosts that did not answer before the deadline. */
+            missing: components["schemas"]["FleetMiss"][];
+            /** @description The analysis, and the SHA-256 of the module every host ran. */
+            name: string;
+            sha256: string;
+        };
+        /** @description A host that was expected to answer and did not, or answered with an error. */
+        FleetMiss: components["schemas"]["FleetPlace"] & {
+            /**
+             * @description A stable code for the why: `deadline`, `silent` (not heard from before the query), or the
+             *     error kind the host returned (`bad_request`, `not_found`, `too_large`, …).
+             */
+            code: string;
+            /** @description Why: `no answer before the deadline`, or the host's own error. */
+            why: string;
+        };
+        /** @description Where a host sits in the fleet: the scopes a query can select it by. */
+        FleetPlace: {
+            dc: string;
+            host: string;
+            rack: string;
+        };
+        /** @description One host's run of a synchronized rack run. */
+        FleetRunHost: components["schemas"]["FleetPlace"] & {
+            clock?: components["schemas"]["ClockView"] | null;
+            /**
+             * Format: int64
+             * @description How late this host's agent configured the run relative to the common start (negative:
+             *     ahead, as it should be), ns. Slots are counted in the kernel from the common instant, so
+             *     this does not move slot boundaries; it shows the scheduling margin.
+             */
+            configured_before_start_ns: number;
+            iface: string;
+            /** @description Per-slot ingress and egress bytes (summed over CPUs): the rack heatmap's rows. */
+            in_bytes: number[];
+            /** Format: int64 */
+            interval_ns: number;
+            out_bytes: number[];
+            /**
+             * Format: int64
+             * @description The run's id in that host's store (`GET /api/v1/runs/{id}` on that host).
+             */
+            run_id: number;
+            /** Format: int32 */
+            samples: number;
+            /** Format: int64 */
+            start_unix_ns: number;
+        };
+        /** @description A synchronized run. */
+        FleetRunRequest: {
+            /** @description The common start (RFC 3339 or Unix ns); default 2 s from now. */
+            at?: string | null;
+            dc?: string | null;
+            host?: string | null;
+            iface?: string | null;
+            /** @description Slot width (`100us`, `1ms`, `10ms`). */
+            interval: string;
+            /** @description The rack (usually), a datacenter or one host; none of them: the whole fleet. */
+            rack?: string | null;
+            /**
+             * Format: int32
+             * @description Slots (default 2000, at most 20000).
+             */
+            samples?: number | null;
+        };
+        /** @description `loupe fleet run`: one synchronized run on every host of a rack. */
+        FleetRunView: {
+            hosts: components["schemas"]["FleetRunHost"][];
+            /** Format: int64 */
+            interval_ns: number;
+            /**
+             * Format: int64
+             * @description The largest clock error bound among the hosts that ran (ns): how far apart two hosts'
+             *     slot k may be at most, by their own clocks' accounts.
+             */
+            max_clock_error_ns: number;
+            /** @description Asked but missed the run (no answer before the deadline, or an error). */
+            missed: components["schemas"]["FleetMiss"][];
+            /** Format: int32 */
+            samples: number;
+            /**
+             * Format: int64
+             * @description The common start instant every host counted slot 0 from (Unix ns).
+             */
+            start_unix_ns: number;
         };
         FunctionCount: {
             name: string;
@@ -770,6 +1018,7 @@ export interface components {
         };
         /** @description `loupe runs show --json`. */
         RunView: {
+            clock?: components["schemas"]["ClockView"] | null;
             cpus: number[];
             host: string;
             /** Format: int64 */
@@ -966,6 +1215,272 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    fleet_hosts: {
+        parameters: {
+            query?: {
+                rack?: string;
+                dc?: string;
+                host?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FleetHostsView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    fleet_invoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FleetInvokeRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FleetInvokeView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body neither JSON nor MessagePack */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    fleet_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FleetRunRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FleetRunView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body neither JSON nor MessagePack */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description well-formed, but not this route's body */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -53,7 +53,7 @@ fn coordinator(state: &AppState) -> Result<&Coordinator, ApiError> {
 }
 
 /// Registered hosts of the selection, with their status (`up`, `silent`, `left`).
-#[utoipa::path(get, path = "/api/v1/fleet/hosts", tag = "fleet", params(Scope), responses((status = 200, body = FleetHostsView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/fleet/hosts", tag = "fleet", operation_id = "fleet_hosts", params(Scope), responses((status = 200, body = FleetHostsView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn hosts(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
@@ -83,7 +83,7 @@ pub struct FleetRunRequest {
 
 /// One run on every selected host from one start instant; answers when every host stored it
 /// (or at the run's end plus a margin, naming the hosts that missed it).
-#[utoipa::path(post, path = "/api/v1/fleet/runs", tag = "fleet", request_body = FleetRunRequest, responses((status = 200, body = FleetRunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/v1/fleet/runs", tag = "fleet", operation_id = "fleet_run", request_body = FleetRunRequest, responses((status = 200, body = FleetRunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn run(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
@@ -124,7 +124,7 @@ pub struct FleetInvokeRequest {
 /// Runs one of this agent's analyses on every selected host next to its data (the module goes
 /// to them by its hash through the fleet's object store), and merges their partial results in
 /// the sandbox: the merged result, who answered, who missed the deadline, who failed and why.
-#[utoipa::path(post, path = "/api/v1/fleet/invoke", tag = "fleet", request_body = FleetInvokeRequest, responses((status = 200, body = FleetInvokeView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/v1/fleet/invoke", tag = "fleet", operation_id = "fleet_invoke", request_body = FleetInvokeRequest, responses((status = 200, body = FleetInvokeView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn invoke(
     State(state): State<Arc<AppState>>,
     caller: Caller,
