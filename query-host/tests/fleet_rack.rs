@@ -5,9 +5,12 @@
 //! - a synchronized run starts at the same instant with the same slot boundaries on every host:
 //!   packets timed into chosen slots are counted in the same slot by sender and receiver;
 //! - every host's bytes are exact against its interface's counters and its generators;
-//! - an incast (six senders at once to host 0) shows in the hosts × time view;
+//! - an incast (six senders at once to host 0) shows in the hosts × time view, and the
+//!   `rack-contention` analysis, run fleet-wide, names the victim, the senders and the slots;
+//! - `fleet-hot-functions` run fleet-wide equals the union of the hosts' own profiles;
 //! - a host killed, or partitioned from NATS, is reported missing at the deadline; a restarted
-//!   nats-server is rejoined and the next query succeeds.
+//!   nats-server is rejoined and the next query succeeds; an oversized partial is refused with
+//!   a clear error, not a timeout.
 
 use std::{
     net::{SocketAddr, UdpSocket},
@@ -59,15 +62,22 @@ struct Fleet {
     rack: Rack,
     agents: Vec<Option<Child>>,
     dir: tempfile::TempDir,
+    /// Agents sample stacks (the hot-functions proof) or not (exact traffic timing).
+    stacks: bool,
+}
+
+/// A built analysis (udf-sdk, wasm32-wasip2), for `--wasm`.
+fn module(crate_name: &str) -> String {
+    loupe_testbed::wasm_component(crate_name).display().to_string()
 }
 
 impl Fleet {
-    fn start(tag: &str) -> Fleet {
+    fn start(tag: &str, stacks: bool) -> Fleet {
         let dir = tempfile::tempdir().unwrap();
         let mut rack = Rack::new(tag, HOSTS, &dir.path().join("nats")).unwrap();
         rack.shape(VICTIM, 100).unwrap();
         rack.start_nats().unwrap();
-        let mut fleet = Fleet { rack, agents: Vec::new(), dir };
+        let mut fleet = Fleet { rack, agents: Vec::new(), dir, stacks };
         for i in 0..HOSTS {
             let child = fleet.agent(i);
             fleet.agents.push(Some(child));
@@ -89,7 +99,8 @@ impl Fleet {
         cmd.args(["netns", "exec", &host.ns.name, LOUPE, "agent", "--iface", DATA_IF, "--data-dir"])
             .arg(self.data_dir(i))
             .args(["--nats", &self.rack.nats_url(), "--host", &host.name, "--rack", "r1", "--dc", "d1"])
-            .args(["--no-stacks", "--no-timeline", "--intervals", "10ms", "--period", "600s"])
+            .args(["--no-timeline", "--intervals", "10ms", "--period", "600s"])
+            .args(if self.stacks { &[][..] } else { &["--no-stacks"][..] })
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(log);
@@ -199,7 +210,7 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
     if !nats_available() {
         return;
     }
-    let fleet = Fleet::start("rack1");
+    let fleet = Fleet::start("rack1", false);
     let interval_ns = 1_000_000u64;
     let samples = 1500u64;
     let start = now_ns() + 3_000_000_000;
@@ -313,6 +324,46 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
         let out = series(by_name(name), "out_bytes");
         assert_eq!(out[598..610].iter().sum::<u64>(), 60 * big, "{name}: its burst is in the incast's slots");
     }
+
+    // The rack-contention analysis, run on every host next to its run and merged: it names
+    // the victim, the senders and the incast's slots, and its sums are the runs' sums.
+    let end = start + samples * interval_ns;
+    let contention = fleet.fleet_json(&[
+        "invoke",
+        "rack-contention",
+        "--wasm",
+        &module("rack_contention"),
+        "--rack",
+        "r1",
+        "--from",
+        &start.to_string(),
+        "--to",
+        &end.to_string(),
+        "-p",
+        "threshold_bps=10000000",
+        "-p",
+        "min_senders=3",
+        "--deadline",
+        "10s",
+    ]);
+    assert_eq!(contention["answered"].as_array().unwrap().len(), HOSTS, "{contention}");
+    let rows = contention["rows"].as_array().unwrap();
+    let incast: Vec<&Value> = rows.iter().filter(|r| r[5] != "").collect();
+    assert!(!incast.is_empty(), "no incast found: {rows:?}");
+    let mut senders = std::collections::BTreeSet::new();
+    for r in &incast {
+        assert_eq!(r[5], "h0", "the victim: {r}");
+        let slot = (r[0].as_u64().unwrap() - start) / interval_ns;
+        assert!((600..700).contains(&slot), "an incast outside the burst: slot {slot}");
+        senders.extend(r[6].as_str().unwrap().split(',').map(str::to_string));
+    }
+    let want: std::collections::BTreeSet<String> = (2..HOSTS).map(|i| format!("h{i}")).collect();
+    assert_eq!(senders, want, "the senders");
+    for r in rows {
+        let slot = ((r[0].as_u64().unwrap() - start) / interval_ns) as usize;
+        let summed: u64 = hosts.iter().map(|h| series(h, "in_bytes")[slot]).sum();
+        assert_eq!(r[2].as_u64(), Some(summed), "rack ingress of slot {slot}");
+    }
 }
 
 #[test]
@@ -321,7 +372,8 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     if !nats_available() {
         return;
     }
-    let mut fleet = Fleet::start("rack2");
+    let mut fleet = Fleet::start("rack2", true);
+    let sampled_from = now_ns();
     let quick = ["run", "--rack", "r1", "--interval", "1ms", "--samples", "200"];
 
     // Through an agent's HTTP API as well as NATS: the same registry.
@@ -344,11 +396,98 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     let run = fleet.fleet_json(&quick);
     assert_eq!(run["hosts"].as_array().unwrap().len(), HOSTS, "after the restart: {}\n{}", run["missed"], fleet.logs());
 
+    // One host's partial is over the fleet's limit: refused there, with both sizes, at once;
+    // the others are merged.
+    let asked = Instant::now();
+    let huge = fleet.fleet_json(&[
+        "invoke",
+        "hostile-huge-partial",
+        "--wasm",
+        &module("hostile_huge_partial"),
+        "--rack",
+        "r1",
+        "-p",
+        "big_host=h2",
+        "--deadline",
+        "10s",
+    ]);
+    assert!(asked.elapsed() < Duration::from_secs(8), "an oversized partial must not look like a timeout");
+    let failed = huge["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{huge}");
+    assert_eq!((failed[0]["host"].as_str(), failed[0]["code"].as_str()), (Some("h2"), Some("too_large")));
+    assert!(failed[0]["why"].as_str().unwrap().contains("exceeds the fleet's limit of 786432 bytes"), "{huge}");
+    assert_eq!(huge["text"], (HOSTS - 1).to_string());
+
+    // Fleet hot functions equal the union of the hosts' own profiles over a closed range.
+    thread::sleep(Duration::from_secs(12));
+    let (from, to) = (sampled_from.to_string(), (sampled_from + 10_000_000_000).to_string());
+    let hot = fleet.fleet_json(&[
+        "invoke",
+        "fleet-hot-functions",
+        "--wasm",
+        &module("fleet_hot_functions"),
+        "--rack",
+        "r1",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "-p",
+        "top=100000",
+    ]);
+    assert_eq!(hot["answered"].as_array().unwrap().len(), HOSTS, "{hot}");
+    let mut fleet_total = 0;
+    for i in 0..HOSTS {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &fleet.rack.hosts[i].ns.name, LOUPE, "profile", "--json", "--from", &from])
+            .args(["--to", &to, "--data-dir"])
+            .arg(fleet.data_dir(i))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "h{i}: {}", String::from_utf8_lossy(&out.stderr));
+        let profile: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let host = format!("h{i}");
+        let mut mine = std::collections::BTreeMap::<String, u64>::new();
+        for r in hot["rows"].as_array().unwrap().iter().filter(|r| r[0] == "function" && r[3] == host.as_str()) {
+            *mine.entry(r[1].as_str().unwrap().to_string()).or_default() += r[4].as_u64().unwrap();
+        }
+        let theirs: std::collections::BTreeMap<String, u64> = profile["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["self"].as_u64().unwrap() > 0)
+            .map(|f| (f["name"].as_str().unwrap().to_string(), f["self"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(mine, theirs, "{host}: the fleet's functions against its own profile");
+        assert!(profile["samples"].as_u64().unwrap() > 0, "{host} sampled nothing");
+        fleet_total += profile["samples"].as_u64().unwrap();
+    }
+    let all = hot["rows"].as_array().unwrap().iter().find(|r| r[0] == "host" && r[3] == "*").unwrap();
+    assert_eq!(all[4].as_u64(), Some(fleet_total), "the fleet's total is the hosts' sum");
+
     // Host 3 partitioned from NATS (its management link down): it is still `up` in the
     // registry for a few seconds, so it is waited for, and named missing at the deadline.
     fleet.rack.hosts[3].ns.exec(&["ip", "link", "set", "mgmt0", "down"]).unwrap();
     // Host 5 killed outright.
     fleet.kill_agent(5);
+    let asked = Instant::now();
+    let partial_answer = fleet.fleet_json(&[
+        "invoke",
+        "hostile-huge-partial",
+        "--wasm",
+        &module("hostile_huge_partial"),
+        "--rack",
+        "r1",
+        "--deadline",
+        "2s",
+    ]);
+    let took = asked.elapsed();
+    let missing: Vec<&str> =
+        partial_answer["missing"].as_array().unwrap().iter().map(|m| m["host"].as_str().unwrap()).collect();
+    assert_eq!(missing, ["h3", "h5"], "{partial_answer}");
+    assert_eq!(partial_answer["text"], (HOSTS - 2).to_string());
+    assert!(took < Duration::from_secs(5), "an invocation with a 2 s deadline took {took:?}");
+
     let asked = Instant::now();
     let run = fleet.fleet_json(&quick);
     let took = asked.elapsed();

@@ -1,6 +1,9 @@
 //! Rack contention (SyncMillisampler): per slot of a synchronized run, the rack's summed ingress
 //! and egress, which hosts were bursting in each direction, and the incast victims — hosts
-//! whose ingress burst coincides with at least `min_senders` other hosts' egress bursts.
+//! whose ingress burst coincides with at least `min_senders` other hosts' egress bursts. A
+//! victim's ingress burst usually outlasts the senders' (its port drains the queue the senders
+//! filled at once), so coincidence is judged over the whole burst — the consecutive slots in
+//! which the victim bursts in — not slot by slot ([`incasts`]).
 //!
 //! A slot is keyed by its absolute start and width, so the runs of different hosts that started
 //! at one instant line up. Whether a host bursts in a slot is decided on that host's own bytes
@@ -38,15 +41,6 @@ impl RackSlot {
         self.in_burst.union(&self.out_burst).count()
     }
 
-    /// Hosts bursting in (victims) while at least `min_senders` other hosts burst out.
-    pub fn victims(&self, min_senders: u64) -> Vec<&str> {
-        self.in_burst
-            .iter()
-            .filter(|v| self.out_burst.iter().filter(|s| s != v).count() as u64 >= min_senders.max(1))
-            .map(String::as_str)
-            .collect()
-    }
-
     /// Adds another part of the same slot (other hosts).
     pub fn absorb(&mut self, other: RackSlot) {
         self.in_bytes += other.in_bytes;
@@ -60,6 +54,49 @@ impl RackSlot {
 
 /// Slots by (start, width), in time order.
 pub type Rack = BTreeMap<(u64, u64), RackSlot>;
+
+/// An incast: a victim's ingress burst (consecutive slots) and the other hosts bursting out
+/// during it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Incast {
+    pub victim: String,
+    /// The burst's slots, as keys of the [`Rack`].
+    pub slots: Vec<(u64, u64)>,
+    pub senders: BTreeSet<String>,
+}
+
+/// Every ingress burst of every host during which at least `min_senders` other hosts burst out.
+/// A function of the slots alone, so it is recomputed after each merge.
+pub fn incasts(rack: &Rack, min_senders: u64) -> Vec<Incast> {
+    let victims: BTreeSet<&String> = rack.values().flat_map(|s| s.in_burst.iter()).collect();
+    let mut found = Vec::new();
+    for v in victims {
+        let mut current: Option<Incast> = None;
+        let mut next_start = None;
+        for (&key, slot) in rack {
+            let continues = next_start == Some(key);
+            if slot.in_burst.contains(v) {
+                let incast = match current.take() {
+                    Some(c) if continues => c,
+                    other => {
+                        found.extend(other);
+                        Incast { victim: v.clone(), slots: Vec::new(), senders: BTreeSet::new() }
+                    }
+                };
+                let mut incast = incast;
+                incast.slots.push(key);
+                incast.senders.extend(slot.out_burst.iter().filter(|s| *s != v).cloned());
+                current = Some(incast);
+            } else {
+                found.extend(current.take());
+            }
+            next_start = Some((key.0 + key.1, key.1));
+        }
+        found.extend(current);
+    }
+    found.retain(|i| i.senders.len() as u64 >= min_senders.max(1));
+    found
+}
 
 /// Bytes in one slot of `interval_ns` at `threshold_bps` (bytes per second).
 pub fn burst_bytes(threshold_bps: u64, interval_ns: u64) -> u64 {
@@ -143,11 +180,29 @@ mod tests {
         let rack = contention(runs, 10_000_000);
         let slot = &rack[&(1_000_000, 1_000_000)];
         assert_eq!((slot.in_bytes, slot.out_bytes, slot.bursting()), (40_000, 44_999, 3));
-        assert_eq!(slot.victims(2), ["v"]);
-        assert!(slot.victims(3).is_empty(), "s3 stayed under the threshold");
+        let found = incasts(&rack, 2);
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].victim.as_str(), found[0].slots.as_slice()), ("v", &[(1_000_000, 1_000_000)][..]));
+        assert_eq!(found[0].senders.iter().collect::<Vec<_>>(), ["s1", "s2"]);
+        assert!(incasts(&rack, 3).is_empty(), "s3 stayed under the threshold");
         // Slots with bytes but no burst are kept (their bytes count in the rack's sum).
         assert_eq!(rack[&(0, 1_000_000)].in_bytes, 100);
         assert_eq!(rack.len(), 3);
+    }
+
+    #[test]
+    fn senders_anywhere_in_the_victims_burst_count() {
+        // The victim's port drains for three slots; the senders burst in the first and second.
+        let runs = vec![
+            run("v", 0, &[20_000, 20_000, 20_000, 0, 20_000], &[0; 5]),
+            run("s1", 0, &[0; 5], &[50_000, 0, 0, 0, 0]),
+            run("s2", 0, &[0; 5], &[0, 50_000, 0, 0, 0]),
+            run("s3", 0, &[0; 5], &[0, 0, 0, 0, 50_000]),
+        ];
+        let found = incasts(&contention(runs, 10_000_000), 2);
+        assert_eq!(found.len(), 1, "the lone burst at slot 4 has one sender");
+        assert_eq!(found[0].slots.len(), 3);
+        assert_eq!(found[0].senders.iter().collect::<Vec<_>>(), ["s1", "s2"]);
     }
 
     #[test]

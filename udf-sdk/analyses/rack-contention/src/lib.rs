@@ -1,12 +1,15 @@
 //! `rack-contention` (SyncMillisampler): over the runs of a range — usually one synchronized run
 //! on every host of a rack (`loupe fleet run`) — each slot's summed ingress and egress, the hosts
 //! bursting in it, and the incast victims: hosts whose ingress burst coincides with at least
-//! `min_senders` other hosts' egress bursts, named with those senders; CE-marked and
+//! `min_senders` other hosts' egress bursts (anywhere in the victim's burst: its port drains
+//! the queue for longer than the senders send), named with those senders; CE-marked and
 //! retransmitted bytes beside them.
 //!
 //! One row per slot in which any host moved bytes (a quiet slot adds nothing to a sum), so that
 //! `merge` — numbers summed, host sets united, victims recomputed — is exact, commutative and
 //! associative. The algorithm is [`loupe_detect::rack`].
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use loupe_detect::rack::{self, Rack, RackSlot, RunSlots};
 use loupe_udf::{Analysis, Cell, Context, Description, Merge, Output, Param, ResultKind, Table, row};
@@ -41,14 +44,21 @@ fn table(rack: &Rack, min_senders: u64) -> Result<Output, String> {
     for (name, unit) in COLUMNS {
         t = t.column(name, unit);
     }
-    for (&(start, interval), slot) in rack {
-        let victims = slot.victims(min_senders);
-        let senders: Vec<&str> = if victims.is_empty() {
-            Vec::new()
-        } else {
-            slot.out_burst.iter().map(String::as_str).filter(|s| !victims.contains(s)).collect()
-        };
-        let list = |set: &std::collections::BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
+    // Each slot of an incast names its victim(s) and the senders of the whole incast.
+    let mut named: BTreeMap<(u64, u64), (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
+    let found = rack::incasts(rack, min_senders);
+    for incast in &found {
+        for key in &incast.slots {
+            let e = named.entry(*key).or_default();
+            e.0.insert(&incast.victim);
+            e.1.extend(incast.senders.iter().map(String::as_str));
+        }
+    }
+    let list = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
+    for (key @ &(start, interval), slot) in rack {
+        let (victims, senders) = named.get(key).cloned().unwrap_or_default();
+        let victims: Vec<&str> = victims.into_iter().collect();
+        let senders: Vec<&str> = senders.into_iter().collect();
         t.push_row(row![
             start,
             interval,
@@ -103,7 +113,7 @@ impl Analysis for RackContention {
         Description::new("rack-contention", ResultKind::Table)
             .summary("Per slot: the rack's traffic, hosts bursting, incast victims and their senders (run with loupe fleet invoke)")
             .param(Param::unsigned("threshold_bps", "a host bursts in a slot at this rate, bytes per second").default(10_000_000u64))
-            .param(Param::unsigned("min_senders", "other hosts bursting out that make an ingress burst an incast").default(2u64))
+            .param(Param::unsigned("min_senders", "other hosts bursting out during an ingress burst that make it an incast").default(2u64))
             .param(Param::text("iface", "only runs of this interface (empty: all)").default(""))
     }
 
