@@ -179,7 +179,11 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     http.post("/api/v1/probes/active/1/stop", &json!({})).assert_error(409, "not_collecting", "loupe agent");
     // A server outside a fleet says how to join one.
     http.get("/api/v1/fleet/hosts").assert_error(409, "not_in_fleet", "--nats URL");
-    http.post("/api/v1/fleet/runs", &json!({"rack": "r1", "interval": "1ms"})).assert_error(409, "not_in_fleet", "--nats");
+    http.post("/api/v1/fleet/runs", &json!({"rack": "r1", "interval": "1ms"})).assert_error(
+        409,
+        "not_in_fleet",
+        "--nats",
+    );
     server.stop();
 }
 

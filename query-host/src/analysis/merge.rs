@@ -110,6 +110,27 @@ impl Runtime {
         })
     }
 
+    /// One `merge` call over `group`, its raw result (itself a partial): what [`Runtime::merge`]
+    /// does per group, open to tests that build their own trees of merges.
+    #[allow(clippy::too_many_arguments)]
+    pub fn merge_group(
+        &self,
+        compiled: &Compiled,
+        team: &str,
+        store: &Store,
+        info: &HostInfo,
+        range: TimeRange,
+        params: &serde_json::Map<String, serde_json::Value>,
+        group: Vec<wit::Output>,
+    ) -> Result<wit::Output, UdfError> {
+        let pre = compiled.merge.as_ref().ok_or_else(|| UdfError::NotMergeable(compiled.description.name.clone()))?;
+        let params = resolve_params(&compiled.description.params, params)?;
+        let _slot = self.slot(team)?;
+        let _ticking = self.ticking();
+        let range = wit::TimeRange { from_ns: range.from_unix_ns(), to_ns: range.to_unix_ns() };
+        Ok(self.merge_once(pre, store, info, range, &params, group)?.0)
+    }
+
     /// One `merge` call in a fresh store.
     fn merge_once(
         &self,

@@ -1,7 +1,8 @@
 //! Hostile: a fleet analysis whose result on the host named `big_host` is 1 MiB of text — within
 //! the output limit of one host, over the fleet's partial limit (768 KiB) — and a few bytes on
 //! every other host. The fleet must refuse that host's partial with a clear error and merge the
-//! rest, not wait for a reply NATS would have dropped.
+//! rest, not wait for a reply NATS would have dropped. With `read_in_merge`, its `merge` tries
+//! to read runs, which the host refuses.
 
 use loupe_udf::{Analysis, Context, Description, Merge, Output, Param, ResultKind};
 
@@ -15,6 +16,7 @@ impl Analysis for HugePartial {
         Description::new("hostile-huge-partial", ResultKind::Text)
             .summary("1 MiB of text on one host (tests the fleet's partial limit)")
             .param(Param::text("big_host", "the host whose result is too large").default(""))
+            .param(Param::flag("read_in_merge", "merge() tries to read runs (which it must not)").default(false))
     }
 
     fn run(ctx: &Context) -> Result<Output, String> {
@@ -28,7 +30,11 @@ impl Analysis for HugePartial {
 
 impl Merge for HugePartial {
     /// The number of host results merged (each "1", or a count from an earlier merge).
-    fn merge(_ctx: &Context, partials: Vec<Output>) -> Result<Output, String> {
+    fn merge(ctx: &Context, partials: Vec<Output>) -> Result<Output, String> {
+        if ctx.params.flag("read_in_merge")? {
+            let runs = ctx.runs().open().map_err(|e| format!("reading runs: {e}"))?;
+            return Ok(Output::text(format!("read {} runs inside merge", runs.count())));
+        }
         let mut n = 0u64;
         for p in partials {
             let Output::Text(t) = p else { return Err("a text partial".into()) };

@@ -1,0 +1,252 @@
+//! The merge contract, held against the real example analyses (wasm built from `udf-sdk`) in the
+//! real sandbox, over random data:
+//!
+//! - merging is independent of order and grouping: random permutations of the hosts' partials
+//!   and random trees of merges (each inner node one `merge` call on the results below it) all
+//!   give the same result;
+//! - merging the per-host partials equals running the analysis once over one store holding all
+//!   the hosts' data (`rack-contention`, over synchronized runs of random bursts);
+//! - per-host hot-function counts survive any merge tree exactly (`fleet-hot-functions`);
+//! - a module without `merge` is refused for fleet use, and `merge` cannot read data.
+
+use loupe_query_host::{
+    analysis::{
+        UdfError,
+        host::{HostInfo, loupe::udf::types as wit},
+        output, partial,
+        runtime::{Allocation, Compiled, Runtime},
+        sandbox::Limits,
+    },
+    core::analyses::host_info,
+    model::AnalysisOutput,
+};
+use loupe_store::{Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store, TimeRange};
+use rand::{Rng, SeedableRng, rngs::StdRng, seq::SliceRandom};
+use serde_json::{Map, Value, json};
+
+const T0: u64 = 1_795_392_000_000_000_000;
+const MS: u64 = 1_000_000;
+const CASES: u64 = 12;
+
+fn wasm(name: &str) -> Vec<u8> {
+    std::fs::read(loupe_testbed::wasm_component(name)).unwrap()
+}
+
+fn store(dir: &std::path::Path) -> Store {
+    Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
+        .unwrap()
+}
+
+/// One host's synchronized run: 300 slots of 1 ms from T0, quiet traffic with random bursts in
+/// and out, on two CPUs.
+fn run(host: &str, rng: &mut StdRng) -> NewRun {
+    let per_cpu = (0..2)
+        .map(|c| {
+            let mut col = CpuColumns::zeroed(c, 300);
+            for i in 0..300 {
+                for (counter, p) in [(Counter::InBytes, 0.05), (Counter::OutBytes, 0.04)] {
+                    let v = if rng.random_bool(p) { rng.random_range(8_000..30_000) } else { rng.random_range(0..900) };
+                    col.counter_mut(counter)[i] = v;
+                }
+                col.counter_mut(Counter::InCeBytes)[i] = rng.random_range(0..3) * 100;
+            }
+            col
+        })
+        .collect();
+    NewRun {
+        iface: "eth0".into(),
+        host: host.into(),
+        rack: Some("r1".into()),
+        start_unix_ns: T0,
+        interval_ns: MS,
+        samples: 300,
+        local_prefixes: vec![],
+        source: RunSource::Agent,
+        per_cpu,
+        conn_counts: None,
+        clock: None,
+    }
+}
+
+struct Sandbox {
+    runtime: Runtime,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        Sandbox { runtime: Runtime::new(Limits::default(), Allocation::OnDemand).unwrap(), _dirs: Vec::new() }
+    }
+
+    fn store(&mut self) -> Store {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(dir.path());
+        self._dirs.push(dir);
+        s
+    }
+
+    fn compile(&self, name: &str, store: &Store) -> Compiled {
+        self.runtime.compile(&wasm(name), store, &info(store, "asker")).unwrap().0
+    }
+}
+
+fn info(store: &Store, host: &str) -> HostInfo {
+    let mut info = host_info(store).unwrap();
+    info.hostname = host.into();
+    info
+}
+
+/// Merges `parts` as a random tree: random groups of 1 to 5 merged first, then their results,
+/// until one is left.
+fn random_tree(
+    sb: &Sandbox,
+    c: &Compiled,
+    store: &Store,
+    params: &Map<String, Value>,
+    mut parts: Vec<wit::Output>,
+    rng: &mut StdRng,
+) -> wit::Output {
+    let info = info(store, "asker");
+    while parts.len() > 1 {
+        parts.shuffle(rng);
+        let mut next = Vec::new();
+        while !parts.is_empty() {
+            let take = rng.random_range(1..=5).min(parts.len());
+            let group: Vec<wit::Output> = parts.drain(..take).collect();
+            next.push(sb.runtime.merge_group(c, "t", store, &info, TimeRange::ALL, params, group).unwrap());
+        }
+        parts = next;
+    }
+    parts.pop().unwrap()
+}
+
+fn view(o: wit::Output) -> AnalysisOutput {
+    output::bounded(o, 64 << 20).unwrap()
+}
+
+#[test]
+fn rack_contention_merges_in_any_order_and_grouping_to_the_all_hosts_answer() {
+    let mut sb = Sandbox::new();
+    let mut rng = StdRng::seed_from_u64(7);
+    let params: Map<String, Value> = json!({"threshold_bps": 8_000_000, "min_senders": 2}).as_object().unwrap().clone();
+    for case in 0..CASES {
+        let hosts = rng.random_range(2..9);
+        let all = sb.store();
+        let mut partials = Vec::new();
+        let mut compiled = None;
+        for h in 0..hosts {
+            let mine = sb.store();
+            let r = run(&format!("h{h}"), &mut rng);
+            all.put_run(r.clone(), T0).unwrap();
+            mine.put_run(r, T0).unwrap();
+            let c = compiled.get_or_insert_with(|| sb.compile("rack_contention", &mine)).clone();
+            let (bytes, _) = sb
+                .runtime
+                .invoke_partial(&c, "t", &mine, &info(&mine, &format!("h{h}")), TimeRange::ALL, &params)
+                .unwrap();
+            // Through the wire form, as between hosts.
+            partials.push(partial::decode(&bytes).unwrap());
+        }
+        let c = compiled.unwrap();
+        let whole = sb.runtime.invoke(&c, "t", &all, &info(&all, "all"), TimeRange::ALL, &params).unwrap().output;
+        let merged =
+            sb.runtime.merge(&c, "t", &all, &info(&all, "asker"), TimeRange::ALL, &params, partials.clone()).unwrap();
+        assert_eq!(merged.output, whole, "case {case}: merged per-host partials vs one run over all hosts");
+        for _ in 0..3 {
+            let tree = random_tree(&sb, &c, &all, &params, partials.clone(), &mut rng);
+            assert_eq!(view(tree), whole, "case {case}: a random merge tree");
+        }
+        let AnalysisOutput::Table { rows, .. } = &whole else { panic!("a table") };
+        assert!(!rows.is_empty(), "case {case}: no slots");
+    }
+}
+
+/// A host's samples: `n` samples over a few stacks whose leaves come from a shared pool, so
+/// hosts overlap in functions and libraries.
+fn samples(rng: &mut StdRng, n: usize) -> Vec<StackSample> {
+    let leaves = [("deflate", "libz.so.1"), ("memcpy", "libc.so.6"), ("parse", "app"), ("tcp_sendmsg", "[kernel]")];
+    (0..n)
+        .map(|i| {
+            let (f, m) = leaves[rng.random_range(0..leaves.len())];
+            let leaf = if m == "[kernel]" { Frame::kernel(f) } else { Frame::user(f, m) };
+            let frames = vec![leaf, Frame::user("main", "app")];
+            StackSample {
+                time_unix_ns: T0 + i as u64 * 10 * MS,
+                cpu: (i % 2) as u32,
+                pid: 100,
+                tid: 100,
+                comm: "svc".into(),
+                cgroup_id: 1,
+                idle: false,
+                frames,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn fleet_hot_functions_merge_exactly_in_any_order_and_grouping() {
+    let mut sb = Sandbox::new();
+    let mut rng = StdRng::seed_from_u64(11);
+    let params: Map<String, Value> = json!({"top": 100}).as_object().unwrap().clone();
+    for case in 0..CASES {
+        let hosts = rng.random_range(2..9);
+        let mut partials = Vec::new();
+        let mut compiled = None;
+        let mut want_total = 0;
+        for h in 0..hosts {
+            let mine = sb.store();
+            let n = rng.random_range(1..400);
+            want_total += n as u64;
+            mine.put_samples(&samples(&mut rng, n), 0, T0).unwrap();
+            let c = compiled.get_or_insert_with(|| sb.compile("fleet_hot_functions", &mine)).clone();
+            let (bytes, _) = sb
+                .runtime
+                .invoke_partial(&c, "t", &mine, &info(&mine, &format!("h{h}")), TimeRange::ALL, &params)
+                .unwrap();
+            partials.push(partial::decode(&bytes).unwrap());
+        }
+        let c = compiled.unwrap();
+        let asker = sb.store();
+        let flat = view(
+            sb.runtime
+                .merge_group(&c, "t", &asker, &info(&asker, "a"), TimeRange::ALL, &params, partials.clone())
+                .unwrap(),
+        );
+        for _ in 0..3 {
+            let tree = random_tree(&sb, &c, &asker, &params, partials.clone(), &mut rng);
+            assert_eq!(view(tree), flat, "case {case}: a random merge tree");
+        }
+        let AnalysisOutput::Table { rows, .. } = &flat else { panic!("a table") };
+        let total = rows.iter().find(|r| r[0] == json_cell("host") && r[3] == json_cell("*")).unwrap();
+        assert_eq!(total[4], loupe_query_host::model::Cell::Unsigned(want_total), "case {case}: the fleet's samples");
+    }
+}
+
+fn json_cell(s: &str) -> loupe_query_host::model::Cell {
+    loupe_query_host::model::Cell::Text(s.into())
+}
+
+#[test]
+fn modules_without_merge_are_refused_and_merge_reads_no_data() {
+    let mut sb = Sandbox::new();
+    let s = sb.store();
+    let plain = sb.compile("hot_functions", &s);
+    assert!(!plain.description.mergeable);
+    let err = sb.runtime.invoke_partial(&plain, "t", &s, &info(&s, "h"), TimeRange::ALL, &Map::new()).unwrap_err();
+    assert!(matches!(err, UdfError::NotMergeable(_)), "{err}");
+    assert!(err.to_string().contains("export_fleet_analysis!"), "{err}");
+    let fleet = sb.compile("rack_contention", &s);
+    assert!(fleet.description.mergeable);
+    // A partial that is not this analysis' table: merge answers an error, the host survives.
+    let text = wit::Output::Text("not a table".into());
+    let err = sb.runtime.merge(&fleet, "t", &s, &info(&s, "h"), TimeRange::ALL, &Map::new(), vec![text]).unwrap_err();
+    assert!(err.to_string().contains("merge(): a rack-contention partial is a table"), "{err}");
+    // The data functions refuse inside merge (there is data in this store to read).
+    s.put_run(run("h", &mut StdRng::seed_from_u64(1)), T0).unwrap();
+    let reader = sb.compile("hostile_huge_partial", &s);
+    let params: Map<String, Value> = json!({"read_in_merge": true}).as_object().unwrap().clone();
+    let one = wit::Output::Text("1".into());
+    let err = sb.runtime.merge(&reader, "t", &s, &info(&s, "h"), TimeRange::ALL, &params, vec![one]).unwrap_err();
+    assert!(err.to_string().contains("merge() must not read data"), "{err}");
+}
