@@ -52,8 +52,15 @@ pub type Key = (Kind, String, String, String);
 pub type Counts = BTreeMap<Key, u64>;
 
 /// One host's counts from `(function, module, samples)` of its leaf frames, each host keeping
-/// its `top` functions and libraries (the rest as [`OTHER`]), plus the all-hosts rows.
-pub fn host_counts<'a>(host: &str, leaves: impl IntoIterator<Item = (&'a str, &'a str, u64)>, top: usize) -> Counts {
+/// its `top` functions and libraries (the rest as [`OTHER`]), plus the all-hosts rows. Without
+/// `per_host_functions` functions are counted over all hosts only (a datacenter's thousand
+/// hosts × their functions would not fit one result); libraries and totals stay per host.
+pub fn host_counts<'a>(
+    host: &str,
+    leaves: impl IntoIterator<Item = (&'a str, &'a str, u64)>,
+    top: usize,
+    per_host_functions: bool,
+) -> Counts {
     let mut functions: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     let mut libraries: BTreeMap<&str, u64> = BTreeMap::new();
     let mut total = 0;
@@ -64,7 +71,9 @@ pub fn host_counts<'a>(host: &str, leaves: impl IntoIterator<Item = (&'a str, &'
     }
     let mut counts = Counts::new();
     let mut add = |kind: Kind, function: &str, module: &str, n: u64| {
-        for h in [host, ALL_HOSTS] {
+        let hosts: &[&str] =
+            if kind == Kind::Function && !per_host_functions { &[ALL_HOSTS] } else { &[host, ALL_HOSTS] };
+        for h in hosts {
             *counts.entry((kind, function.to_string(), module.to_string(), h.to_string())).or_default() += n;
         }
     };
@@ -122,8 +131,8 @@ mod tests {
 
     #[test]
     fn per_host_counts_merge_into_fleet_shares() {
-        let a = host_counts("a", [("deflate", "libz.so", 6), ("memcpy", "libc.so", 3), ("main", "app", 1)], 10);
-        let b = host_counts("b", [("memcpy", "libc.so", 5), ("memcpy", "libc.so", 5)], 10);
+        let a = host_counts("a", [("deflate", "libz.so", 6), ("memcpy", "libc.so", 3), ("main", "app", 1)], 10, true);
+        let b = host_counts("b", [("memcpy", "libc.so", 5), ("memcpy", "libc.so", 5)], 10, true);
         let all = merge([a.clone(), b.clone()]);
         assert_eq!(all, merge([b, a]));
         let get = |k: Kind, f: &str, m: &str, h: &str| all[&(k, f.into(), m.into(), h.into())];
@@ -138,8 +147,12 @@ mod tests {
 
     #[test]
     fn beyond_top_is_counted_as_other() {
-        let c = host_counts("a", [("f1", "m", 5), ("f2", "m", 4), ("f3", "m", 1)], 2);
+        let c = host_counts("a", [("f1", "m", 5), ("f2", "m", 4), ("f3", "m", 1)], 2, true);
         assert_eq!(c[&(Kind::Function, OTHER.into(), OTHER.into(), "a".into())], 1);
         assert_eq!(c[&(Kind::Host, String::new(), String::new(), "a".into())], 10);
+        let fleet_only = host_counts("a", [("f1", "m", 5)], 2, false);
+        assert!(!fleet_only.contains_key(&(Kind::Function, "f1".into(), "m".into(), "a".into())));
+        assert_eq!(fleet_only[&(Kind::Function, "f1".into(), "m".into(), ALL_HOSTS.into())], 5);
+        assert_eq!(fleet_only[&(Kind::Library, String::new(), "m".into(), "a".into())], 5);
     }
 }

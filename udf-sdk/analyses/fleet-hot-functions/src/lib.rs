@@ -51,6 +51,13 @@ impl Analysis for FleetHotFunctions {
             )
             .param(Param::unsigned("top", "functions and libraries kept per host (the rest: [other])").default(200u64))
             .param(Param::flag("include_idle", "also count idle CPUs").default(false))
+            .param(
+                Param::flag(
+                    "per_host_functions",
+                    "functions per host too, not only over all hosts (a rack: yes; a datacenter: no)",
+                )
+                .default(true),
+            )
     }
 
     fn run(ctx: &Context) -> Result<Output, String> {
@@ -67,7 +74,7 @@ impl Analysis for FleetHotFunctions {
             None => ("[unknown]", "", n),
         });
         let host = loupe_udf::host_info().hostname;
-        Ok(table(&fleet_hot::host_counts(&host, leaves, top)))
+        Ok(table(&fleet_hot::host_counts(&host, leaves, top, ctx.params.flag("per_host_functions")?)))
     }
 }
 
