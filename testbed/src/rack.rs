@@ -34,6 +34,11 @@ pub const MGMT_IF: &str = "mgmt0";
 pub const NATS_ADDR: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 254);
 pub const NATS_PORT: u16 = 4222;
 
+/// The root namespace's address on the management network, when [`Rack::uplink`] joined it.
+pub const UPLINK_ADDR: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 253);
+/// The root namespace's end of the uplink.
+pub const UPLINK_IF: &str = "loupe-rack0";
+
 pub struct RackHost {
     pub ns: Netns,
     /// `h0`, `h1`, …: the host's name in the fleet.
@@ -225,6 +230,17 @@ impl Rack {
         bail!("nats-server did not accept connections within 10 s (see {})", self.nats_dir.display())
     }
 
+    /// Joins this (the root) namespace to the management network ([`UPLINK_ADDR`]), so `loupe
+    /// fleet … --nats` and a browser here reach the rack's NATS and agents. Removed on drop.
+    pub fn uplink(&self) -> Result<Uplink> {
+        let _ = crate::netns::ip(&["link", "del", UPLINK_IF]);
+        crate::netns::ip(&["link", "add", UPLINK_IF, "type", "veth", "peer", "name", "up0", "netns", &self.tor.name])?;
+        self.tor.exec(&["ip", "link", "set", "up0", "master", "brm", "up"])?;
+        crate::netns::ip(&["addr", "add", &format!("{UPLINK_ADDR}/24"), "dev", UPLINK_IF])?;
+        crate::netns::ip(&["link", "set", UPLINK_IF, "up"])?;
+        Ok(Uplink)
+    }
+
     /// Kills `nats-server` (SIGKILL: as if its host died).
     pub fn kill_nats(&mut self) -> Result<()> {
         if let Some(mut child) = self.nats.take() {
@@ -233,6 +249,15 @@ impl Rack {
             child.wait()?;
         }
         Ok(())
+    }
+}
+
+/// The root namespace's link to the management network.
+pub struct Uplink;
+
+impl Drop for Uplink {
+    fn drop(&mut self) {
+        let _ = crate::netns::ip(&["link", "del", UPLINK_IF]);
     }
 }
 

@@ -1,0 +1,134 @@
+//! `scripts/start --rack-demo`: a small rack on this machine to try the fleet with — its own
+//! `nats-server`, an agent per host in a network namespace (`loupe_testbed::rack`), host 0's
+//! switch port shaped to 100 Mbit/s, and bursty traffic: every few seconds the other hosts send
+//! at host 0 at once (an incast), with a trickle in between. The rack's NATS and agents are
+//! reachable from this namespace over the management network; the commands to try are printed.
+//! Ctrl-C stops the agents and removes the namespaces.
+//!
+//! `loupe-rack-demo [--hosts 4] [--dir ./loupe-rack] [--loupe target/release/loupe]`
+
+use std::{
+    net::{SocketAddr, UdpSocket},
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::atomic::{AtomicBool, Ordering},
+    thread,
+    time::Duration,
+};
+
+use anyhow::{Context, Result, bail};
+use loupe_testbed::rack::{DATA_IF, Rack, UPLINK_ADDR};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn main() -> Result<()> {
+    let mut hosts = 4usize;
+    let mut dir = PathBuf::from("loupe-rack");
+    let mut loupe = std::env::current_exe()?.with_file_name("loupe");
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().with_context(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--hosts" => hosts = value()?.parse()?,
+            "--dir" => dir = value()?.into(),
+            "--loupe" => loupe = value()?.into(),
+            other => bail!("unknown argument {other}: loupe-rack-demo [--hosts N] [--dir DIR] [--loupe PATH]"),
+        }
+    }
+    if !(2..=16).contains(&hosts) {
+        bail!("--hosts {hosts}: give 2 to 16");
+    }
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    std::fs::create_dir_all(&dir)?;
+    let dir = dir.canonicalize()?;
+    let mut rack = Rack::new("demo", hosts, &dir.join("nats"))?;
+    rack.shape(0, 100)?;
+    rack.start_nats()?;
+    let _uplink = rack.uplink()?;
+    let url = rack.nats_url();
+    let mut agents: Vec<Child> = Vec::new();
+    for (i, h) in rack.hosts.iter().enumerate() {
+        let log = std::fs::File::create(dir.join(format!("agent-{}.log", h.name)))?;
+        let listen = format!("10.78.0.{}:7878", i + 1);
+        agents.push(
+            Command::new("ip")
+                .args(["netns", "exec", &h.ns.name])
+                .arg(&loupe)
+                .args(["agent", "--iface", DATA_IF, "--data-dir"])
+                .arg(dir.join(&h.name))
+                .args(["--nats", &url, "--host", &h.name, "--rack", "demo", "--dc", "local", "--listen", &listen])
+                .args(["--no-timeline", "--intervals", "1ms,10ms", "--period", "30s"])
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .with_context(|| format!("starting {} (build it first: cargo build --release)", loupe.display()))?,
+        );
+    }
+    let cli = loupe.display();
+    eprintln!(
+        "rack-demo: {hosts} hosts (h0 … h{}), h0's port shaped to 100 Mbit/s, an incast at h0 every 5 s; logs in {}\n\
+         try:\n  {cli} fleet hosts --nats {url}\n  {cli} fleet run --nats {url} --rack demo --interval 1ms\n  \
+         {cli} fleet invoke rack-contention --nats {url} --rack demo --from -1m \\\n      \
+         --wasm udf-sdk/target/wasm32-wasip2/release/rack_contention.wasm -p threshold_bps=10000000\n  \
+         each agent's API (with a token: {cli} token add me --data-dir {}/h0): http://10.78.0.1:7878/ …\n\
+         Ctrl-C stops it.",
+        hosts - 1,
+        dir.display(),
+        dir.display()
+    );
+    let _ = UPLINK_ADDR;
+    traffic(&rack)?;
+    for a in &agents {
+        // SAFETY: kill(2) on our own children: agents leave the fleet and detach.
+        unsafe { libc::kill(a.id() as i32, libc::SIGTERM) };
+    }
+    for mut a in agents {
+        let _ = a.wait();
+    }
+    Ok(())
+}
+
+/// Until stopped: a trickle between the hosts, and every 5 s all of them bursting at host 0.
+fn traffic(rack: &Rack) -> Result<()> {
+    let socket = |i: usize| -> Result<UdpSocket> {
+        let addr = SocketAddr::from((rack.hosts[i].v4, 9000));
+        rack.hosts[i].ns.run(|| UdpSocket::bind(addr))?.context("binding a demo socket")
+    };
+    let sockets: Vec<UdpSocket> = (0..rack.hosts.len()).map(socket).collect::<Result<_>>()?;
+    let victim = SocketAddr::from((rack.hosts[0].v4, 9000));
+    let mut tick = 0u64;
+    while !STOP.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_millis(100));
+        tick += 1;
+        for (i, s) in sockets.iter().enumerate().skip(1) {
+            let next = SocketAddr::from((rack.hosts[(i + 1) % rack.hosts.len()].v4, 9000));
+            let _ = s.send_to(&[0u8; 600], next);
+        }
+        if tick % 50 == 0 {
+            thread::scope(|scope| {
+                for s in sockets.iter().skip(1) {
+                    scope.spawn(move || {
+                        for _ in 0..80 {
+                            let _ = s.send_to(&[1u8; 1400], victim);
+                        }
+                    });
+                }
+            });
+        }
+        // Keep receive buffers from filling (nobody reads the demo's datagrams otherwise).
+        let mut buf = [0u8; 2048];
+        for s in &sockets {
+            s.set_nonblocking(true)?;
+            while s.recv_from(&mut buf).is_ok() {}
+        }
+    }
+    Ok(())
+}
