@@ -216,7 +216,16 @@ fn frames_without_symbols_are_kept_as_module_and_offset() {
     let top = view["functions"][0]["name"].as_str().unwrap();
     let offset = top.strip_prefix("busy-stripped+0x").unwrap_or_else(|| panic!("top frame named {top:?}"));
     assert!(u64::from_str_radix(offset, 16).is_ok_and(|o| o > 0), "{top}");
-    assert!(view["functions"][0]["self"].as_u64().unwrap() as f64 >= 0.8 * view["samples"].as_u64().unwrap() as f64);
+    // Unnamed, each sampled address of the spin loop is its own frame (the loop's few
+    // instructions share the samples): together they hold the program's time.
+    let in_module: u64 = view["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"].as_str().unwrap().starts_with("busy-stripped+0x"))
+        .map(|f| f["self"].as_u64().unwrap())
+        .sum();
+    assert!(in_module as f64 >= 0.8 * view["samples"].as_u64().unwrap() as f64, "{}", view["functions"]);
 }
 
 #[test]

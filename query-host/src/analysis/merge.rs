@@ -53,6 +53,19 @@ pub fn merge_pre(pre: &InstancePre<State>, exports_merge: bool) -> Result<Option
         .map_err(|e| UdfError::Incompatible(format!("it exports merge, but not as the fleet-analysis world: {e:#}")))
 }
 
+/// The module's merge entry and its parameters, checked against its description.
+fn merge_of<'a>(
+    compiled: &'a Compiled,
+    params: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(&'a MergePre, Vec<wit::Param>), UdfError> {
+    let pre = compiled.merge.as_ref().ok_or_else(|| UdfError::NotMergeable(compiled.description.name.clone()))?;
+    Ok((pre, resolve_params(&compiled.description.params, params)?))
+}
+
+fn wit_range(range: TimeRange) -> wit::TimeRange {
+    wit::TimeRange { from_ns: range.from_unix_ns(), to_ns: range.to_unix_ns() }
+}
+
 impl Runtime {
     /// Merges `partials` (each a result of `run` on some host) into one result, bounded like an
     /// invocation's. `store` and `info` only satisfy the sandbox: merge reads no data.
@@ -67,15 +80,14 @@ impl Runtime {
         params: &serde_json::Map<String, serde_json::Value>,
         partials: Vec<wit::Output>,
     ) -> Result<InvocationReport, UdfError> {
-        let pre = compiled.merge.as_ref().ok_or_else(|| UdfError::NotMergeable(compiled.description.name.clone()))?;
         if partials.is_empty() {
             return Err(UdfError::BadPartial("nothing to merge".into()));
         }
-        let params = resolve_params(&compiled.description.params, params)?;
+        let (pre, params) = merge_of(compiled, params)?;
         let _slot = self.slot(team)?;
         let _ticking = self.ticking();
         let started = Instant::now();
-        let range = wit::TimeRange { from_ns: range.from_unix_ns(), to_ns: range.to_unix_ns() };
+        let range = wit_range(range);
         let mut log = InvocationLog::new(self.limits().log_bytes);
         let mut peak = 0;
         let mut level = partials;
@@ -123,12 +135,10 @@ impl Runtime {
         params: &serde_json::Map<String, serde_json::Value>,
         group: Vec<wit::Output>,
     ) -> Result<wit::Output, UdfError> {
-        let pre = compiled.merge.as_ref().ok_or_else(|| UdfError::NotMergeable(compiled.description.name.clone()))?;
-        let params = resolve_params(&compiled.description.params, params)?;
+        let (pre, params) = merge_of(compiled, params)?;
         let _slot = self.slot(team)?;
         let _ticking = self.ticking();
-        let range = wit::TimeRange { from_ns: range.from_unix_ns(), to_ns: range.to_unix_ns() };
-        Ok(self.merge_once(pre, store, info, range, &params, group)?.0)
+        Ok(self.merge_once(pre, store, info, wit_range(range), &params, group)?.0)
     }
 
     /// One `merge` call in a fresh store.

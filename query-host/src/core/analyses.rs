@@ -20,7 +20,7 @@ use crate::{
         host::{HostInfo, loupe::udf::types as wit},
         partial,
         registry::{Registry, UdfMeta},
-        runtime::{Allocation, Compiled, Runtime},
+        runtime::{Allocation, Compiled, InvocationReport, Runtime},
         sandbox::Limits,
     },
     clock::hostname,
@@ -140,14 +140,7 @@ impl Analyses {
         let loaded = self.registry.get(name).ok_or_else(|| UdfError::NotFound(name.to_string()))?;
         let info = self.info(store)?;
         let report = self.runtime.invoke(&loaded.compiled, team, store, &info, range, params)?;
-        Ok(InvokeResponse {
-            output: report.output,
-            log: report.log.lines,
-            log_dropped: report.log.dropped,
-            elapsed_ns: report.elapsed_ns,
-            peak_memory_bytes: report.peak_memory_bytes as u64,
-            output_bytes: report.output_bytes as u64,
-        })
+        Ok(response(report))
     }
 }
 
@@ -250,17 +243,19 @@ impl Analyses {
         }
         let info = self.info(store)?;
         let report = self.runtime.merge(&module.compiled, team, store, &info, range, params, decoded)?;
-        Ok(MergedPartials {
-            response: InvokeResponse {
-                output: report.output,
-                log: report.log.lines,
-                log_dropped: report.log.dropped,
-                elapsed_ns: report.elapsed_ns,
-                peak_memory_bytes: report.peak_memory_bytes as u64,
-                output_bytes: report.output_bytes as u64,
-            },
-            refused,
-        })
+        Ok(MergedPartials { response: response(report), refused })
+    }
+}
+
+/// What every door shows of an invocation (or a merge).
+fn response(report: InvocationReport) -> InvokeResponse {
+    InvokeResponse {
+        output: report.output,
+        log: report.log.lines,
+        log_dropped: report.log.dropped,
+        elapsed_ns: report.elapsed_ns,
+        peak_memory_bytes: report.peak_memory_bytes as u64,
+        output_bytes: report.output_bytes as u64,
     }
 }
 
