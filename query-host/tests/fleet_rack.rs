@@ -14,14 +14,14 @@
 
 use std::{
     net::{SocketAddr, UdpSocket},
-    path::PathBuf,
-    process::{Child, Command, Output, Stdio},
+    path::{Path, PathBuf},
+    process::{Child, Command, Output},
     thread,
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use loupe_testbed::{
-    rack::{DATA_IF, Rack},
+    rack::Rack,
     require_root,
     topology::LinkStats,
     traffic::udp_frame_len,
@@ -93,16 +93,11 @@ impl Fleet {
     /// `loupe agent` in host `i`'s namespace, sampling its data interface, in rack `r1` of
     /// dc `d1`; host 0 also serves HTTP (on its own loopback) for the `--server` path.
     fn agent(&self, i: usize) -> Child {
-        let host = &self.rack.hosts[i];
         let log = std::fs::File::create(self.dir.path().join(format!("agent-h{i}.log"))).unwrap();
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &host.ns.name, LOUPE, "agent", "--iface", DATA_IF, "--data-dir"])
-            .arg(self.data_dir(i))
-            .args(["--nats", &self.rack.nats_url(), "--host", &host.name, "--rack", "r1", "--dc", "d1"])
-            .args(["--no-timeline", "--intervals", "10ms", "--period", "600s"])
+        let mut cmd = self.rack.agent(i, Path::new(LOUPE), &self.data_dir(i), "r1", "d1");
+        cmd.args(["--no-timeline", "--intervals", "10ms", "--period", "600s"])
             .args(if self.stacks { &[][..] } else { &["--no-stacks"][..] })
             .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
             .stderr(log);
         if i == 0 {
             cmd.args(["--listen", "127.0.0.1:7878", "--no-auth"]);

@@ -230,6 +230,21 @@ impl Rack {
         bail!("nats-server did not accept connections within 10 s (see {})", self.nats_dir.display())
     }
 
+    /// The command line of `loupe agent` in host `i`'s namespace: sampling its data interface,
+    /// joined to the rack's NATS as host `hI` of `rack` in `dc`, stdout discarded. Callers add
+    /// their options and where its log goes, then spawn it.
+    pub fn agent(&self, i: usize, loupe: &Path, data_dir: &Path, rack: &str, dc: &str) -> Command {
+        let host = &self.hosts[i];
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &host.ns.name])
+            .arg(loupe)
+            .args(["agent", "--iface", DATA_IF, "--data-dir"])
+            .arg(data_dir)
+            .args(["--nats", &self.nats_url(), "--host", &host.name, "--rack", rack, "--dc", dc])
+            .stdout(Stdio::null());
+        cmd
+    }
+
     /// Joins this (the root) namespace to the management network ([`UPLINK_ADDR`]), so `loupe
     /// fleet … --nats` and a browser here reach the rack's NATS and agents. Removed on drop.
     pub fn uplink(&self) -> Result<Uplink> {

@@ -10,14 +10,14 @@
 use std::{
     net::{SocketAddr, UdpSocket},
     path::PathBuf,
-    process::{Child, Command, Stdio},
+    process::Child,
     sync::atomic::{AtomicBool, Ordering},
     thread,
     time::Duration,
 };
 
 use anyhow::{Context, Result, bail};
-use loupe_testbed::rack::{DATA_IF, Rack, UPLINK_ADDR};
+use loupe_testbed::rack::Rack;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -59,14 +59,8 @@ fn main() -> Result<()> {
         let log = std::fs::File::create(dir.join(format!("agent-{}.log", h.name)))?;
         let listen = format!("10.78.0.{}:7878", i + 1);
         agents.push(
-            Command::new("ip")
-                .args(["netns", "exec", &h.ns.name])
-                .arg(&loupe)
-                .args(["agent", "--iface", DATA_IF, "--data-dir"])
-                .arg(dir.join(&h.name))
-                .args(["--nats", &url, "--host", &h.name, "--rack", "demo", "--dc", "local", "--listen", &listen])
-                .args(["--no-timeline", "--intervals", "1ms,10ms", "--period", "30s"])
-                .stdout(Stdio::null())
+            rack.agent(i, &loupe, &dir.join(&h.name), "demo", "local")
+                .args(["--listen", &listen, "--no-timeline", "--intervals", "1ms,10ms", "--period", "30s"])
                 .stderr(log)
                 .spawn()
                 .with_context(|| format!("starting {} (build it first: cargo build --release)", loupe.display()))?,
@@ -84,7 +78,6 @@ fn main() -> Result<()> {
         dir.display(),
         dir.display()
     );
-    let _ = UPLINK_ADDR;
     traffic(&rack)?;
     for a in &agents {
         // SAFETY: kill(2) on our own children: agents leave the fleet and detach.
