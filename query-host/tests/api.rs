@@ -149,6 +149,8 @@ fn reads_match_the_cli_in_json_and_msgpack() {
         ("/api/v1/fleet/hosts", "get"),
         ("/api/v1/fleet/runs", "post"),
         ("/api/v1/fleet/invoke", "post"),
+        ("/api/v1/fleet/hosts/{host}/runs/{id}", "get"),
+        ("/api/v1/fleet/hosts/{host}/profile", "get"),
         ("/api/v1/udfs", "get"),
         ("/api/v1/udfs/{name}", "put"),
         ("/api/v1/udfs/{name}", "get"),
@@ -179,6 +181,8 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     http.post("/api/v1/probes/active/1/stop", &json!({})).assert_error(409, "not_collecting", "loupe agent");
     // A server outside a fleet says how to join one.
     http.get("/api/v1/fleet/hosts").assert_error(409, "not_in_fleet", "--nats URL");
+    http.get("/api/v1/fleet/hosts/h1/runs/1").assert_error(409, "not_in_fleet", "--nats URL");
+    http.get("/api/v1/fleet/hosts/h1/profile?from=-1h").assert_error(409, "not_in_fleet", "--nats URL");
     http.post("/api/v1/fleet/runs", &json!({"rack": "r1", "interval": "1ms"})).assert_error(
         409,
         "not_in_fleet",

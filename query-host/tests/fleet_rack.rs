@@ -20,6 +20,9 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
+mod common;
+
+use common::Http;
 use loupe_testbed::{
     rack::Rack,
     require_root,
@@ -459,6 +462,33 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     }
     let all = hot["rows"].as_array().unwrap().iter().find(|r| r[0] == "host" && r[3] == "*").unwrap();
     assert_eq!(all[4].as_u64(), Some(fleet_total), "the fleet's total is the hosts' sum");
+
+    // One host's window read over the fleet through host 0's HTTP API (what the web UI's fleet
+    // view opens): h4's profile equals its own, its run equals what the fleet run answered.
+    let http = Http::new("http://127.0.0.1:7878", None);
+    let on_h0 = |path: String| fleet.rack.hosts[0].ns.run(|| http.get(&path)).unwrap();
+    let remote = on_h0(format!("/api/v1/fleet/hosts/h4/profile?from={from}&to={to}"));
+    assert_eq!(remote.status, 200, "{}", String::from_utf8_lossy(&remote.body));
+    let own = Command::new("ip")
+        .args(["netns", "exec", &fleet.rack.hosts[4].ns.name, LOUPE, "profile", "--json", "--from", &from])
+        .args(["--to", &to, "--data-dir"])
+        .arg(fleet.data_dir(4))
+        .output()
+        .unwrap();
+    let own: Value = serde_json::from_slice(&own.stdout).unwrap();
+    let remote = remote.json();
+    assert!(remote["samples"].as_u64().unwrap() > 0);
+    for key in ["samples", "functions", "modules", "flamegraph"] {
+        assert_eq!(remote[key], own[key], "h4's {key} read over the fleet against its own");
+    }
+    let h4 = run["hosts"].as_array().unwrap().iter().find(|h| h["host"] == "h4").unwrap();
+    let read = on_h0(format!("/api/v1/fleet/hosts/h4/runs/{}", h4["run_id"])).json();
+    assert_eq!(read["id"], h4["run_id"]);
+    assert_eq!(read["start_unix_ns"], h4["start_unix_ns"]);
+    assert_eq!(read["metrics"]["in_bytes"], h4["in_bytes"]);
+    assert_eq!(read["metrics"]["out_bytes"], h4["out_bytes"]);
+    on_h0("/api/v1/fleet/hosts/h4/runs/987654321".into()).assert_error(404, "not_found", "host h4");
+    on_h0("/api/v1/fleet/hosts/h99/runs/1".into()).assert_error(404, "not_found", "no host of host h99");
 
     // Host 3 partitioned from NATS (its management link down): it is still `up` in the
     // registry for a few seconds, so it is waited for, and named missing at the deadline.

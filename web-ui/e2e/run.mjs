@@ -1105,6 +1105,16 @@ test('probes: from a runâ€™s window, notes, a session without calls; a profileâ€
   assertNoConsoleErrors();
 });
 
+test('outside a fleet there is no Fleet link, and the fleet view says how to join one', async () => {
+  const page = await newPage();
+  await withToken(page);
+  await go(page, '#/fleet');
+  assert.equal(await page.isVisible('#nav-fleet'), false);
+  assert.match(await page.textContent('#fleet-absent'), /not in a fleet.*--nats URL --rack R/s);
+  await page.close();
+  assertNoConsoleErrors();
+});
+
 test('every view fits a narrow laptop screen (800 px) without horizontal page overflow', async () => {
   const page = await newPage({ width: 800, height: 720 });
   await withToken(page);

@@ -8,6 +8,8 @@ import { count } from './format';
 export interface HeatRow {
   label: string;
   values: ArrayLike<number>;
+  /** The row's label links here (a host's run in the fleet view). */
+  href?: string;
 }
 
 const ROW_H = 16;
@@ -29,7 +31,16 @@ export class Heatmap {
   constructor(
     parent: HTMLElement,
     rows: HeatRow[],
-    private readonly opts: { slotSeconds: number; unit: string; xValue: (s: number) => string; describe: (v: number) => string },
+    private readonly opts: {
+      slotSeconds: number;
+      unit: string;
+      xValue: (s: number) => string;
+      describe: (v: number) => string;
+      /** What a row is, for the canvas' description (default `CPU`). */
+      rowNoun?: string;
+      /** A click on a cell: its row and its busiest slot. */
+      onPick?: (row: number, slot: number) => void;
+    },
   ) {
     this.rows = rows;
     this.slots = rows[0]?.values.length ?? 0;
@@ -47,6 +58,19 @@ export class Heatmap {
     this.setRows(rows);
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mouseleave', () => (this.tooltip.hidden = true));
+    const pick = opts.onPick;
+    if (pick) {
+      this.canvas.classList.add('pickable');
+      this.canvas.addEventListener('click', (e) => {
+        const cell = this.cellAt(e.offsetX, e.offsetY);
+        if (!cell) return;
+        // The cell's busiest slot (a pixel column may cover several).
+        const vals = this.rows[cell.row].values;
+        let best = cell.slot;
+        for (let s = cell.slot; s < cell.end && s < this.slots; s++) if (vals[s] > vals[best]) best = s;
+        pick(cell.row, best);
+      });
+    }
     this.ro = new ResizeObserver(() => this.queue());
     this.ro.observe(this.canvas.parentElement!);
     window.addEventListener('loupe:theme', this.onTheme);
@@ -60,8 +84,9 @@ export class Heatmap {
     let max = 0;
     for (const r of rows) for (let i = 0; i < r.values.length; i++) if (r.values[i] > max) max = r.values[i];
     this.max = max || 1;
-    this.labels.replaceChildren(...rows.map((r) => h('div', { class: 'heatmap-label' }, r.label)));
-    this.canvas.setAttribute('aria-label', `Heatmap of ${this.opts.unit} per CPU over time, ${rows.length} CPUs × ${this.slots} slots; maximum ${this.opts.describe(max)}`);
+    this.labels.replaceChildren(...rows.map((r) => h('div', { class: 'heatmap-label' }, r.href ? h('a', { href: r.href }, r.label) : r.label)));
+    const noun = this.opts.rowNoun ?? 'CPU';
+    this.canvas.setAttribute('aria-label', `Heatmap of ${this.opts.unit} per ${noun} over time, ${rows.length} ${noun}s × ${this.slots} slots; maximum ${this.opts.describe(max)}`);
     this.queue();
   }
 
@@ -146,17 +171,25 @@ export class Heatmap {
     ctx.putImageData(img, 0, 0);
   }
 
-  private onMove(e: MouseEvent): void {
-    const r = Math.floor(e.offsetY / ROW_H);
+  /** The row and the slots [a, b) under a point of the canvas, if any. */
+  private cellAt(x: number, y: number): { row: number; slot: number; end: number } | null {
+    const r = Math.floor(y / ROW_H);
     const W = this.canvas.clientWidth || 1;
     const span = this.s1 - this.s0;
-    const a = this.s0 + Math.floor((e.offsetX * span) / W);
-    const b = Math.max(a + 1, this.s0 + Math.floor(((e.offsetX + 1) * span) / W));
-    const row = this.rows[r];
-    if (!row || a >= this.slots) {
+    const a = this.s0 + Math.floor((x * span) / W);
+    const b = Math.max(a + 1, this.s0 + Math.floor(((x + 1) * span) / W));
+    if (!this.rows[r] || a >= this.slots) return null;
+    return { row: r, slot: a, end: b };
+  }
+
+  private onMove(e: MouseEvent): void {
+    const cell = this.cellAt(e.offsetX, e.offsetY);
+    if (!cell) {
       this.tooltip.hidden = true;
       return;
     }
+    const { slot: a, end: b } = cell;
+    const row = this.rows[cell.row];
     let m = 0;
     for (let s = a; s < b && s < this.slots; s++) if (row.values[s] > m) m = row.values[s];
     const slotText = b - a > 1 ? `slots ${count(a)}–${count(b - 1)} (max)` : `slot ${count(a)}`;

@@ -14,6 +14,7 @@ import { timelineView } from './views/timeline';
 import { probesView } from './views/probes';
 import { probeView } from './views/probe';
 import { probeStartView } from './views/probestart';
+import { fleetView } from './views/fleet';
 
 export interface ViewCtx {
   params: string[];
@@ -181,6 +182,8 @@ const nav = h(
   h('a', { href: '#/timeline', 'data-nav': 'timeline' }, 'Timeline'),
   h('a', { href: '#/probes', 'data-nav': 'probes' }, 'Probes'),
   h('a', { href: '#/analyses', 'data-nav': 'analyses' }, 'Analyses'),
+  // Shown once health says this agent is in a fleet.
+  h('a', { href: '#/fleet', 'data-nav': 'fleet', id: 'nav-fleet', hidden: true }, 'Fleet'),
 );
 const main = h('main', { id: 'view', tabindex: '-1' });
 const header = h(
@@ -201,7 +204,8 @@ async function loadHealth(): Promise<void> {
   try {
     const health = await api<Health>('/api/v1/health');
     loupe.health = health;
-    hostLabel.textContent = `${health.hostname} · ${health.mode === 'agent' ? 'agent' : 'serve'} · v${health.version}`;
+    hostLabel.textContent = `${health.hostname} · ${health.mode === 'agent' ? 'agent' : 'serve'} · v${health.version}${health.fleet ? ` · rack ${health.fleet.rack}` : ''}`;
+    nav.querySelector<HTMLElement>('#nav-fleet')!.hidden = !health.fleet;
     if (health.auth && !getToken()) {
       tokenMessage.textContent = '';
       toggleTokenPanel(true);
@@ -225,6 +229,7 @@ const routes: [RegExp, string, View][] = [
   [/^\/probes\/start$/, 'probe-start', probeStartView],
   [/^\/probes\/(\d+)$/, 'probe', probeView],
   [/^\/analyses(?:\/([a-z0-9][a-z0-9_-]*))?$/, 'analyses', analysesView],
+  [/^\/fleet$/, 'fleet', fleetView],
 ];
 
 let current: { abort: AbortController; cleanups: (() => void)[] } | null = null;
@@ -255,7 +260,9 @@ async function route(): Promise<void> {
   loupe.view = name;
   main.dataset.view = name;
   // Pages under a section mark its link: a day or a run the overview, a session or the start form the probes.
-  const section = name === 'day' || name === 'run' ? 'overview' : name === 'probe' || name === 'probe-start' ? 'probes' : name;
+  // Another fleet host's run or profile (`?host=`) belongs to the fleet.
+  const fleetPage = (name === 'run' || name === 'profile') && new URLSearchParams(qs).has('host');
+  const section = fleetPage ? 'fleet' : name === 'day' || name === 'run' ? 'overview' : name === 'probe' || name === 'probe-start' ? 'probes' : name;
   for (const a of nav.querySelectorAll('a')) {
     if (a.dataset.nav === section) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');

@@ -122,6 +122,16 @@ export type ProbeOrder = Schemas['ProbeOrder'];
 /** Compiles only while the start form's body is what the API takes. */
 export type ProbeOrderMatchesApi = Assert<Same<ProbeOrder, NonNullable<paths['/api/v1/probes']['post']['requestBody']>['content']['application/json']>>;
 
+/** A host of the fleet as its registration says (`GET /api/v1/fleet/hosts`). */
+export type FleetHost = Exact<Schemas['FleetHost'], 'retained_from_unix_ns' | 'retained_to_unix_ns' | 'joined_unix_ns' | 'heartbeat_unix_ns'>;
+export type FleetHostsView = Omit<Schemas['FleetHostsView'], 'hosts'> & { hosts: FleetHost[] };
+export type FleetMiss = Schemas['FleetMiss'];
+/** One host's part of a synchronized run: its run id and per-slot bytes. */
+export type FleetRunHost = Exact<Schemas['FleetRunHost'], 'run_id' | 'start_unix_ns' | 'configured_before_start_ns'>;
+export type FleetRunView = Omit<Exact<Schemas['FleetRunView'], 'start_unix_ns' | 'max_clock_error_ns'>, 'hosts'> & { hosts: FleetRunHost[] };
+/** A fleet-wide invocation: the merged result (as an invocation's) and who answered. */
+export type FleetInvokeView = AnalysisResult & Omit<Extract<Schemas['FleetInvokeView'], { kind: 'text' }>, keyof Extract<Output, { kind: 'text' }>>;
+
 /** The body of `O`'s status-`S` JSON answer. */
 type Answer<O, S extends number = 200> = O extends { responses: { [K in S]: { content: { 'application/json': infer B } } } } ? B : never;
 /** The API answers `M P` with JSON the UI's type `T` takes as is. */
@@ -133,6 +143,10 @@ export type EndpointsMatchUi = [
   Assert<Reads<'/api/v1/days', 'get', Day[]>>,
   Assert<Reads<'/api/v1/runs', 'get', RunListEntry[]>>,
   Assert<Reads<'/api/v1/runs/{id}', 'get', RunView>>,
+  Assert<Reads<'/api/v1/fleet/hosts/{host}/runs/{id}', 'get', RunView>>,
+  Assert<Reads<'/api/v1/fleet/hosts/{host}/profile', 'get', Profile>>,
+  Assert<Reads<'/api/v1/fleet/hosts', 'get', FleetHostsView>>,
+  Assert<Reads<'/api/v1/fleet/runs', 'post', FleetRunView>>,
   Assert<Reads<'/api/v1/pids', 'get', number[]>>,
   Assert<Reads<'/api/v1/profile', 'get', Profile>>,
   Assert<Reads<'/api/v1/timeline', 'get', TimelineSummary>>,

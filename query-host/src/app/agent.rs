@@ -20,7 +20,7 @@ use crate::{
     doors::{
         control::ControlServer,
         fleet::{Connection, FleetAgent, subjects},
-        http::{AppState, Server},
+        http::{AppState, InFleet, Server},
     },
     ingest::{
         runs::{RunHost, Schedule},
@@ -120,7 +120,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
         None
     } else {
         let mut state = AppState::new(Arc::clone(&host), TokenSet::new(&args.store.data_dir), &http_options);
-        state.fleet = fleet.as_ref().map(FleetAgent::coordinator);
+        state.fleet = fleet.as_ref().map(|f| InFleet { place: place.clone(), coordinator: f.coordinator() });
         Some(Server::start(state, &http_options)?)
     };
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");

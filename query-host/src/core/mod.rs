@@ -84,7 +84,8 @@ impl Host {
         self.analyses.as_ref().ok_or(CoreError::NoAnalyses)
     }
 
-    pub fn health(&self, auth: bool) -> Health {
+    /// What this server is; `fleet`: where it is in a fleet, when it is in one.
+    pub fn health(&self, auth: bool, fleet: Option<crate::model::FleetPlace>) -> Health {
         Health {
             status: "ok".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -93,6 +94,7 @@ impl Host {
             uptime_s: self.started.elapsed().as_secs(),
             ifaces: self.runs.as_ref().map(RunScheduler::ifaces).unwrap_or_default(),
             auth,
+            fleet,
         }
     }
 

@@ -16,6 +16,10 @@ pub struct Health {
     /// Interfaces the agent samples (empty under `serve`).
     pub ifaces: Vec<String>,
     pub auth: bool,
+    /// Where this agent is in a fleet (`--nats`): its host, rack and dc names; absent outside
+    /// one. The web UI offers its fleet view when it is present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<super::FleetPlace>,
 }
 
 /// One retained UTC day.

@@ -1,7 +1,8 @@
 //! `scripts/start --rack-demo`: a small rack on this machine to try the fleet with — its own
 //! `nats-server`, an agent per host in a network namespace (`loupe_testbed::rack`), host 0's
-//! switch port shaped to 100 Mbit/s, and bursty traffic: every few seconds the other hosts send
-//! at host 0 at once (an incast), with a trickle in between. The rack's NATS and agents are
+//! switch port shaped to 100 Mbit/s, and bursty traffic: every second the other hosts send at
+//! host 0 at once (an incast), with a trickle in between. Host 0's web UI (a token made for it,
+//! the fleet's example analyses uploaded) shows the fleet view. The rack's NATS and agents are
 //! reachable from this namespace over the management network; the commands to try are printed.
 //! Ctrl-C stops the agents and removes the namespaces.
 //!
@@ -9,8 +10,8 @@
 
 use std::{
     net::{SocketAddr, UdpSocket},
-    path::PathBuf,
-    process::Child,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
     sync::atomic::{AtomicBool, Ordering},
     thread,
     time::Duration,
@@ -67,17 +68,20 @@ fn main() -> Result<()> {
         );
     }
     let cli = loupe.display();
+    let ui = "http://10.78.0.1:7878";
+    let token = web_ui_access(&loupe, &dir.join(&rack.hosts[0].name), ui)?;
     eprintln!(
-        "rack-demo: {hosts} hosts (h0 … h{}), h0's port shaped to 100 Mbit/s, an incast at h0 every 5 s; logs in {}\n\
+        "rack-demo: {hosts} hosts (h0 … h{}), h0's port shaped to 100 Mbit/s, an incast at h0 every second; logs in {}\n\
+         the fleet view: {ui}/#/fleet (token {token})\n\
          try:\n  {cli} fleet hosts --nats {url}\n  {cli} fleet run --nats {url} --rack demo --interval 1ms\n  \
          {cli} fleet invoke rack-contention --nats {url} --rack demo --from -1m \\\n      \
-         --wasm udf-sdk/target/wasm32-wasip2/release/rack_contention.wasm -p threshold_bps=10000000\n  \
-         each agent's API (with a token: {cli} token add me --data-dir {}/h0): http://10.78.0.1:7878/ …\n\
+         --wasm udf-sdk/target/wasm32-wasip2/release/rack_contention.wasm -p threshold_bps=10000000\n\
          Ctrl-C stops it.",
         hosts - 1,
         dir.display(),
-        dir.display()
     );
+    // One line for scripts (the web UI's fleet test waits for it).
+    eprintln!("rack-demo ready: ui={ui} token={token}");
     traffic(&rack)?;
     for a in &agents {
         // SAFETY: kill(2) on our own children: agents leave the fleet and detach.
@@ -89,7 +93,42 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// Until stopped: a trickle between the hosts, and every 5 s all of them bursting at host 0.
+/// A token for host 0's API (the web UI), and the fleet's example analyses uploaded to it so
+/// the fleet view can run them (when they are built: `scripts/setup` builds udf-sdk).
+fn web_ui_access(loupe: &Path, h0_data: &Path, ui: &str) -> Result<String> {
+    let out = Command::new(loupe).args(["token", "add", "demo", "--data-dir"]).arg(h0_data).output()?;
+    if !out.status.success() {
+        bail!("loupe token add: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let token = String::from_utf8(out.stdout)?.trim().to_string();
+    for (name, crate_name) in [("rack-contention", "rack_contention"), ("fleet-hot-functions", "fleet_hot_functions")] {
+        let wasm = loupe_testbed::wasm_component(crate_name);
+        if !wasm.exists() {
+            eprintln!("rack-demo: {} not built, so {name} is not uploaded (scripts/setup builds udf-sdk)", wasm.display());
+            continue;
+        }
+        // The agent's API comes up within a few seconds of its start.
+        let mut tries = 0;
+        loop {
+            let up = Command::new(loupe)
+                .args(["--server", ui, "--token", &token, "udf", "upload", name])
+                .arg(&wasm)
+                .stdout(Stdio::null())
+                .output()?;
+            if up.status.success() {
+                break;
+            }
+            tries += 1;
+            if tries == 40 {
+                bail!("uploading {name} to {ui}: {}", String::from_utf8_lossy(&up.stderr));
+            }
+            thread::sleep(Duration::from_millis(250));
+        }
+    }
+    Ok(token)
+}
+
+/// Until stopped: a trickle between the hosts, and every second all of them bursting at host 0.
 fn traffic(rack: &Rack) -> Result<()> {
     let socket = |i: usize| -> Result<UdpSocket> {
         let addr = SocketAddr::from((rack.hosts[i].v4, 9000));
@@ -105,7 +144,7 @@ fn traffic(rack: &Rack) -> Result<()> {
             let next = SocketAddr::from((rack.hosts[(i + 1) % rack.hosts.len()].v4, 9000));
             let _ = s.send_to(&[0u8; 600], next);
         }
-        if tick % 50 == 0 {
+        if tick % 10 == 0 {
             thread::scope(|scope| {
                 for s in sockets.iter().skip(1) {
                     scope.spawn(move || {

@@ -16,6 +16,9 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
   document.title = 'Profile · Loupe';
   const q = ctx.query;
   const timings = window.__loupe.timings;
+  // `?host=h3`: another host of the fleet, its stacks read through this agent (range only).
+  const fleetHost = q.get('host');
+  if (fleetHost) return remoteProfile(root, ctx, fleetHost);
   root.append(h('h1', null, 'Profile'));
 
   const fromIn = h('input', { type: 'text', id: 'profile-from', value: timeForInput(q.get('from')), placeholder: '2026-11-23T00:01:00Z', spellcheck: 'false', class: 'time-input' });
@@ -163,6 +166,45 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
   const fg = renderFlame(flameSection, profile, 'Flame graph of the range');
   ctx.onCleanup(() => fg.destroy());
   body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, profile.samples), functionsTable(profile.functions, profile.samples, (name) => fg.search(name), (name) => probeHref(name, query.pid))));
+}
+
+/** Another fleet host's profile of a range (the fleet view opens it): no filters, no pprof. */
+async function remoteProfile(root: HTMLElement, ctx: ViewCtx, host: string): Promise<void> {
+  document.title = `Profile of ${host} · Loupe`;
+  const from = ctx.query.get('from') ?? undefined;
+  const to = ctx.query.get('to') ?? undefined;
+  const rangeText = `${from && /^\d+$/.test(from) ? rfc3339(from) : from ?? 'the beginning'} → ${to && /^\d+$/.test(to) ? rfc3339(to) : to ?? 'now'}`;
+  root.append(
+    h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/fleet' }, 'Fleet'), ' › ', host, ' › profile'),
+    h('h1', null, 'Profile of ', h('span', { class: 'mono' }, host)),
+  );
+  const body = h('div', null, loading(`Loading ${host}'s profile of ${rangeText}…`));
+  root.append(body);
+  const t0 = performance.now();
+  const profile = await api<Profile>(apiUrl(`fleet/hosts/${encodeURIComponent(host)}/profile`, { from, to }), { signal: ctx.signal });
+  if (ctx.signal.aborted) return;
+  window.__loupe.timings.profileFetched = performance.now() - t0;
+  body.replaceChildren(
+    h(
+      'div',
+      { class: 'profile-summary', 'data-samples': String(profile.samples), 'data-lost': String(profile.lost), 'data-host': host },
+      kv([
+        ['host', host],
+        ['range (UTC)', h('span', { class: 'mono' }, rangeText)],
+        ['samples', count(profile.samples)],
+        ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
+      ]),
+    ),
+  );
+  if (!profile.samples) {
+    body.append(h('p', { class: 'muted', id: 'profile-empty' }, `${host} has no stack samples in this range.`));
+    return;
+  }
+  const flameSection = h('section', { class: 'flame-section' }, h('h2', null, 'Flame graph'));
+  body.append(flameSection);
+  const fg = renderFlame(flameSection, profile, `Flame graph of ${host} over the range`);
+  ctx.onCleanup(() => fg.destroy());
+  body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, profile.samples), functionsTable(profile.functions, profile.samples, (name) => fg.search(name))));
 }
 
 /** The probe start form for a function of the profile, with the profile's PID when it is filtered by one. */

@@ -15,11 +15,14 @@ import { kv, loading, tableWrap } from '../ui';
 
 export async function runView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
   const id = ctx.params[0];
-  document.title = `Run ${id} · Loupe`;
+  // `?host=h3`: another host of the fleet, read through this agent (the fleet view's rows).
+  const fleetHost = ctx.query.get('host');
+  document.title = `Run ${id}${fleetHost ? ` on ${fleetHost}` : ''} · Loupe`;
   const timings = window.__loupe.timings;
-  const note = loading(`Loading run ${id}…`);
+  const note = loading(`Loading run ${id}${fleetHost ? ` from ${fleetHost}` : ''}…`);
   root.append(note);
-  const run = await api<RunView>(apiUrl(`runs/${id}`, { per_cpu: true }), { signal: ctx.signal });
+  const url = fleetHost ? apiUrl(`fleet/hosts/${encodeURIComponent(fleetHost)}/runs/${id}`) : apiUrl(`runs/${id}`, { per_cpu: true });
+  const run = await api<RunView>(url, { signal: ctx.signal });
   if (ctx.signal.aborted) return;
   const tFetched = performance.now();
   timings.runFetched = tFetched - ctx.t0;
@@ -45,7 +48,7 @@ export async function runView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
   const group = new ChartGroup(`run-${id}`);
   ctx.onCleanup(() => group.destroy());
 
-  const profileHref = `#/profile?from=${start}&to=${end}`;
+  const profileHref = `#/profile?from=${start}&to=${end}${fleetHost ? `&host=${encodeURIComponent(fleetHost)}` : ''}`;
   const article = h('article', {
     class: 'run',
     'data-run-id': str(run.id),
@@ -57,14 +60,21 @@ export async function runView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
   });
   root.append(article);
   article.append(
-    h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' › ', h('a', { href: `#/day/${date}` }, date), ' › ', `run ${id}`),
+    fleetHost
+      ? h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/fleet' }, 'Fleet'), ' › ', fleetHost, ' › ', `run ${id}`)
+      : h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/' }, 'Overview'), ' › ', h('a', { href: `#/day/${date}` }, date), ' › ', `run ${id}`),
     h(
       'div',
       { class: 'title-row' },
-      h('h1', null, `Run `, h('span', { class: 'mono' }, str(run.id))),
+      h('h1', null, `Run `, h('span', { class: 'mono' }, str(run.id)), ...(fleetHost ? [' on ', h('span', { class: 'mono' }, fleetHost)] : [])),
       h('a', { class: 'button primary', href: profileHref, id: 'profile-link' }, 'Profile of this window'),
-      h('a', { class: 'button', href: `#/timeline?from=${start}&to=${end}`, id: 'timeline-link' }, 'Timeline of this window'),
-      h('a', { class: 'button', href: `#/probes?from=${start}&to=${end}`, id: 'probes-link' }, 'Probes in this window'),
+      // The timeline and probes are this agent's own; another host's are not read over the fleet.
+      ...(fleetHost
+        ? []
+        : [
+            h('a', { class: 'button', href: `#/timeline?from=${start}&to=${end}`, id: 'timeline-link' }, 'Timeline of this window'),
+            h('a', { class: 'button', href: `#/probes?from=${start}&to=${end}`, id: 'probes-link' }, 'Probes in this window'),
+          ]),
       h('button', { type: 'button', onclick: () => group.resetZoom() }, 'Reset zoom'),
     ),
     kv([

@@ -1,6 +1,7 @@
 //! The agent's side of the fleet: keep this host's registration alive and answer the requests
-//! of its scopes — `invoke` (an analysis over local data, answered as a partial result) and
-//! `run` (a synchronized run from a common instant).
+//! of its scopes — `invoke` (an analysis over local data, answered as a partial result),
+//! `run` (a synchronized run from a common instant) and `read` (a stored run or a range's
+//! stacks, for the fleet view).
 //!
 //! It runs on its own thread with a small tokio runtime, so a slow or unreachable NATS server
 //! never holds up collection; the core's blocking work (an analysis, a run that lasts seconds)
@@ -20,7 +21,9 @@ use super::{
     Connection, FleetError, modules, payload_limit, registry,
     registry::Registration,
     subjects::{self, Verb},
-    wire::{self, Envelope, InvokeBody, InvokeReply, Reply, RunBody, RunReply, WIRE_VERSION, WireError},
+    wire::{
+        self, Envelope, InvokeBody, InvokeReply, ReadBody, ReadReply, Reply, RunBody, RunReply, WIRE_VERSION, WireError,
+    },
 };
 use crate::{
     clock::now_unix_ns,
@@ -201,6 +204,7 @@ async fn answer(ctx: Arc<Ctx>, msg: Message) {
     let bytes = match subjects::verb_of(&msg.subject) {
         Some(Verb::Invoke) => handle(&ctx, &msg, limit, invoke).await,
         Some(Verb::Run) => handle(&ctx, &msg, limit, run).await,
+        Some(Verb::Read) => handle(&ctx, &msg, limit, read).await,
         None => return,
     };
     if let Some(bytes) = bytes
@@ -303,4 +307,21 @@ fn run(ctx: &Ctx, envelope: &Envelope<RunBody>) -> Result<RunReply, WireError> {
         clock: view.clock,
         configured_before_start_ns,
     })
+}
+
+/// `read`: a stored run or a range's aggregated stacks, as this host's own API would answer
+/// them (a reply over the payload limit becomes `too_large`, naming the sizes).
+fn read(ctx: &Ctx, envelope: &Envelope<ReadBody>) -> Result<ReadReply, WireError> {
+    match envelope.body {
+        ReadBody::Run { id } => {
+            let view = ctx.host.show_run(loupe_store::RunId(id), false).map_err(core_error)?;
+            Ok(ReadReply::Run(view))
+        }
+        ReadBody::Profile { from_unix_ns, to_unix_ns } => {
+            let range = loupe_store::TimeRange::new(from_unix_ns, to_unix_ns)
+                .map_err(|e| WireError::new("bad_range", e.to_string()))?;
+            let profile = ctx.host.profile(&loupe_store::ProfileQuery::range(range)).map_err(core_error)?;
+            Ok(ReadReply::Profile(profile))
+        }
+    }
 }

@@ -21,7 +21,7 @@ use super::{
     modules::{self, CatalogEntry},
     registry,
     subjects::{Selector, Verb},
-    wire::{Envelope, InvokeBody, InvokeReply, RunBody, RunReply, WIRE_VERSION},
+    wire::{Envelope, InvokeBody, InvokeReply, ReadBody, ReadReply, RunBody, RunReply, WIRE_VERSION},
 };
 use crate::{
     clock::now_unix_ns,
@@ -40,6 +40,8 @@ pub const DEFAULT_LEAD: Duration = Duration::from_secs(2);
 pub const MIN_LEAD: Duration = Duration::from_millis(300);
 /// Time after a run's end for every host to store it and answer.
 const RUN_ANSWER_MARGIN: Duration = Duration::from_secs(15);
+/// How long a `read` of one host's stored data is waited for.
+pub const READ_DEADLINE: Duration = Duration::from_secs(5);
 /// Longest deadline of an invocation.
 pub const MAX_DEADLINE: Duration = Duration::from_secs(300);
 
@@ -206,6 +208,36 @@ impl Coordinator {
             missed,
             max_clock_error_ns,
         })
+    }
+
+    /// What one host has stored (a run, a range's stacks): the fleet view opens a host's
+    /// window with it. The host must be `up`; its own errors come back with its code.
+    pub async fn read(&self, host: &str, body: ReadBody) -> Result<ReadReply, FleetError> {
+        let selector = Selector { host: Some(host.into()), ..Default::default() };
+        selector.check().map_err(FleetError::BadRequest)?;
+        let expected = self.expected(&selector).await?;
+        let envelope = Envelope {
+            v: WIRE_VERSION,
+            query: self.client.new_inbox(),
+            deadline_unix_ns: now_unix_ns() + READ_DEADLINE.as_nanos() as u64,
+            selector: selector.clone(),
+            body,
+        };
+        let mut gathered: Gathered<ReadReply> = gather(
+            &self.client,
+            selector.subject(Verb::Read),
+            &envelope,
+            expected.up.keys().cloned().collect(),
+            Instant::now() + READ_DEADLINE,
+        )
+        .await?;
+        match gathered.answers.pop() {
+            Some(answer) => answer.result.map_err(|e| FleetError::Remote { host: host.into(), code: e.code, message: e.message }),
+            None => Err(FleetError::Bus(format!(
+                "host {host} did not answer within {} s (down, partitioned or overloaded)",
+                READ_DEADLINE.as_secs()
+            ))),
+        }
     }
 
     /// Puts a module into the fleet's object store (once per content) under `name`.

@@ -7,8 +7,9 @@
 //! - [`registry`]: each agent's registration in a JetStream key-value bucket, with heartbeats.
 //! - [`modules`]: analyses shipped by content hash through JetStream's object store.
 //! - [`gather`]: publish once, collect every expected reply or stop at the deadline.
-//! - [`agent`]: the agent's side — registration, answering `invoke` and `run`.
-//! - [`coordinator`]: the asking side — `fleet hosts`, `fleet run`, `fleet invoke` — used by
+//! - [`agent`]: the agent's side — registration, answering `invoke`, `run` and `read`.
+//! - [`coordinator`]: the asking side — `fleet hosts`, `fleet run`, `fleet invoke`, a host's
+//!   stored run or profile — used by
 //!   the CLI (`loupe fleet … --nats URL`) and by the HTTP API of any agent in the fleet.
 //!
 //! `docs/fleet.md` has the subjects, the merge contract, the failure behaviour and the numbers.
@@ -39,6 +40,9 @@ pub enum FleetError {
     TooLarge(String),
     #[error("{0}")]
     BadRequest(String),
+    /// A host answered with an error of its own (`not_found`, `too_large`, …).
+    #[error("host {host}: {message}")]
+    Remote { host: String, code: String, message: String },
     /// The local analysis runtime (merging) failed.
     #[error("{0}")]
     Core(#[from] crate::core::CoreError),

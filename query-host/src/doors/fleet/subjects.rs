@@ -7,8 +7,9 @@
 //! loupe.v1.<verb>.host.<host>        one host
 //! ```
 //!
-//! Verbs: `invoke` (run an analysis next to the data, answer a partial result) and `run` (a
-//! synchronized run). The verb comes before the scope so NATS permissions can grant a team
+//! Verbs: `invoke` (run an analysis next to the data, answer a partial result), `run` (a
+//! synchronized run) and `read` (one host's stored run or profile, for the fleet view's
+//! "open this host's window"). The verb comes before the scope so NATS permissions can grant a team
 //! `loupe.v1.invoke.>` without `loupe.v1.run.>`. An agent subscribes to four subjects, one per
 //! scope it belongs to (`loupe.v1.*.rack.<its rack>`, …): publishing to a scope reaches exactly
 //! its members, and the server does the fan-out. Rack names are taken to be unique in the
@@ -28,6 +29,7 @@ pub const MAX_NAME: usize = 64;
 pub enum Verb {
     Invoke,
     Run,
+    Read,
 }
 
 impl Verb {
@@ -35,6 +37,7 @@ impl Verb {
         match self {
             Verb::Invoke => "invoke",
             Verb::Run => "run",
+            Verb::Read => "read",
         }
     }
 
@@ -42,6 +45,7 @@ impl Verb {
         match token {
             "invoke" => Some(Verb::Invoke),
             "run" => Some(Verb::Run),
+            "read" => Some(Verb::Read),
             _ => None,
         }
     }
@@ -156,6 +160,7 @@ mod tests {
         assert_eq!(Selector { dc: Some("d1".into()), ..Default::default() }.subject(Verb::Run), "loupe.v1.run.dc.d1");
         assert_eq!(verb_of("loupe.v1.run.rack.r7"), Some(Verb::Run));
         assert_eq!(verb_of("loupe.v2.run.rack.r7"), None);
+        assert_eq!(verb_of("loupe.v1.read.host.h1"), Some(Verb::Read));
     }
 
     #[test]

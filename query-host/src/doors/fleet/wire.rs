@@ -74,6 +74,23 @@ pub struct RunReply {
     pub configured_before_start_ns: i64,
 }
 
+/// `read`: what one host has stored, for the fleet view's "open this host's window".
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ReadBody {
+    /// A stored run, by id.
+    Run { id: u64 },
+    /// The stack samples of a range, aggregated (the asker builds the flame graph: a tree
+    /// would arrive nested as deep as the stacks, past the wire's nesting cap).
+    Profile { from_unix_ns: u64, to_unix_ns: u64 },
+}
+
+/// `read`'s answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ReadReply {
+    Run(crate::model::RunView),
+    Profile(loupe_store::Profile),
+}
+
 /// Why a host could not answer: a stable code and words for people.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireError {

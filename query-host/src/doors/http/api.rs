@@ -102,7 +102,7 @@ pub struct RangeQuery {
 /// Liveness and what this server is. Needs no token.
 #[utoipa::path(get, path = "/api/v1/health", tag = "host", security(()), responses((status = 200, body = Health)))]
 async fn health(State(state): State<Arc<AppState>>, fmt: Format) -> Response {
-    fmt.reply(&state.host.health(!state.no_auth))
+    fmt.reply(&state.host.health(!state.no_auth, state.fleet.as_ref().map(|f| f.place.clone())))
 }
 
 /// Retained days: runs by interval, stack samples, bytes.

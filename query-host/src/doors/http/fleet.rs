@@ -1,11 +1,16 @@
 //! The fleet through any agent that is in it (`loupe agent --nats URL`): who is there
 //! (`GET /api/v1/fleet/hosts`), a synchronized run on a rack (`POST /api/v1/fleet/runs`), an
-//! analysis on every selected host, merged (`POST /api/v1/fleet/invoke`). The agent asks the
-//! fleet over its own NATS connection; an agent outside a fleet answers 409.
+//! analysis on every selected host, merged (`POST /api/v1/fleet/invoke`), and one host's stored
+//! run or profile (`GET /api/v1/fleet/hosts/{host}/runs/{id}`, `…/profile`) — what the web UI's
+//! fleet view opens when a host's row is clicked. The agent asks the fleet over its own NATS
+//! connection; an agent outside a fleet answers 409.
 
 use std::sync::Arc;
 
-use axum::{extract::State, response::Response};
+use axum::{
+    extract::{Path, State},
+    response::Response,
+};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -19,12 +24,20 @@ use super::{
 };
 use crate::{
     core::time::{TimeArg, parse_interval, parse_range},
-    doors::fleet::{Coordinator, InvokeOrder, RunOrderFleet, Selector, merge_with},
-    model::{ErrorBody, ErrorKind, FleetHostsView, FleetInvokeView, FleetRunView},
+    doors::fleet::{
+        Coordinator, InvokeOrder, RunOrderFleet, Selector, merge_with,
+        wire::{ReadBody, ReadReply},
+    },
+    model::{ErrorBody, ErrorKind, FleetHostsView, FleetInvokeView, FleetRunView, ProfileView, RunView},
 };
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
-    OpenApiRouter::new().routes(routes!(hosts)).routes(routes!(run)).routes(routes!(invoke))
+    OpenApiRouter::new()
+        .routes(routes!(hosts))
+        .routes(routes!(run))
+        .routes(routes!(invoke))
+        .routes(routes!(host_run))
+        .routes(routes!(host_profile))
 }
 
 /// Which hosts: a rack, a datacenter, one host; none of them means the whole fleet.
@@ -43,7 +56,7 @@ impl From<Scope> for Selector {
 }
 
 fn coordinator(state: &AppState) -> Result<&Coordinator, ApiError> {
-    state.fleet.as_ref().ok_or_else(|| {
+    state.fleet.as_ref().map(|f| &f.coordinator).ok_or_else(|| {
         ApiError::new(
             ErrorKind::Conflict,
             "not_in_fleet",
@@ -152,4 +165,51 @@ async fn invoke(
     };
     let merge = merge_with(Arc::clone(&state.host), module, caller.team, range, req.params);
     Ok(fmt.reply(&fleet.invoke(&order, &req.name, &sha, merge).await?))
+}
+
+/// A host's stored run, read over the fleet: what the fleet view opens when a host's row of a
+/// synchronized run is clicked.
+#[utoipa::path(get, path = "/api/v1/fleet/hosts/{host}/runs/{id}", tag = "fleet", operation_id = "fleet_host_run", params(("host" = String, Path, description = "The host's fleet name"), ("id" = u64, Path, description = "Run id on that host")), responses((status = 200, body = RunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn host_run(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    Path((host, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let id: u64 = id.parse().map_err(|_| crate::core::CoreError::BadId(id))?;
+    match coordinator(&state)?.read(&host, ReadBody::Run { id }).await? {
+        ReadReply::Run(view) => Ok(fmt.reply(&view)),
+        ReadReply::Profile(_) => Err(ApiError::internal(format!("host {host} answered a run read with a profile"))),
+    }
+}
+
+/// A range of the host's stored stacks.
+#[derive(Clone, Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HostRange {
+    /// Start (inclusive): RFC 3339, Unix ns, `now`, `-1h`. Default: the beginning.
+    pub from: Option<String>,
+    /// End (exclusive), same forms. Default: the end of time.
+    pub to: Option<String>,
+}
+
+/// A host's profile of a range, read over the fleet (its stacks travel, the flame graph is
+/// built here); a range whose stacks exceed the fleet's message limit answers 413 `too_large`.
+#[utoipa::path(get, path = "/api/v1/fleet/hosts/{host}/profile", tag = "fleet", operation_id = "fleet_host_profile", params(("host" = String, Path, description = "The host's fleet name"), HostRange), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn host_profile(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    Path(host): Path<String>,
+    ApiQuery(q): ApiQuery<HostRange>,
+) -> Result<Response, ApiError> {
+    let range = parse_range(q.from.as_deref(), q.to.as_deref())?;
+    let body = ReadBody::Profile { from_unix_ns: range.from_unix_ns(), to_unix_ns: range.to_unix_ns() };
+    match coordinator(&state)?.read(&host, body).await? {
+        ReadReply::Profile(profile) => {
+            let view = tokio::task::spawn_blocking(move || ProfileView::new(&profile)).await.map_err(ApiError::internal)?;
+            Ok(fmt.reply(&view))
+        }
+        ReadReply::Run(_) => Err(ApiError::internal(format!("host {host} answered a profile read with a run"))),
+    }
 }

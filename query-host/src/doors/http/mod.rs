@@ -77,7 +77,14 @@ pub struct AppState {
     /// How long a handler may wait for the core (an on-demand run stops waiting here).
     pub request_timeout: Duration,
     /// The fleet, when this agent is in one (`--nats`): the `/api/v1/fleet/…` routes ask it.
-    pub fleet: Option<crate::doors::fleet::Coordinator>,
+    pub fleet: Option<InFleet>,
+}
+
+/// This agent's membership, as its HTTP API sees it: where it is (health tells the web UI,
+/// which then offers the fleet view) and its way of asking the fleet.
+pub struct InFleet {
+    pub place: crate::model::FleetPlace,
+    pub coordinator: crate::doors::fleet::Coordinator,
 }
 
 /// Largest JSON request body (invocation parameters, run requests).

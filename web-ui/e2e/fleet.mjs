@@ -1,0 +1,232 @@
+// End-to-end test of the web UI's fleet view on a real simulated rack: `loupe-rack-demo` (the
+// testbed's rack: a real nats-server, a real `loupe agent` per host in its own network namespace,
+// an incast at h0 every second) with host 0's web UI driven in Debian's Chromium. Needs root and
+// nats-server (scripts/setup installs it); elsewhere it skips with one line (never in CI).
+//
+// Env: LOUPE_BIN, LOUPE_RACK_DEMO_BIN (default ../target/release/{loupe,loupe-rack-demo},
+// honouring CARGO_TARGET_DIR), CHROMIUM (default /usr/bin/chromium).
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { loadTs } from '../test/load-ts.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '..', '..');
+const targetDir = process.env.CARGO_TARGET_DIR ? resolve(process.env.CARGO_TARGET_DIR) : join(repo, 'target');
+const LOUPE = process.env.LOUPE_BIN ?? join(targetDir, 'release', 'loupe');
+const RACK_DEMO = process.env.LOUPE_RACK_DEMO_BIN ?? join(targetDir, 'release', 'loupe-rack-demo');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = join(here, 'screenshots');
+const HOSTS = 3;
+const { count } = await loadTs('format.ts'); // the UI's own number formatting
+
+function skipReason() {
+  if (process.getuid?.() !== 0) return 'needs root (network namespaces, tc programs)';
+  try {
+    execFileSync('nats-server', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return 'nats-server not installed (scripts/setup installs it)';
+  }
+  return null;
+}
+const skip = skipReason();
+if (skip) {
+  if (process.env.CI) throw new Error(`fleet e2e cannot run in CI: ${skip}`);
+  console.log(`SKIP fleet e2e: ${skip}`);
+}
+
+/** JSON with big integers (≥ 16 digits) kept as strings, as the UI parses it. */
+function parseJsonBig(text) {
+  return JSON.parse(text.replace(/"(?:[^"\\]|\\.)*"|(?<![\w.+-])-?\d{16,}(?![\d.eE])/g, (m) => (m[0] === '"' ? m : `"${m}"`)));
+}
+
+let demo;
+let demoLog = '';
+let dir;
+let ui;
+let token;
+let readyAt; // ns, when the demo said it was ready
+let context;
+const consoleErrors = [];
+
+async function api(path) {
+  const res = await fetch(ui + path, { headers: { Authorization: `Bearer ${token}` } });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${text}`);
+  return parseJsonBig(text);
+}
+
+async function newPage() {
+  const page = await context.newPage();
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.addInitScript((t) => sessionStorage.setItem('loupe.token', t), token);
+  page.on('console', (msg) => msg.type() === 'error' && consoleErrors.push(`[${page.url()}] ${msg.text()}`));
+  page.on('pageerror', (err) => consoleErrors.push(`[${page.url()}] pageerror: ${err.stack ?? err}`));
+  return page;
+}
+
+async function go(page, hash) {
+  if (!page.url().startsWith(ui)) await page.goto(`${ui}/${hash}`);
+  else await page.evaluate((h) => ((window.__loupe.ready = false), (location.hash = h)), hash);
+  await page.waitForFunction(() => window.__loupe && window.__loupe.ready === true, null, { timeout: 60_000 });
+}
+
+before(async () => {
+  if (skip) return;
+  mkdirSync(SHOTS, { recursive: true });
+  dir = mkdtempSync(join(tmpdir(), 'loupe-fleet-e2e-'));
+  demo = spawn(RACK_DEMO, ['--hosts', String(HOSTS), '--dir', dir, '--loupe', LOUPE], { stdio: ['ignore', 'ignore', 'pipe'] });
+  ({ ui, token } = await new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`loupe-rack-demo was not ready in 90 s:\n${demoLog}`)), 90_000);
+    demo.stderr.on('data', (d) => {
+      demoLog += d;
+      const m = /rack-demo ready: ui=(\S+) token=(\S+)/.exec(demoLog);
+      if (m) {
+        clearTimeout(timer);
+        resolvePromise({ ui: m[1], token: m[2] });
+      }
+    });
+    demo.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`loupe-rack-demo exited with ${code}:\n${demoLog}`));
+    });
+  }));
+  readyAt = BigInt(Date.now()) * 1_000_000n;
+  // Every agent registered, and some stack samples stored (batches are written every few seconds).
+  for (let i = 0; i < 60; i++) {
+    const hosts = await api('/api/v1/fleet/hosts?rack=demo').catch(() => null);
+    if (hosts?.up === HOSTS) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  for (const p of context.pages()) await p.close();
+});
+
+after(async () => {
+  await context?.close().catch(() => {});
+  if (demo) {
+    demo.removeAllListeners('exit');
+    const exited = new Promise((r) => demo.once('exit', r));
+    demo.kill('SIGINT'); // the demo stops its agents and removes its namespaces
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  assert.deepEqual(consoleErrors, [], 'console errors');
+});
+
+test('the fleet view: hosts and health, a synchronized run as hosts × time, a host\u2019s run and profile, hot functions', { skip: skip ?? false, timeout: 240_000 }, async () => {
+  const page = await newPage();
+  await go(page, '#/fleet');
+  assert.equal(await page.isVisible('#nav-fleet'), true, 'the Fleet link shows on an agent in a fleet');
+
+  // Hosts and their health, as the registry says.
+  const registry = await api('/api/v1/fleet/hosts?rack=demo');
+  assert.equal(await page.getAttribute('#fleet-hosts', 'data-up'), String(HOSTS));
+  const rows = await page.$$eval('#fleet-hosts tbody tr', (trs) => trs.map((tr) => [tr.dataset.host, tr.dataset.status]));
+  assert.deepEqual(rows, registry.hosts.map((h) => [h.host, h.status]));
+  assert.deepEqual(rows.map((r) => r[1]), Array(HOSTS).fill('up'));
+
+  // A synchronized run from the page: every host ran it from one start.
+  await page.selectOption('#fleet-interval', '1ms');
+  await page.fill('#fleet-samples', '2000');
+  await page.click('#fleet-run-start');
+  await page.waitForSelector('.fleet-run-summary', { timeout: 60_000 });
+  const summary = await page.$eval('.fleet-run-summary', (el) => ({ ...el.dataset }));
+  assert.equal(summary.hosts, String(HOSTS));
+  assert.equal(summary.missed, '');
+  const links = await page.$$eval('#fleet-heatmap .heatmap-label a', (as) => as.map((a) => [a.textContent, a.getAttribute('href')]));
+  assert.equal(links.length, HOSTS);
+  // Each host's own stored run, read over the fleet: one start, and the rack sum drawn is theirs.
+  const runs = {};
+  for (const [host, href] of links) {
+    const id = /#\/run\/(\d+)\?host=/.exec(href)[1];
+    runs[host] = await api(`/api/v1/fleet/hosts/${host}/runs/${id}`);
+    assert.equal(String(runs[host].start_unix_ns), summary.start, `${host}'s run starts at the common instant`);
+  }
+  const inSum = Object.values(runs).reduce((a, r) => a + r.metrics.in_bytes.reduce((x, y) => x + y, 0), 0);
+  assert.equal(summary.rackInBytes, String(inSum), 'the rack sum is the hosts\u2019 runs summed');
+  // The incast: h0's busiest slot has its senders' bursts in the same or the slots just before.
+  const h0 = runs.h0.metrics.in_bytes;
+  const peak = h0.indexOf(Math.max(...h0));
+  assert.ok(h0[peak] > 10_000, `no incast at h0 in the run: peak ${h0[peak]} B`);
+  const senders = Object.entries(runs).filter(([h, r]) => h !== 'h0' && r.metrics.out_bytes.slice(Math.max(0, peak - 40), peak + 1).some((b) => b > 10_000));
+  assert.equal(senders.length, HOSTS - 1, 'every other host bursts out as h0\u2019s ingress peaks');
+
+  // The heatmap's h0 row is coloured at the peak; a click there opens that host's window.
+  const box = await page.locator('#fleet-heatmap canvas').boundingBox();
+  const x = box.x + ((peak + 0.5) / h0.length) * box.width;
+  const row = links.findIndex(([host]) => host === 'h0');
+  await page.mouse.click(x, box.y + row * 16 + 8);
+  await page.waitForSelector('#fleet-pick .card');
+  assert.equal(await page.getAttribute('#fleet-pick .card', 'data-host'), 'h0');
+  const slot = Number(await page.getAttribute('#fleet-pick .card', 'data-slot'));
+  assert.ok(Math.abs(slot - peak) <= 2, `clicked slot ${slot}, peak ${peak}`);
+  await shoot(page, 'fleet');
+  // Egress per host: the senders' rows light up instead.
+  await page.selectOption('#fleet-heat-direction', 'out_bytes');
+  assert.match(await page.getAttribute('#fleet-heatmap canvas', 'aria-label'), /^Heatmap of out_bytes per host over time, 3 hosts/);
+
+  await page.evaluate(() => (window.__loupe.ready = false));
+  await page.click('#fleet-pick-run');
+  await page.waitForFunction(() => window.__loupe.view === 'run' && window.__loupe.ready === true, null, { timeout: 60_000 });
+  assert.equal(await page.getAttribute('article.run', 'data-total-in-bytes'), String(h0.reduce((a, b) => a + b, 0)));
+  assert.match(await page.textContent('h1'), /Run \d+ on h0/);
+  assert.equal(await page.getAttribute('nav[aria-label="Main"] a[aria-current="page"]', 'data-nav'), 'fleet');
+
+  // h0's profile of the run's window, over the fleet: what h0 itself answers for that range.
+  const profileHref = await page.getAttribute('#profile-link', 'href');
+  await go(page, profileHref);
+  const q = new URLSearchParams(profileHref.split('?')[1]);
+  const remote = await api(`/api/v1/fleet/hosts/h0/profile?from=${q.get('from')}&to=${q.get('to')}`);
+  assert.equal(await page.getAttribute('.profile-summary', 'data-host'), 'h0');
+  assert.equal(await page.getAttribute('.profile-summary', 'data-samples'), String(remote.samples));
+
+  // Fleet hot functions over a closed range whose samples are stored: each host's count equals
+  // its own profile of that range, and the libraries' shares add up to the whole.
+  await go(page, '#/fleet');
+  const from = readyAt;
+  const to = readyAt + 10_000_000_000n;
+  // The range is over and its samples are stored (the agents write a batch every 10 s).
+  const wait = Number((to + 13_000_000_000n - BigInt(Date.now()) * 1_000_000n) / 1_000_000n);
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  await page.fill('#fleet-hot-from', from.toString());
+  await page.fill('#fleet-hot-to', to.toString());
+  await page.click('#fleet-hot-start');
+  await page.waitForSelector('.fleet-hot-summary', { timeout: 30_000 });
+  const hot = await page.$eval('.fleet-hot-summary', (el) => ({ ...el.dataset }));
+  assert.deepEqual(hot.answered.split(',').sort(), links.map(([h]) => h).sort());
+  let total = 0;
+  const text = await page.textContent('.fleet-hot-summary');
+  for (const [host] of links) {
+    const own = await api(`/api/v1/fleet/hosts/${host}/profile?from=${from}&to=${to}`);
+    total += own.samples;
+    assert.ok(new RegExp(`${host} ${count(own.samples)}[,)]`).test(text), `${host}'s samples: ${count(own.samples)} in ${text}`);
+  }
+  assert.equal(hot.samples, String(total), 'the fleet total is the hosts\u2019 own profiles summed');
+  assert.ok(total > 0, 'the agents sampled nothing in 10 s');
+  const libs = await page.$$eval('#fleet-hot-libraries tbody tr', (trs) => trs.map((tr) => Number(tr.dataset.samples)));
+  assert.ok(libs.length > 0, 'no libraries');
+  assert.ok(libs.reduce((a, b) => a + b, 0) <= total);
+  await page.waitForSelector('#fleet-hot-functions tbody tr');
+  await shoot(page, 'fleet-hot');
+  await page.close();
+});
+
+async function shoot(page, name) {
+  for (const theme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme: theme });
+    await page.waitForFunction((t) => document.documentElement.dataset.resolvedTheme === t, theme);
+    await page.waitForTimeout(200);
+    await page.screenshot({ path: join(SHOTS, `${name}-${theme}.png`), fullPage: true });
+  }
+}
