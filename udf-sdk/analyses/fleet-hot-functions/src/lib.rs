@@ -28,9 +28,10 @@ fn table(counts: &Counts) -> Output {
     t.into()
 }
 
-fn parse(output: Output) -> Result<Counts, String> {
+/// Adds a partial result (made by [`table`], here or on another host) into `counts`: one map
+/// for every partial of a merge, each row's strings moved in, not copied.
+fn parse_into(counts: &mut Counts, output: Output) -> Result<(), String> {
     let Output::Table(t) = output else { return Err("a fleet-hot-functions partial is a table".into()) };
-    let mut counts = Counts::new();
     for r in t.rows {
         let [Cell::Text(kind), Cell::Text(function), Cell::Text(module), Cell::Text(host), Cell::Unsigned(n), _] =
             <[Cell; 6]>::try_from(r).map_err(|r| format!("a row of {} cells, not 6", r.len()))?
@@ -40,7 +41,7 @@ fn parse(output: Output) -> Result<Counts, String> {
         let kind = Kind::parse(&kind).ok_or_else(|| format!("unknown row kind {kind:?}"))?;
         *counts.entry((kind, function, module, host)).or_default() += n;
     }
-    Ok(counts)
+    Ok(())
 }
 
 impl Analysis for FleetHotFunctions {
@@ -80,8 +81,11 @@ impl Analysis for FleetHotFunctions {
 
 impl Merge for FleetHotFunctions {
     fn merge(_ctx: &Context, partials: Vec<Output>) -> Result<Output, String> {
-        let parts = partials.into_iter().map(parse).collect::<Result<Vec<_>, _>>()?;
-        Ok(table(&fleet_hot::merge(parts)))
+        let mut counts = Counts::new();
+        for p in partials {
+            parse_into(&mut counts, p)?;
+        }
+        Ok(table(&counts))
     }
 }
 

@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use loupe_detect::rack::{self, Rack, RackSlot, RunSlots};
+use loupe_detect::rack::{self, Rack, RunSlots};
 use loupe_udf::{Analysis, Cell, Context, Description, Merge, Output, Param, ResultKind, Table, row};
 
 /// Most slots in one result: a rack's synchronized run of 2,000 slots fits fifty times.
@@ -76,8 +76,9 @@ fn table(rack: &Rack, min_senders: u64) -> Result<Output, String> {
     Ok(t.into())
 }
 
-/// A partial result back into slots (it was made by [`table`], here or on another host).
-fn parse(output: Output) -> Result<Rack, String> {
+/// Adds a partial result (made by [`table`], here or on another host) into `rack`, slot by
+/// slot: one map for every partial of a merge, so each row is absorbed once.
+fn parse_into(rack: &mut Rack, output: Output) -> Result<(), String> {
     let Output::Table(t) = output else { return Err("a rack-contention partial is a table".into()) };
     if t.columns.len() != COLUMNS.len() {
         return Err(format!("a rack-contention partial has {} columns, not {}", t.columns.len(), COLUMNS.len()));
@@ -86,26 +87,30 @@ fn parse(output: Output) -> Result<Rack, String> {
         Cell::Unsigned(n) => Ok(*n),
         other => Err(format!("expected a count, got {other:?}")),
     };
-    let set = |c: &Cell| match c {
-        Cell::Text(s) => Ok(s.split(',').filter(|h| !h.is_empty()).map(str::to_string).collect()),
+    let set = |c: &Cell, into: &mut BTreeSet<String>| match c {
+        Cell::Text(s) => {
+            for h in s.split(',').filter(|h| !h.is_empty()) {
+                if !into.contains(h) {
+                    into.insert(h.to_string());
+                }
+            }
+            Ok(())
+        }
         other => Err(format!("expected a host list, got {other:?}")),
     };
-    let mut rack = Rack::new();
     for r in &t.rows {
         if r.len() != COLUMNS.len() {
             return Err("a rack-contention row of the wrong width".into());
         }
-        let slot = RackSlot {
-            in_bytes: num(&r[2])?,
-            out_bytes: num(&r[3])?,
-            ce_bytes: num(&r[9])?,
-            retx_bytes: num(&r[10])?,
-            in_burst: set(&r[7])?,
-            out_burst: set(&r[8])?,
-        };
-        rack.entry((num(&r[0])?, num(&r[1])?)).or_default().absorb(slot);
+        let slot = rack.entry((num(&r[0])?, num(&r[1])?)).or_default();
+        slot.in_bytes += num(&r[2])?;
+        slot.out_bytes += num(&r[3])?;
+        slot.ce_bytes += num(&r[9])?;
+        slot.retx_bytes += num(&r[10])?;
+        set(&r[7], &mut slot.in_burst)?;
+        set(&r[8], &mut slot.out_burst)?;
     }
-    Ok(rack)
+    Ok(())
 }
 
 impl Analysis for RackContention {
@@ -139,8 +144,11 @@ impl Analysis for RackContention {
 
 impl Merge for RackContention {
     fn merge(ctx: &Context, partials: Vec<Output>) -> Result<Output, String> {
-        let parts = partials.into_iter().map(parse).collect::<Result<Vec<_>, _>>()?;
-        table(&rack::merge(parts), ctx.params.u64("min_senders")?)
+        let mut rack = Rack::new();
+        for p in partials {
+            parse_into(&mut rack, p)?;
+        }
+        table(&rack, ctx.params.u64("min_senders")?)
     }
 }
 
