@@ -15,6 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { loadTs } from '../test/load-ts.mjs';
+import { parseJsonBig, shoot } from './shared.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
@@ -39,11 +40,6 @@ const skip = skipReason();
 if (skip) {
   if (process.env.CI) throw new Error(`fleet e2e cannot run in CI: ${skip}`);
   console.log(`SKIP fleet e2e: ${skip}`);
-}
-
-/** JSON with big integers (≥ 16 digits) kept as strings, as the UI parses it. */
-function parseJsonBig(text) {
-  return JSON.parse(text.replace(/"(?:[^"\\]|\\.)*"|(?<![\w.+-])-?\d{16,}(?![\d.eE])/g, (m) => (m[0] === '"' ? m : `"${m}"`)));
 }
 
 let demo;
@@ -171,7 +167,7 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
   assert.equal(await page.getAttribute('#fleet-pick .card', 'data-host'), 'h0');
   const slot = Number(await page.getAttribute('#fleet-pick .card', 'data-slot'));
   assert.ok(Math.abs(slot - peak) <= 2, `clicked slot ${slot}, peak ${peak}`);
-  await shoot(page, 'fleet');
+  await shoot(page, SHOTS, 'fleet');
   // Egress per host: the senders' rows light up instead.
   await page.selectOption('#fleet-heat-direction', 'out_bytes');
   assert.match(await page.getAttribute('#fleet-heatmap canvas', 'aria-label'), /^Heatmap of out_bytes per host over time, 3 hosts/);
@@ -218,15 +214,7 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
   assert.ok(libs.length > 0, 'no libraries');
   assert.ok(libs.reduce((a, b) => a + b, 0) <= total);
   await page.waitForSelector('#fleet-hot-functions tbody tr');
-  await shoot(page, 'fleet-hot');
+  await shoot(page, SHOTS, 'fleet-hot');
   await page.close();
 });
 
-async function shoot(page, name) {
-  for (const theme of ['light', 'dark']) {
-    await page.emulateMedia({ colorScheme: theme });
-    await page.waitForFunction((t) => document.documentElement.dataset.resolvedTheme === t, theme);
-    await page.waitForTimeout(200);
-    await page.screenshot({ path: join(SHOTS, `${name}-${theme}.png`), fullPage: true });
-  }
-}

@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 import { loadTs } from '../test/load-ts.mjs';
+import { parseJsonBig, shoot } from './shared.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const webUi = resolve(here, '..');
@@ -51,11 +52,6 @@ const T0 = 1795392000000000000n; // 2026-11-23T00:00:00Z
 const S = 1_000_000_000n;
 
 // ---- helpers ----
-
-/** JSON with big integers (≥ 16 digits) kept as strings, as the UI parses it. */
-function parseJsonBig(text) {
-  return JSON.parse(text.replace(/"(?:[^"\\]|\\.)*"|(?<![\w.+-])-?\d{16,}(?![\d.eE])/g, (m) => (m[0] === '"' ? m : `"${m}"`)));
-}
 
 function run(bin, args) {
   return execFileSync(bin, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
@@ -165,17 +161,6 @@ async function withToken(page) {
   await page.addInitScript((t) => sessionStorage.setItem('loupe.token', t), token);
 }
 
-async function shoot(page, name) {
-  for (const theme of ['light', 'dark']) {
-    await page.emulateMedia({ colorScheme: theme });
-    // Charts and canvases redraw in the new colours on the next frame.
-    await page.waitForFunction((t) => document.documentElement.dataset.resolvedTheme === t, theme);
-    await page.waitForTimeout(200);
-    await page.screenshot({ path: join(SHOTS, `${name}-${theme}.png`), fullPage: true });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.waitForFunction(() => document.documentElement.dataset.resolvedTheme === 'light');
-}
 
 function assertNoConsoleErrors() {
   const errs = consoleErrors.splice(0);
@@ -400,7 +385,7 @@ test('a bad token shows a clear error, the token field, then a good token works'
   const box = await page.textContent('main .error');
   assert.match(box, /401/);
   assert.match(box, /unauthorized/);
-  await shoot(page, 'token-error');
+  await shoot(page, SHOTS, 'token-error');
   await page.fill('#token-input', token);
   await page.click('#token-panel button[type=submit]');
   await page.waitForSelector('#days-table');
@@ -423,7 +408,7 @@ test('overview: host, store size and retained days', async () => {
   assert.equal(await page.getAttribute('[data-collecting]', 'data-collecting'), 'false');
   assert.ok(await page.isVisible('#days-table tr[data-date="2026-11-23"]'));
   assert.ok(await page.isVisible('a.cal-cell[href="#/day/2026-11-23"]'));
-  await shoot(page, 'overview');
+  await shoot(page, SHOTS, 'overview');
   // The theme toggle: auto → light → dark → auto, whatever the system prefers.
   const theme = page.locator('header button', { hasText: 'Theme:' });
   await theme.click();
@@ -446,7 +431,7 @@ test('day: runs with per-run totals, filter by interval', async () => {
     const r = await api(`/api/v1/runs/${id}`);
     assert.equal(await page.getAttribute(`tr[data-run-id="${id}"]`, 'data-total-in-bytes'), String(sum(r.metrics.in_bytes)));
   }
-  await shoot(page, 'day');
+  await shoot(page, SHOTS, 'day');
   await page.selectOption('#filter-interval', '1000000');
   assert.equal(await page.locator('#runs-table tbody tr').count(), 1);
   assert.ok(await page.isVisible(`tr[data-run-id="${synth.run_a}"]`));
@@ -517,7 +502,7 @@ test('run view: exact totals, bursts and stall, timings; narrow screen', async (
   assert.deepEqual(await ranges(), ['0.06,0.15'], 'every chart zoomed to the first burst (slots 100–109 ± 40)');
   await page.click('text=Reset zoom');
   assert.deepEqual(await ranges(), ['0,1.999']);
-  await shoot(page, 'run');
+  await shoot(page, SHOTS, 'run');
   // Narrow laptop screen: no horizontal page overflow.
   await page.setViewportSize({ width: 800, height: 720 });
   await page.waitForTimeout(300);
@@ -569,7 +554,7 @@ test('profile of run B window: hot_leaf on top, search, keyboard zoom, pprof dow
   assert.ok(bytes.length > 20 && bytes[0] === 0x1f && bytes[1] === 0x8b, 'pprof is gzip');
   await page.fill('.flame-search', 'hot_leaf');
   await page.press('.flame-search', 'Enter');
-  await shoot(page, 'profile');
+  await shoot(page, SHOTS, 'profile');
   await page.close();
   assertNoConsoleErrors();
 });
@@ -583,7 +568,7 @@ test('profile: the Libraries table equals the API’s module shares; an empty li
   assert.ok(modules.length >= 2, `${modules.length} modules`);
   assert.equal(await page.getAttribute('#modules-table thead th:nth-child(2)', 'aria-sort'), 'descending');
   assert.equal(await page.getAttribute('section.modules .table-wrap', 'aria-label'), 'Libraries: each module’s share of the samples');
-  await shoot(page, 'profile-libraries');
+  await shoot(page, SHOTS, 'profile-libraries');
   // A profile with samples but no modules (answer stubbed in the browser).
   await page.route(/\/api\/v1\/profile\?/, (r) =>
     r.fulfill({
@@ -636,7 +621,7 @@ test('wide profile: ≥ 50,000-node flame graph renders and stays interactive', 
   await page.fill('.flame-search', prof.functions[0].name);
   await page.press('.flame-search', 'Enter');
   assert.ok(Number(await page.getAttribute('.flame', 'data-matches')) > 0);
-  await shoot(page, 'flame-wide');
+  await shoot(page, SHOTS, 'flame-wide');
   await page.close();
   assertNoConsoleErrors();
 });
@@ -658,7 +643,7 @@ test('analyses: upload burst-detector through the file input, run it: a 4-row ta
   assert.equal(await page.getAttribute('#result-table', 'data-rows'), '4');
   assert.equal(await page.locator('#result-table tbody tr').count(), 4);
   assert.ok(Number(await page.getAttribute('.result-meta', 'data-elapsed-ns')) > 0);
-  await shoot(page, 'analyses');
+  await shoot(page, SHOTS, 'analyses');
   await page.close();
   assertNoConsoleErrors();
 });
@@ -680,7 +665,7 @@ test('analyses: a time-limited module shows 408 time_limit plainly', async () =>
   const text = await page.textContent('#invoke-result .error');
   assert.match(text, /408/);
   assert.match(text, /time_limit/);
-  await shoot(page, 'analysis-error');
+  await shoot(page, SHOTS, 'analysis-error');
   await page.close();
   allowed = [];
   assertNoConsoleErrors();
@@ -713,13 +698,13 @@ test('analyses: series, flame graph and text results render', async () => {
   await invoke('xr');
   assert.equal(await page.getAttribute('#invoke-result', 'data-kind'), 'series');
   assert.ok((await page.locator('#result-series .uplot').count()) >= 1);
-  await shoot(page, 'analysis-series');
+  await shoot(page, SHOTS, 'analysis-series');
   // RFC 3339 input: run B's window (the flame graph of its samples: hot_leaf on top).
   await invoke('flame', ['2026-11-23T00:01:00Z', '2026-11-23T00:01:20Z']);
   assert.equal(await page.getAttribute('#invoke-result', 'data-kind'), 'flamegraph');
   assert.ok(Number(await page.getAttribute('#result-flame .flame', 'data-nodes')) > 1);
   assert.equal(await page.getAttribute('#functions-table', 'data-top-function'), 'hot_leaf');
-  await shoot(page, 'analysis-flame');
+  await shoot(page, SHOTS, 'analysis-flame');
   await invoke('noop');
   assert.equal(await page.getAttribute('#invoke-result', 'data-kind'), 'text');
   assert.equal((await page.textContent('#result-text')).trim(), 'ok');
@@ -804,7 +789,7 @@ test('timeline: programs, the per-event table equals the API, lanes drawn, hover
   const runs = (await api(`/api/v1/runs?from=${lookback}&to=${to}`)).filter((r) => BigInt(r.start_unix_ns) + BigInt(r.samples) * BigInt(r.interval_ns) > BigInt(from));
   assert.equal(await p.locator('#timeline-runs li[data-run-id]').count(), runs.length);
   if (!runs.length) assert.match(await p.textContent('#timeline-runs'), /No network runs overlap this window/);
-  await shoot(p, 'timeline');
+  await shoot(p, SHOTS, 'timeline');
   // Drag to zoom into the middle third: the view narrows, the profile link follows, Reset restores.
   const full = await p.getAttribute('.tl-chart', 'data-view');
   await p.mouse.move(box.x + box.width / 3, box.y + 60);
@@ -875,7 +860,7 @@ test('timeline: exact big arguments by keyboard, the cap said plainly, runs besi
   assert.equal(await page.getAttribute('.tl-chart', 'data-events'), '120');
   assert.match(await page.textContent('#timeline-cap'), /Showing the first 120 events/);
   assert.match(await page.getAttribute('#timeline-cap a', 'href'), new RegExp(`^#/timeline\\?from=\\d+&to=${to}&pid=${timeline.wallPid}&max=120$`));
-  await shoot(page, 'timeline-wall');
+  await shoot(page, SHOTS, 'timeline-wall');
   // No events in a window: said so.
   await go(page, `#/timeline?from=${T0}&to=${T0 + S}`);
   assert.match(await page.textContent('#timeline-empty'), /No timeline events in this window/);
@@ -929,7 +914,7 @@ test('probes: the list and a session equal the API; histograms drawn; the slow p
   );
   assert.ok(rows.some((r) => r.text[3] === '/usr/local/bin/nf'), 'the session on the binary names it as its target');
   assert.match(await page.textContent('#probes-serve-note'), /only serves a store/);
-  await shoot(page, 'probes');
+  await shoot(page, SHOTS, 'probes');
 
   // The sampled session with the most recorded calls, through its link (in-app navigation: the figure).
   const entry = [...all.sessions].sort((a, b) => b.recorded_calls - a.recorded_calls)[0];
@@ -1020,7 +1005,7 @@ test('probes: the list and a session equal the API; histograms drawn; the slow p
   const colours = await first.locator('tbody tr[data-depth="1"] th').evaluateAll((ths) => ths.map((th) => getComputedStyle(th).color));
   assert.equal(new Set(colours).size, 2, 'the heaviest child stands out');
   assert.match(await first.locator('summary').textContent(), /heaviest: handle › forward/);
-  await shoot(page, 'probe-session');
+  await shoot(page, SHOTS, 'probe-session');
   await page.close();
   assertNoConsoleErrors();
 });
@@ -1058,7 +1043,7 @@ test('probes: from a run’s window, notes, a session without calls; a profile�
   assert.equal(await page.locator('#probe-histograms .hist').count(), cv.functions.length);
   assert.deepEqual(await page.$$eval('#probe-functions tbody tr', (trs) => trs.map((tr) => tr.dataset.timed)), cv.functions.map((f) => String(f.calls)), 'every call timed');
   assert.equal(await page.getAttribute('#probe-again-link', 'href'), `#/probes/start?binary=%2Fusr%2Flocal%2Fbin%2Fnf&functions=handle%2Cparse%2Clookup%2Cforward`);
-  await shoot(page, 'probe-session-no-calls');
+  await shoot(page, SHOTS, 'probe-session-no-calls');
 
   // A profile filtered by PID: each function's "Probe…" opens the start form with its name and the PID.
   const from = (T0 + 60n * S).toString();
@@ -1099,7 +1084,7 @@ test('probes: from a run’s window, notes, a session without calls; a profile�
   assert.match(text, /only serves a store/);
   assert.match(await page.textContent('#probe-start-hint'), /Nothing was attached/);
   assert.equal(await page.locator('#probe-active').count(), 0);
-  await shoot(page, 'probe-start-refused');
+  await shoot(page, SHOTS, 'probe-start-refused');
   allowed = [];
   await page.close();
   assertNoConsoleErrors();
