@@ -18,6 +18,11 @@ fn build_busy(dir: &Path) -> PathBuf {
     out
 }
 
+/// The tests spin CPUs, and the rate test counts each spinning thread's samples against its
+/// whole CPU: run alongside the deny-list test's spinners, its threads got half a CPU each
+/// (~45 samples of 100). So they take turns.
+static SPINNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn collect(sampler: &mut StackSampler, until: Instant) -> Vec<RawStack> {
     let mut all = Vec::new();
     while Instant::now() < until {
@@ -30,6 +35,7 @@ fn collect(sampler: &mut StackSampler, until: Instant) -> Vec<RawStack> {
 #[test]
 fn samples_each_busy_thread_at_the_asked_rate() {
     require_root!();
+    let _turn = SPINNING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let busy = build_busy(dir.path());
     let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: 50, ..Default::default() }).unwrap();
@@ -60,6 +66,7 @@ fn samples_each_busy_thread_at_the_asked_rate() {
 #[test]
 fn deny_list_by_pid_and_cgroup_subtree() {
     require_root!();
+    let _turn = SPINNING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let busy = build_busy(dir.path());
     // A cgroup subtree: loupe-deny-<pid>/inner; the busy process goes into `inner`, the parent is denied.
