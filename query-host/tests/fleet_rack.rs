@@ -443,7 +443,13 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
             .output()
             .unwrap();
         assert!(out.status.success(), "h{i}: {}", String::from_utf8_lossy(&out.stderr));
-        let profile: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let profile: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "h{i}: loupe profile --json printed no JSON ({e}): stdout {:?}, stderr {:?}",
+                String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(400)]),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
         let host = format!("h{i}");
         let mut mine = std::collections::BTreeMap::<String, u64>::new();
         for r in hot["rows"].as_array().unwrap().iter().filter(|r| r[0] == "function" && r[3] == host.as_str()) {

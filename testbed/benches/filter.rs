@@ -277,6 +277,13 @@ fn per_packet_cost() -> Result<i64> {
                 median(&paired),
                 cell.noop,
             );
+            let name = format!("filter_{state}_{}_{}", cell.direction, cell.frame)
+                .to_lowercase()
+                .replace(['/', ' '], "_");
+            println!(
+                r#"BENCH {{"name": "{name}_above_floor", "value": {}, "unit": "ns", "baseline": {floor}}}"#,
+                median(&paired)
+            );
         }
     }
 
@@ -462,6 +469,8 @@ fn throughput(run_cost_ns: i64) -> Result<()> {
     println!("filter: throughput, Loupe idle:         {:>5.1} Gbit/s  [{}]", idle.0, idle.1);
     println!("filter: throughput, Loupe run active:   {:>5.1} Gbit/s  [{}]", run.0, run.1);
     println!("filter: throughput ratio idle/none {:.3}, run/none {:.3}", idle.0 / none.0, run.0 / none.0);
+    println!(r#"BENCH {{"name": "filter_veth_tcp_run_over_none", "value": {:.3}, "unit": "ratio", "baseline": 1}}"#, run.0 / none.0);
+    println!(r#"BENCH {{"name": "filter_veth_tcp_idle_over_none", "value": {:.3}, "unit": "ratio", "baseline": 1}}"#, idle.0 / none.0);
     // What the filter's own CPU time can explain: invocations × per-packet cost, against the
     // transfer's duration (veth uses GSO/TSO end to end, so one skb carries up to 64 KiB).
     let skbs = running.iter().map(|t| t.skbs).sum::<u64>() / running.len() as u64;
