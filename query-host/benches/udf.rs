@@ -143,6 +143,11 @@ fn main() {
             percentile(&times, 0.99).as_secs_f64() * 1e6,
             times.last().unwrap().as_secs_f64() * 1e6
         );
+        println!(
+            r#"BENCH {{"name": "udf_noop_invocation_p99_{}", "value": {:.1}, "unit": "us"}}"#,
+            format!("{allocation:?}").to_lowercase(),
+            percentile(&times, 0.99).as_secs_f64() * 1e6
+        );
     }
 
     // 2. Burst detector: wasm vs native over the same stored runs.
@@ -188,6 +193,11 @@ fn main() {
         w.as_secs_f64() / n.as_secs_f64(),
         native()
     );
+    println!(
+        r#"BENCH {{"name": "udf_burst_detector_wasm_ms", "value": {:.2}, "unit": "ms", "baseline": {:.2}}}"#,
+        w.as_secs_f64() * 1e3,
+        n.as_secs_f64() * 1e3
+    );
 
     // 3. Sample cursor throughput into a guest vs read natively.
     let (count, _) = rt.compile(&wasm("sample_count"), &store, &info).unwrap();
@@ -221,5 +231,10 @@ fn main() {
         samples as f64 / tg[2].as_secs_f64() / 1e6,
         samples as f64 / tn[2].as_secs_f64() / 1e6,
         tg[2].as_secs_f64() / tn[2].as_secs_f64()
+    );
+    println!(
+        r#"BENCH {{"name": "udf_sample_cursor_guest", "value": {:.3}, "unit": "M samples/s", "baseline": {:.3}}}"#,
+        samples as f64 / tg[2].as_secs_f64() / 1e6,
+        samples as f64 / tn[2].as_secs_f64() / 1e6
     );
 }

@@ -23,6 +23,7 @@ use std::{
 mod common;
 
 use common::Http;
+use loupe_query_host::formats::deep_json;
 use loupe_testbed::{
     rack::Rack,
     require_root,
@@ -443,7 +444,8 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
             .output()
             .unwrap();
         assert!(out.status.success(), "h{i}: {}", String::from_utf8_lossy(&out.stderr));
-        let profile: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        // A flame graph nests two JSON levels per frame, past serde_json's default cap of 128.
+        let profile: Value = deep_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
                 "h{i}: loupe profile --json printed no JSON ({e}): stdout {:?}, stderr {:?}",
                 String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(400)]),
@@ -481,7 +483,7 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
         .arg(fleet.data_dir(4))
         .output()
         .unwrap();
-    let own: Value = serde_json::from_slice(&own.stdout).unwrap();
+    let own: Value = deep_json::from_slice(&own.stdout).unwrap();
     let remote = remote.json();
     assert!(remote["samples"].as_u64().unwrap() > 0);
     for key in ["samples", "functions", "modules", "flamegraph"] {

@@ -199,6 +199,8 @@ fn query_phase(dir: &Path, hours: u64) {
         stats.disk_bytes as f64 / n,
         stats.disk_bytes as f64 / MB
     );
+    println!(r#"BENCH {{"name": "samples_bytes_per_sample_stored", "value": {:.2}, "unit": "B"}}"#, ss.stored_bytes as f64 / n);
+    println!(r#"BENCH {{"name": "samples_bytes_per_sample_on_disk", "value": {:.2}, "unit": "B"}}"#, stats.disk_bytes as f64 / n);
     let batches = store.sample_batches(TimeRange::ALL).expect("batches");
     let day = TimeRange::new(batches[0].start_unix_ns, batches.last().unwrap().end_unix_ns + 1).unwrap();
     let report = |label: &str, m: &Measured<loupe_store::Profile>| {
@@ -213,6 +215,8 @@ fn query_phase(dir: &Path, hours: u64) {
             m.value.stacks.len(),
             m.value.lost
         );
+        let name = label.to_lowercase().replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+        println!(r#"BENCH {{"name": "samples_profile_{name}", "value": {:.3}, "unit": "s"}}"#, m.wall.as_secs_f64());
     };
     let q_day = ProfileQuery::range(day);
     let m = measure(|| store.profile(&q_day).expect("profile"));
