@@ -22,8 +22,10 @@
 //!    idle, and with a run active on both ends; printed in Gbit/s and as ratios to no filter.
 //!    This is the end-to-end view: with GSO the filter sees one skb of up to 64 KiB where the
 //!    wire would carry ~45 segments, so its share of the stack's cost is much smaller than (1)
-//!    alone suggests. Configurations are interleaved over several rounds (rotating their order)
-//!    and the median is printed, because a 2-core VM is noisy. A last line puts the ratios in
+//!    alone suggests. Configurations are interleaved over 9 rounds (rotating their order); the
+//!    medians are printed, and each round's own ratio to no filter (its three transfers ran
+//!    back to back, so the host's drift cancels) as a median with its interquartile range and
+//!    range, because a 2-core VM is noisy. A last line puts the ratios in
 //!    proportion: filter invocations per transfer × the per-packet cost of (1), against the
 //!    transfer's duration — the slowdown the filter's own CPU time can explain.
 //!
@@ -65,7 +67,7 @@ const TEST_RUN_REPS: usize = 7;
 /// Bytes per TCP transfer.
 const TRANSFER_BYTES: u64 = 1 << 30;
 /// Rounds of the throughput comparison (each round measures every configuration once).
-const ROUNDS: usize = 7;
+const ROUNDS: usize = 9;
 /// A run long enough to cover every measurement made while it is active: 10 ms × 2000 = 20 s.
 const LONG_RUN: RunRequest = RunRequest { interval: Duration::from_millis(10), samples: 2000, start: StartAt::Now };
 /// Ethernet frame size of the test-run packets (a full 1500-byte MTU frame).
@@ -460,7 +462,7 @@ fn throughput(run_cost_ns: i64) -> Result<()> {
     }
 
     let all = |v: &Vec<f64>| v.iter().map(|g| format!("{g:.1}")).collect::<Vec<_>>().join(" ");
-    let [none, idle, run] = gbps.map(|v| (median_f64(v.clone()), all(&v)));
+    let [none, idle, run] = gbps.clone().map(|v| (median_f64(v.clone()), all(&v)));
     println!(
         "filter: veth TCP a0 -> b0, {} MiB per transfer, median of {ROUNDS} interleaved rounds",
         TRANSFER_BYTES >> 20
@@ -468,9 +470,28 @@ fn throughput(run_cost_ns: i64) -> Result<()> {
     println!("filter: throughput, no filter:          {:>5.1} Gbit/s  [{}]", none.0, none.1);
     println!("filter: throughput, Loupe idle:         {:>5.1} Gbit/s  [{}]", idle.0, idle.1);
     println!("filter: throughput, Loupe run active:   {:>5.1} Gbit/s  [{}]", run.0, run.1);
-    println!("filter: throughput ratio idle/none {:.3}, run/none {:.3}", idle.0 / none.0, run.0 / none.0);
-    println!(r#"BENCH {{"name": "filter_veth_tcp_run_over_none", "value": {:.3}, "unit": "ratio", "baseline": 1}}"#, run.0 / none.0);
-    println!(r#"BENCH {{"name": "filter_veth_tcp_idle_over_none", "value": {:.3}, "unit": "ratio", "baseline": 1}}"#, idle.0 / none.0);
+    println!("filter: throughput ratio of the medians idle/none {:.3}, run/none {:.3}", idle.0 / none.0, run.0 / none.0);
+    // Each round's own ratio (its configurations ran back to back, so slow drift of the host
+    // cancels), then the median of those and their spread.
+    for (label, i) in [("idle", 1), ("run", 2)] {
+        let mut ratios: Vec<f64> = gbps[i].iter().zip(&gbps[0]).map(|(c, n)| c / n).collect();
+        ratios.sort_by(f64::total_cmp);
+        let q = |f: f64| ratios[((ratios.len() - 1) as f64 * f).round() as usize];
+        println!(
+            "filter: per-round {label}/none: median {:.3}, interquartile {:.3}–{:.3}, range {:.3}–{:.3} ({ROUNDS} rounds)",
+            q(0.5),
+            q(0.25),
+            q(0.75),
+            ratios[0],
+            ratios[ratios.len() - 1]
+        );
+        println!(
+            r#"BENCH {{"name": "filter_veth_tcp_{label}_over_none", "value": {:.3}, "unit": "ratio", "baseline": 1, "iqr": [{:.3}, {:.3}]}}"#,
+            q(0.5),
+            q(0.25),
+            q(0.75)
+        );
+    }
     // What the filter's own CPU time can explain: invocations × per-packet cost, against the
     // transfer's duration (veth uses GSO/TSO end to end, so one skb carries up to 64 KiB).
     let skbs = running.iter().map(|t| t.skbs).sum::<u64>() / running.len() as u64;
