@@ -6,7 +6,7 @@
 //! skb whose headers sit in a fragment) does a read fall back to `bpf_skb_load_bytes`, which
 //! copies from anywhere in the skb and fails cleanly on short packets. A helper call per header
 //! cost ~15 ns, three of them per TCP packet (`cargo bench -p loupe-testbed --bench filter`,
-//! docs/testbed.md). Either way a truncated or odd header makes `parse` return `None` (the
+//! docs/hot-paths.md). Either way a truncated or odd header makes `parse` return `None` (the
 //! packet then counts toward bytes and packets only), never a verifier error.
 
 use core::mem::size_of;
