@@ -111,6 +111,26 @@ impl Fleet {
         cmd.spawn().unwrap()
     }
 
+    /// Host `i`'s own `loupe profile --json` of `[from, to)`, from its data dir (through its
+    /// agent's control socket).
+    fn own_profile(&self, i: usize, from: &str, to: &str) -> Value {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.rack.hosts[i].ns.name, LOUPE, "profile", "--json", "--from", from])
+            .args(["--to", to, "--data-dir"])
+            .arg(self.data_dir(i))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "h{i}: {}", String::from_utf8_lossy(&out.stderr));
+        // A flame graph nests two JSON levels per frame, past serde_json's default cap of 128.
+        deep_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "h{i}: loupe profile --json printed no JSON ({e}): stdout {:?}, stderr {:?}",
+                String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(400)]),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
     /// `loupe fleet ARGS --nats URL --json` from the switch's namespace (where NATS is).
     fn fleet(&self, args: &[&str]) -> Output {
         Command::new("ip")
@@ -437,21 +457,7 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     assert_eq!(hot["answered"].as_array().unwrap().len(), HOSTS, "{hot}");
     let mut fleet_total = 0;
     for i in 0..HOSTS {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &fleet.rack.hosts[i].ns.name, LOUPE, "profile", "--json", "--from", &from])
-            .args(["--to", &to, "--data-dir"])
-            .arg(fleet.data_dir(i))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "h{i}: {}", String::from_utf8_lossy(&out.stderr));
-        // A flame graph nests two JSON levels per frame, past serde_json's default cap of 128.
-        let profile: Value = deep_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "h{i}: loupe profile --json printed no JSON ({e}): stdout {:?}, stderr {:?}",
-                String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(400)]),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        let profile = fleet.own_profile(i, &from, &to);
         let host = format!("h{i}");
         let mut mine = std::collections::BTreeMap::<String, u64>::new();
         for r in hot["rows"].as_array().unwrap().iter().filter(|r| r[0] == "function" && r[3] == host.as_str()) {
@@ -477,13 +483,7 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     let on_h0 = |path: String| fleet.rack.hosts[0].ns.run(|| http.get(&path)).unwrap();
     let remote = on_h0(format!("/api/v1/fleet/hosts/h4/profile?from={from}&to={to}"));
     assert_eq!(remote.status, 200, "{}", String::from_utf8_lossy(&remote.body));
-    let own = Command::new("ip")
-        .args(["netns", "exec", &fleet.rack.hosts[4].ns.name, LOUPE, "profile", "--json", "--from", &from])
-        .args(["--to", &to, "--data-dir"])
-        .arg(fleet.data_dir(4))
-        .output()
-        .unwrap();
-    let own: Value = deep_json::from_slice(&own.stdout).unwrap();
+    let own = fleet.own_profile(4, &from, &to);
     let remote = remote.json();
     assert!(remote["samples"].as_u64().unwrap() > 0);
     for key in ["samples", "functions", "modules", "flamegraph"] {
