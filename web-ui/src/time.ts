@@ -25,6 +25,14 @@ export function rfc3339(ns: string | bigint, fractionDigits?: number): string {
   return `${iso}${f ? '.' + f : ''}Z`;
 }
 
+/** Whether a query value is a Unix-ns instant (digits only) rather than `now`, an offset or empty. */
+export const isNs = (v: string | null | undefined): v is string => !!v && /^\d+$/.test(v);
+
+/** A query's range as people read it: `2026-11-23T00:00:00Z → now` (open or empty ends named). */
+export function rangeText(from: string | null | undefined, to: string | null | undefined): string {
+  return `${isNs(from) ? rfc3339(from) : from || 'the beginning'} → ${isNs(to) ? rfc3339(to) : to || 'now'}`;
+}
+
 /** `YYYY-MM-DD` of a Unix-ns instant (UTC). */
 export function utcDate(ns: string | bigint): string {
   return rfc3339(ns).slice(0, 10);

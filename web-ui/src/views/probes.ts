@@ -9,11 +9,10 @@ import { str } from '../json';
 import type { ViewCtx } from '../main';
 import { endedText, overlapQuery, targetText } from '../probes';
 import type { ProbeList, ProbeListEntry } from '../types';
-import { parseTimeInput, rfc3339, timeForInput } from '../time';
+import { parseTimeInput, rfc3339, timeForInput, rangeText } from '../time';
 import { loading, tableWrap } from '../ui';
 import { activeTable } from './probestart';
 
-const isNs = (v: string | null | undefined): v is string => !!v && /^\d+$/.test(v);
 
 export async function probesView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
   document.title = 'Probes · Loupe';
@@ -86,17 +85,17 @@ export async function probesView(root: HTMLElement, ctx: ViewCtx): Promise<void>
 
   // Newest first.
   const sessions = list.sessions.filter(keep).reverse();
-  const rangeText = from || to ? `${isNs(from) ? rfc3339(from) : from ?? 'the beginning'} → ${isNs(to) ? rfc3339(to) : to ?? 'now'}` : null;
+  const range = from || to ? rangeText(from, to) : null;
   body.append(
     h(
       'h2',
       { id: 'probes-sessions-heading' },
       'Sessions',
-      h('span', { class: 'muted small' }, ` (${count(sessions.length)}${rangeText ? ` running in ${rangeText}` : ''})`),
+      h('span', { class: 'muted small' }, ` (${count(sessions.length)}${range ? ` running in ${range}` : ''})`),
     ),
   );
   if (!sessions.length) {
-    body.append(h('p', { class: 'muted', id: 'probes-empty' }, rangeText ? 'No probe sessions ran in this window.' : 'No probe sessions stored yet.'));
+    body.append(h('p', { class: 'muted', id: 'probes-empty' }, range ? 'No probe sessions ran in this window.' : 'No probe sessions stored yet.'));
     return;
   }
   body.append(sessionsTable(sessions));

@@ -9,7 +9,7 @@ import { barWidth, moduleShares } from '../modules';
 import { str } from '../json';
 import type { ViewCtx } from '../main';
 import type { Day, FunctionCount, ModuleCount, Profile } from '../types';
-import { NS_PER_DAY, parseTimeInput, rfc3339, timeForInput } from '../time';
+import { NS_PER_DAY, parseTimeInput, timeForInput, rangeText } from '../time';
 import { errorBox, kv, loading, tableWrap } from '../ui';
 
 export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
@@ -100,8 +100,8 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
     cpu: q.get('cpu') ?? undefined,
     idle: q.get('idle') === 'true' ? 'true' : undefined,
   };
-  const rangeText = `${from && /^\d+$/.test(from) ? rfc3339(from) : from ?? 'the beginning'} → ${to && /^\d+$/.test(to) ? rfc3339(to) : to ?? 'now'}`;
-  const body = h('div', null, loading(`Loading the profile of ${rangeText}…`));
+  const range = rangeText(from, to);
+  const body = h('div', null, loading(`Loading the profile of ${range}…`));
   root.append(body);
 
   void api<number[]>(apiUrl('pids', { from: query.from, to: query.to }), { signal: ctx.signal })
@@ -148,7 +148,7 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
       'div',
       { class: 'profile-summary', 'data-samples': String(profile.samples), 'data-lost': String(profile.lost) },
       kv([
-        ['range (UTC)', h('span', { class: 'mono' }, rangeText)],
+        ['range (UTC)', h('span', { class: 'mono' }, range)],
         ['samples', count(profile.samples)],
         ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
         ['filters', [query.pid && `pid ${query.pid}`, query.comm && `comm ${query.comm}`, query.cpu && `cpu ${query.cpu}`, query.idle ? 'idle included' : 'idle excluded'].filter(Boolean).join(', ')],
@@ -173,12 +173,12 @@ async function remoteProfile(root: HTMLElement, ctx: ViewCtx, host: string): Pro
   document.title = `Profile of ${host} · Loupe`;
   const from = ctx.query.get('from') ?? undefined;
   const to = ctx.query.get('to') ?? undefined;
-  const rangeText = `${from && /^\d+$/.test(from) ? rfc3339(from) : from ?? 'the beginning'} → ${to && /^\d+$/.test(to) ? rfc3339(to) : to ?? 'now'}`;
+  const range = rangeText(from, to);
   root.append(
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/fleet' }, 'Fleet'), ' › ', host, ' › profile'),
     h('h1', null, 'Profile of ', h('span', { class: 'mono' }, host)),
   );
-  const body = h('div', null, loading(`Loading ${host}'s profile of ${rangeText}…`));
+  const body = h('div', null, loading(`Loading ${host}'s profile of ${range}…`));
   root.append(body);
   const t0 = performance.now();
   const profile = await api<Profile>(apiUrl(`fleet/hosts/${encodeURIComponent(host)}/profile`, { from, to }), { signal: ctx.signal });
@@ -190,7 +190,7 @@ async function remoteProfile(root: HTMLElement, ctx: ViewCtx, host: string): Pro
       { class: 'profile-summary', 'data-samples': String(profile.samples), 'data-lost': String(profile.lost), 'data-host': host },
       kv([
         ['host', host],
-        ['range (UTC)', h('span', { class: 'mono' }, rangeText)],
+        ['range (UTC)', h('span', { class: 'mono' }, range)],
         ['samples', count(profile.samples)],
         ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
       ]),

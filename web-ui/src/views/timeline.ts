@@ -11,7 +11,7 @@ import type { ViewCtx } from '../main';
 import { capOf, colorSlots, extent, fetchCapped, lagText, offsetText, pad, toColumns, unixNs, type Columns } from '../timeline';
 import { SLOTS, TimelineChart } from '../timelinechart';
 import type { Day, EventStats, RunListEntry, TimelineEvent, TimelineEventsPage, TimelineSource, TimelineSummary } from '../types';
-import { NS_PER_DAY, parseTimeInput, rfc3339, timeForInput } from '../time';
+import { NS_PER_DAY, parseTimeInput, rfc3339, timeForInput, isNs, rangeText } from '../time';
 import { errorBox, kv, loading, tableWrap } from '../ui';
 
 /** How far before the window a run may start and still overlap it (a run of 2,000 × 10 ms is 20 s). */
@@ -19,7 +19,6 @@ const RUN_LOOKBACK_NS = 600n * 1_000_000_000n;
 /** Rows of the "events in view" table. */
 const VIEW_ROWS = 100;
 
-const isNs = (v: string | null | undefined): v is string => !!v && /^\d+$/.test(v);
 
 export async function timelineView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
   document.title = 'Timeline · Loupe';
@@ -101,8 +100,8 @@ export async function timelineView(root: HTMLElement, ctx: ViewCtx): Promise<voi
 
   const base = { from: from ?? undefined, to: to ?? undefined, comm: q.get('comm') ?? undefined, event: q.get('event') ?? undefined };
   const pidParam = q.get('pid');
-  const rangeText = `${isNs(from) ? rfc3339(from) : from ?? 'the beginning'} → ${isNs(to) ? rfc3339(to) : to ?? 'now'}`;
-  const body = h('div', null, loading(`Loading the timeline of ${rangeText}…`));
+  const range = rangeText(from, to);
+  const body = h('div', null, loading(`Loading the timeline of ${range}…`));
   root.append(body);
 
   // Programs and per-event statistics of the window (every program: the list to choose from).
@@ -119,7 +118,7 @@ export async function timelineView(root: HTMLElement, ctx: ViewCtx): Promise<voi
       'div',
       { class: 'timeline-summary', 'data-programs': String(sources.length), 'data-events': String(totalEvents), 'data-lost': String(totalLost) },
       kv([
-        ['range (UTC)', h('span', { class: 'mono' }, rangeText)],
+        ['range (UTC)', h('span', { class: 'mono' }, range)],
         ['programs', count(sources.length)],
         ['events', count(totalEvents)],
         ['lost', totalLost ? h('span', { class: 'warn-text' }, count(totalLost)) : '0'],
