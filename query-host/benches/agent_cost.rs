@@ -1,6 +1,7 @@
 //! What the always-on stack sampler costs: a `loupe agent` sampling stacks at 10 Hz on every CPU
 //! (no traffic runs), measured from outside through /proc: CPU seconds per wall second after a
-//! warm-up (first-time symbolization of the host's binaries is excluded), and peak RSS.
+//! warm-up (first-time symbolization of the host's binaries is excluded), and peak RSS; and
+//! per thread, CPU and how often it ran (`schedstat`), which says where the cost goes.
 //!
 //! Three agents in turn: on an idle host; and while a process keeps one CPU busy in a libc
 //! function that only libc's debug file names, with `--no-debug-files` and with debug files
@@ -30,6 +31,23 @@ fn status_kb(pid: u32, key: &str) -> u64 {
     status.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)).unwrap().parse().unwrap()
 }
 
+/// Per thread name: CPU nanoseconds and times it ran (`/proc/PID/task/*/schedstat`: exact,
+/// where `stat`'s ticks are 10 ms).
+fn threads(pid: u32) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut out = std::collections::BTreeMap::new();
+    for task in fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        let name = fs::read_to_string(task.path().join("comm")).unwrap_or_default().trim().to_string();
+        let stat = fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+        let f: Vec<u64> = stat.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        if let [ns, _, runs] = f[..] {
+            let e = out.entry(name).or_insert((0, 0));
+            e.0 += ns;
+            e.1 += runs;
+        }
+    }
+    out
+}
+
 /// What one agent cost over the measured window.
 struct Figures {
     cpu_share: f64,
@@ -37,6 +55,8 @@ struct Figures {
     samples: u64,
     rss_kb: u64,
     hwm_kb: u64,
+    /// Per thread name: CPU µs per second and wakeups per second over the window.
+    threads: Vec<(String, f64, f64)>,
 }
 
 /// Runs `loupe agent` (stacks only, 10 Hz) with `extra` arguments for a warm-up and then
@@ -59,9 +79,17 @@ fn measure(extra: &[&str], workload: Option<&std::path::Path>, seconds: u64) -> 
         Command::new(w).args(["libc", &secs]).stdout(Stdio::null()).spawn().unwrap()
     });
     thread::sleep(warmup);
-    let (cpu0, t0, from) = (cpu_seconds(pid), Instant::now(), now_ns());
+    let (cpu0, t0, from, threads0) = (cpu_seconds(pid), Instant::now(), now_ns(), threads(pid));
     thread::sleep(Duration::from_secs(seconds));
-    let (cpu1, wall, to) = (cpu_seconds(pid), t0.elapsed().as_secs_f64(), now_ns());
+    let (cpu1, wall, to, threads1) = (cpu_seconds(pid), t0.elapsed().as_secs_f64(), now_ns(), threads(pid));
+    let threads = threads1
+        .iter()
+        .map(|(name, &(ns, runs))| {
+            let (ns0, runs0) = threads0.get(name).copied().unwrap_or((0, 0));
+            (name.clone(), ns.saturating_sub(ns0) as f64 / 1e3 / wall, runs.saturating_sub(runs0) as f64 / wall)
+        })
+        .filter(|t| t.2 > 0.0)
+        .collect();
     let rss_kb = status_kb(pid, "VmRSS:");
     let hwm_kb = status_kb(pid, "VmHWM:");
     // SAFETY: kill(2) on the child we spawned.
@@ -78,7 +106,7 @@ fn measure(extra: &[&str], workload: Option<&std::path::Path>, seconds: u64) -> 
         .output()
         .unwrap();
     let view: serde_json::Value = loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap_or_default();
-    Figures { cpu_share: (cpu1 - cpu0) / wall, wall, samples: view["samples"].as_u64().unwrap_or(0), rss_kb, hwm_kb }
+    Figures { cpu_share: (cpu1 - cpu0) / wall, wall, samples: view["samples"].as_u64().unwrap_or(0), rss_kb, hwm_kb, threads }
 }
 
 fn now_ns() -> u64 {
@@ -95,7 +123,13 @@ fn report(name: &str, what: &str, f: &Figures) {
         f.rss_kb,
         f.hwm_kb
     );
+    for (thread, us, wakeups) in &f.threads {
+        println!("agent_cost:   thread {thread:<16} {us:>7.1} µs of CPU/s, {wakeups:>5.1} runs/s");
+    }
+    let exact: f64 = f.threads.iter().map(|t| t.1).sum::<f64>() / 1e4;
+    println!("agent_cost:   all threads (schedstat, exact): {exact:.3} % of one core");
     println!(r#"BENCH {{"name": "agent_cpu_{name}", "value": {:.5}, "unit": "% of one core"}}"#, f.cpu_share * 100.0);
+    println!(r#"BENCH {{"name": "agent_cpu_exact_{name}", "value": {exact:.5}, "unit": "% of one core"}}"#);
     println!(r#"BENCH {{"name": "agent_cpu_per_sample_{name}", "value": {per_sample_us:.1}, "unit": "us"}}"#);
     println!(r#"BENCH {{"name": "agent_rss_{name}", "value": {}, "unit": "KiB"}}"#, f.rss_kb);
 }

@@ -2,11 +2,15 @@
 
 use clap::Parser;
 use loupe_query_host::{
-    app::{agent, commands, fleet, probes, serve, tokens, udf},
+    app::{agent, commands, fleet, probes, serve, tokens, udf, zero_pages},
     cli::{Cli, Command, ImportCommand, RunsCommand},
     doors,
 };
 use tracing_subscriber::EnvFilter;
+
+/// The system allocator, able to give back the zero pages sled leaves behind (`app::zero_pages`).
+#[global_allocator]
+static ALLOCATOR: zero_pages::Allocator = zero_pages::Allocator;
 
 fn main() {
     tracing_subscriber::fmt()

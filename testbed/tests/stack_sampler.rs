@@ -63,6 +63,35 @@ fn samples_each_busy_thread_at_the_asked_rate() {
     let _ = child.wait_with_output();
 }
 
+/// The ring buffer is sized for the host and rate (not a fixed 4 MiB), and at the sampler's
+/// highest rate, drained as the agent drains it (every 500 ms, sooner when a quarter is
+/// waiting), it loses nothing.
+#[test]
+fn the_ring_is_sized_for_the_rate_and_loses_nothing_at_the_highest_rate() {
+    require_root!();
+    let _turn = SPINNING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let busy = build_busy(dir.path());
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let slow = StackSampler::start(&StackSamplerOptions { frequency_hz: 10, ..Default::default() }).unwrap();
+    assert_eq!(slow.ring_size().unwrap(), loupe_bpf::ring_bytes(cpus, 10));
+    drop(slow);
+    let hz = loupe_bpf::MAX_FREQUENCY;
+    let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: hz, ..Default::default() }).unwrap();
+    assert_eq!(sampler.ring_size().unwrap(), loupe_bpf::ring_bytes(cpus, hz));
+    let start = Instant::now();
+    let child = Command::new(&busy).args(["spin", "3", &cpus.to_string()]).spawn().unwrap();
+    let mut all = Vec::new();
+    while start.elapsed() < Duration::from_millis(3500) {
+        sampler.drain(&mut all, Duration::from_millis(500)).unwrap();
+    }
+    sampler.drain(&mut all, Duration::ZERO).unwrap();
+    let _ = child.wait_with_output();
+    assert_eq!(sampler.lost().unwrap(), 0, "{} samples taken", all.len());
+    let want = (3.5 * hz as f64 * cpus as f64) as usize;
+    assert!(all.len() * 10 >= want * 8, "{} samples in 3.5 s at {hz} Hz on {cpus} CPUs (want ~{want})", all.len());
+}
+
 #[test]
 fn deny_list_by_pid_and_cgroup_subtree() {
     require_root!();

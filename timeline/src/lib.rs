@@ -40,4 +40,4 @@ pub mod format;
 pub mod reader;
 pub mod writer;
 
-pub use writer::{DefineError, Event, breath, define, file_path, log, now, sync_clock, timeline_dir};
+pub use writer::{DefineError, Event, breath, define, file_path, log, make_dir, now, sync_clock, timeline_dir};

@@ -563,12 +563,14 @@ fn refresh_interval(tsc: bool) -> u64 {
     if tsc { 1 << 31 } else { 1_000_000_000 }
 }
 
-fn make_dir(dir: &Path) -> std::io::Result<()> {
+/// Makes the ring directory if it is missing, as every writer does: sticky and world-writable
+/// like `/tmp`, since every user's programs write there. (The agent makes it too, so it can
+/// watch it before the first program starts.)
+pub fn make_dir(dir: &Path) -> std::io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
     std::fs::create_dir_all(dir)?;
-    // Every user's programs write here (like /tmp): sticky and world-writable.
     let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777));
     Ok(())
 }

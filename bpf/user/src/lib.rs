@@ -29,7 +29,7 @@ pub use probes::{
 };
 pub use stacks::{
     DenyList, MAX_FREQUENCY, MIN_FREQUENCY, RawStack, SampleClock, StackSampler, StackSamplerOptions, cgroup_id,
-    comm_key,
+    comm_key, ring_bytes,
 };
 pub use traffic::{
     CpuCounters, MAX_CAPACITY, MAX_INTERVAL, MIN_INTERVAL, PendingRun, RunCounters, RunRequest, SamplerOptions,

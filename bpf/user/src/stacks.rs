@@ -8,7 +8,7 @@ use std::{
 };
 
 use aya::{
-    Ebpf,
+    Ebpf, EbpfLoader,
     maps::{HashMap, MapData, PerCpuArray, RingBuf},
     programs::{
         PerfEvent,
@@ -26,6 +26,26 @@ use crate::{SamplerError, clock::ClockPair, map_mut};
 /// Sampling frequencies accepted, per CPU.
 pub const MIN_FREQUENCY: u64 = 1;
 pub const MAX_FREQUENCY: u64 = 1000;
+
+/// Seconds of samples, at the full rate on every CPU, the ring buffer holds. The reader drains
+/// every 500 ms and is woken early once a quarter is waiting, so 2 s leaves it 1.5 s of slack.
+const RING_SECONDS: u64 = 2;
+/// Bounds of the ring buffer: a power of two between 256 KiB and 64 MiB.
+const RING_MIN: u64 = 256 << 10;
+const RING_MAX: u64 = 64 << 20;
+
+/// The ring buffer's size for `cpus` CPUs sampled at `hz`: [`RING_SECONDS`] of samples, a
+/// power of two (the kernel requires one) within [`RING_MIN`]..=[`RING_MAX`].
+///
+/// Why not one fixed size: every sample reserves a whole [`StackEvent`] (~1.6 KB), and the
+/// ring's pages are all touched once it has wrapped, so a fixed 4 MiB was 8 MiB of the agent's
+/// resident memory (user space maps the data twice) on a 2-CPU host that needs 64 KB, while a
+/// 96-CPU host at 100 Hz fills 4 MiB in under 0.3 s and loses samples between two drains.
+pub fn ring_bytes(cpus: usize, hz: u64) -> u32 {
+    let record = (size_of::<StackEvent>() as u64 + 8).next_multiple_of(8); // + the ring's header
+    let want = (cpus as u64).saturating_mul(hz).saturating_mul(record).saturating_mul(RING_SECONDS);
+    want.clamp(RING_MIN, RING_MAX).next_power_of_two().min(RING_MAX) as u32
+}
 
 /// Workloads that must never be profiled.
 #[derive(Clone, Debug, Default)]
@@ -107,7 +127,10 @@ impl StackSampler {
         let hz = options.frequency_hz;
         options.validate()?;
         let cgroup_ids = options.deny.cgroups.iter().map(|p| cgroup_id(p)).collect::<Result<Vec<_>, _>>()?;
-        let mut ebpf = Ebpf::load(crate::STACKS_OBJECT)
+        let cpus = online_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
+        let mut ebpf = EbpfLoader::new()
+            .map_max_entries(MAP_STACK_EVENTS, ring_bytes(cpus.len(), hz))
+            .load(crate::STACKS_OBJECT)
             .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
         {
             let mut comms: HashMap<&mut MapData, [u8; 16], u8> = map_mut(&mut ebpf, MAP_DENY_COMMS)?;
@@ -135,7 +158,6 @@ impl StackSampler {
         program
             .load()
             .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
-        let cpus = online_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
         // Cycles where there is a PMU, else the software CPU clock (as in most VMs). The CPU
         // clock gets a fixed period in nanoseconds rather than a frequency: in frequency mode
         // the kernel starts from a tiny period, throttles the event, and only lifts throttling
@@ -211,6 +233,15 @@ impl StackSampler {
         Ok(out.len() - before)
     }
 
+    /// The ring buffer's size in bytes, as the kernel made it ([`ring_bytes`] asked for it).
+    pub fn ring_size(&self) -> Result<u32, SamplerError> {
+        let fd = self.ring.as_fd().try_clone_to_owned().map_err(|e| SamplerError::io("duplicating the ring's fd", e))?;
+        let info = MapData::from_fd(fd)
+            .and_then(|map| map.info())
+            .map_err(|e| SamplerError::Load(format!("map {MAP_STACK_EVENTS}: {e}")))?;
+        Ok(info.max_entries())
+    }
+
     /// Samples lost so far because the ring buffer was full (all CPUs).
     pub fn lost(&self) -> Result<u64, SamplerError> {
         let map: PerCpuArray<&MapData, u64> = self
@@ -249,4 +280,24 @@ pub fn cgroup_id(path: &Path) -> Result<u64, SamplerError> {
         ));
     }
     Ok(meta.ino())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ring_holds_two_seconds_of_samples_within_its_bounds() {
+        let record = size_of::<StackEvent>() as u64 + 8;
+        for (cpus, hz) in [(1, 1), (2, 10), (8, 99), (96, 10), (128, 10), (96, 100), (400, 1000), (100_000, 1000)] {
+            let bytes = u64::from(ring_bytes(cpus, hz));
+            assert!(bytes.is_power_of_two(), "{cpus} CPUs at {hz} Hz: {bytes} is not a power of two");
+            assert!((RING_MIN..=RING_MAX).contains(&bytes), "{cpus} CPUs at {hz} Hz: {bytes} out of bounds");
+            let two_seconds = cpus as u64 * hz * record * RING_SECONDS;
+            assert!(bytes >= two_seconds.min(RING_MAX), "{cpus} CPUs at {hz} Hz: {bytes} B holds less than 2 s");
+            assert!(bytes == RING_MIN || bytes < 2 * two_seconds, "{cpus} CPUs at {hz} Hz: {bytes} B is oversized");
+        }
+        assert_eq!(ring_bytes(2, 10), 256 << 10, "a small host keeps the floor, not the old 4 MiB");
+        assert_eq!(ring_bytes(96, 100), 32 << 20, "a big, fast host gets more than the old 4 MiB");
+    }
 }

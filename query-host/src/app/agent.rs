@@ -123,6 +123,10 @@ pub fn main(args: AgentArgs) -> Result<()> {
         state.fleet = fleet.as_ref().map(|f| InFleet { place: place.clone(), coordinator: f.coordinator() });
         Some(Server::start(state, &http_options)?)
     };
+    // Loading the eBPF programs parsed the kernel's BTF (twice, ~15 MB of heap each time, all
+    // freed by now); glibc keeps freed heap mapped unless asked to give it back.
+    // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
+    unsafe { libc::malloc_trim(0) };
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
 
     wait_for_stop(&shutdown, args.duration.map(|d| Instant::now() + d));

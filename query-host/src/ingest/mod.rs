@@ -4,6 +4,7 @@
 //! rings, tailed), and [`probes`] (uprobes on named functions: calls, latencies, call trees). Nothing
 //! here knows a door.
 
+pub mod dir_watch;
 pub mod probes;
 pub mod runs;
 pub mod stacks;

@@ -11,7 +11,7 @@
 
 use aya_ebpf::{
     EbpfContext,
-    bindings::{BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
+    bindings::{BPF_F_USER_STACK, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, BPF_RB_RING_SIZE},
     helpers::{
         bpf_get_current_ancestor_cgroup_id, bpf_get_current_cgroup_id, bpf_get_current_comm, bpf_get_current_pid_tgid,
         bpf_get_smp_processor_id, bpf_get_stack, bpf_ktime_get_ns,
@@ -24,12 +24,10 @@ use loupe_bpf_common::stacks::{
     FLAG_IDLE, FLAG_IN_KERNEL, MAX_CGROUP_LEVELS, MAX_KERNEL_FRAMES, MAX_USER_FRAMES, StackEvent,
 };
 
-const RING_BYTES: u32 = 4 << 20;
-const WAKEUP_BYTES: u64 = RING_BYTES as u64 / 4;
-
-/// 4 MiB: about 2,600 samples, over 2 s of a 128-CPU host at 10 Hz between two drains.
+/// Sized by userspace at load for ~2 s of samples at the sampling rate (`ring_bytes` in
+/// `loupe-bpf`'s `stacks`); this is only the object file's default.
 #[map(name = "STACK_EVENTS")]
-static STACK_EVENTS: RingBuf = RingBuf::with_byte_size(RING_BYTES, 0);
+static STACK_EVENTS: RingBuf = RingBuf::with_byte_size(4 << 20, 0);
 
 #[map(name = "STACK_LOST")]
 static STACK_LOST: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
@@ -91,7 +89,7 @@ pub fn loupe_stacks(ctx: PerfEventContext) -> u32 {
     }
     // Wake the reader only once a quarter of the buffer is waiting: userspace drains on its own
     // schedule anyway, and a wakeup per sample would cost more than the sample.
-    let wakeup = if STACK_EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= WAKEUP_BYTES {
+    let wakeup = if STACK_EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= STACK_EVENTS.query(BPF_RB_RING_SIZE as u64) / 4 {
         BPF_RB_FORCE_WAKEUP
     } else {
         BPF_RB_NO_WAKEUP
