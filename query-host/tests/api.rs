@@ -33,6 +33,30 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     assert_eq!(http.get(&format!("/api/v1/runs/{a}?per_cpu=true")).json(), show_cli);
     assert_eq!(http.get(&format!("/api/v1/profile?from=0&to={to}")).json(), profile_cli);
     assert_eq!(http.get("/api/v1/profile?pid=200").json(), profile_pid_cli);
+    // A pruned flame graph: narrow nodes left out and counted, every width and function kept.
+    let whole = &profile_cli;
+    let pruned = http.get(&format!("/api/v1/profile?from=0&to={to}&min_share=0.3")).json();
+    let count = |n: &serde_json::Value| -> u64 {
+        let mut stack = vec![n];
+        let mut nodes = 0;
+        while let Some(n) = stack.pop() {
+            nodes += 1;
+            stack.extend(n["children"].as_array().into_iter().flatten());
+        }
+        nodes
+    };
+    let (all, kept) = (count(&whole["flamegraph"]), count(&pruned["flamegraph"]));
+    assert!(kept < all, "min_share=0.3 kept {kept} of {all} nodes");
+    assert_eq!(pruned["pruned_nodes"], all - kept, "{pruned}");
+    assert_eq!(whole["pruned_nodes"], 0);
+    assert_eq!(pruned["functions"], whole["functions"]);
+    assert_eq!(pruned["flamegraph"]["value"], whole["flamegraph"]["value"]);
+    let total = whole["flamegraph"]["value"].as_f64().unwrap();
+    let mut stack = vec![&pruned["flamegraph"]];
+    while let Some(n) = stack.pop() {
+        assert!(n["value"].as_f64().unwrap() >= 0.3 * total, "{n}");
+        stack.extend(n["children"].as_array().into_iter().flatten());
+    }
     let run_b = http.get(&format!("/api/v1/runs/{b}")).json();
     assert_eq!(run_b["metrics"]["in_bytes"][10], 200_000);
     assert!(run_b.get("per_cpu").is_none());
@@ -109,6 +133,8 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     http.get("/api/v1/runs?from=soon").assert_error(400, "bad_time", "RFC 3339");
     http.get("/api/v1/runs?interval=fast").assert_error(400, "bad_interval", "bad interval 'fast'");
     http.get("/api/v1/profile?pid=4242").assert_error(404, "no_samples", "no samples of PID 4242");
+    http.get("/api/v1/profile?min_share=1.5").assert_error(400, "bad_share", "min_share 1.5 out of bounds");
+    http.get("/api/v1/profile?min_share=-0.1").assert_error(400, "bad_share", "from 0 to 1");
     http.get("/api/v1/nope").assert_error(404, "no_route", "no such route");
     http.post("/api/v1/runs", &json!({"interval": "1ms"})).assert_error(409, "not_collecting", "only serves a store");
     http.post("/api/v1/runs", &json!({"interval": 5})).assert_error(422, "bad_body", "interval");

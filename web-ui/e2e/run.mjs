@@ -360,6 +360,12 @@ after(async () => {
   console.log('\n# ---- web-ui figures (goals: run view ≤ 300 ms, flame graph ≤ 300 ms, bundle well under 300 KB gzipped) ----');
   console.log(`# run view, 11 metrics × 2,000 points: navigation → charts drawn ${f(figures.run_drawn_ms)} ms (data → drawn ${f(figures.run_render_ms)} ms; fetch+parse ${f(figures.run_fetch_ms)} ms); cold page load → drawn ${f(figures.run_cold_drawn_ms)} ms`);
   console.log(`# flame graph, wide profile ${figures.flame_nodes} nodes: render ${f(figures.flame_render_ms)} ms (layout ${f(figures.flame_layout_ms)} + draw ${f(figures.flame_draw_ms)}); fetch+parse ${f(figures.profile_fetch_ms)} ms; redraw after zoom ${f(figures.flame_redraw_ms)} ms`);
+  if (figures.flame_nodes_all !== undefined) {
+    const all = figures.profile_fetch_all_ms + figures.flame_render_all_ms;
+    const opened = figures.profile_fetch_ms + figures.flame_render_ms;
+    console.log(`# wide profile as it opens (nodes under 0.01 % left out): ${figures.flame_nodes} nodes, fetch+parse+draw ${f(opened)} ms; every node (${figures.flame_nodes_all}): ${f(all)} ms (fetch+parse ${f(figures.profile_fetch_all_ms)}); ratio ${(opened / all).toFixed(3)}`);
+    console.log(`BENCH ${JSON.stringify({ name: 'ui_wide_profile_open_ms', value: Number(opened.toFixed(1)), unit: 'ms', baseline: Number(all.toFixed(1)) })}`);
+  }
   console.log(`# timeline, ${figures.timeline_events} events of one process (${figures.timeline_pages} pages): navigation → drawn ${f(figures.timeline_drawn_ms)} ms (events fetch+parse ${f(figures.timeline_fetch_ms)} ms, draw ${f(figures.timeline_draw_ms)} ms); redraw after a zoom ${f(figures.timeline_redraw_ms)} ms`);
   console.log(`# probes: session of ${figures.probe_functions} functions (${figures.probe_buckets} histogram buckets, ${figures.probe_tree_rows} call-tree rows): navigation → drawn ${f(figures.probe_drawn_ms)} ms (fetch+parse ${f(figures.probe_fetch_ms)} ms, histograms ${f(figures.probe_hist_ms)} ms of which drawing ${f(figures.probe_hist_draw_ms)} ms); list of ${figures.probes_listed} sessions fetched in ${f(figures.probes_list_fetch_ms)} ms`);
   console.log(`# bundle: ${figures.bundle_gzip_kb} KB gzipped (${figures.bundle_raw_kb} KB raw)`);
@@ -591,13 +597,31 @@ test('wide profile: ≥ 50,000-node flame graph renders and stays interactive', 
   const prof = await api(`/api/v1/profile?from=${from}&to=${to}&pid=300`);
   const nodes = countNodes(prof.flamegraph);
   assert.ok(nodes >= 50_000, `wide flame graph has ${nodes} nodes`);
+  // What the view fetches: nodes under 0.01 % of the samples left out, and counted.
+  const pruned = await api(`/api/v1/profile?from=${from}&to=${to}&pid=300&min_share=0.0001`);
+  const kept = countNodes(pruned.flamegraph);
+  assert.equal(kept + Number(pruned.pruned_nodes), nodes, 'kept + pruned = every node');
+  assert.ok(kept < nodes, `${kept} of ${nodes} nodes kept`);
   const page = await newPage();
   await withToken(page);
   await go(page, '#/');
+  // Every node (`&all=true`, the "Show every call path" link): fetch + parse timed.
+  await page.evaluate(() => (window.__loupe.timings = {}));
+  await go(page, `#/profile?from=${from}&to=${to}&pid=300&all=true`);
+  await page.waitForSelector('.flame');
+  assert.equal(Number(await page.getAttribute('.flame', 'data-nodes')), nodes);
+  assert.equal(await page.locator('#flame-pruned').count(), 0, 'nothing left out, nothing said');
+  const whole = await page.evaluate(() => ({ ...window.__loupe.timings }));
+  figures.flame_nodes_all = whole.flameNodes;
+  figures.profile_fetch_all_ms = whole.profileFetched;
+  figures.flame_render_all_ms = whole.flameRender;
+  // The view as it opens: the pruned profile, with a way to every node.
   await page.evaluate(() => (window.__loupe.timings = {}));
   await go(page, `#/profile?from=${from}&to=${to}&pid=300`);
   await page.waitForSelector('.flame');
-  assert.equal(Number(await page.getAttribute('.flame', 'data-nodes')), nodes);
+  assert.equal(Number(await page.getAttribute('.flame', 'data-nodes')), kept);
+  assert.match(await page.textContent('#flame-pruned'), new RegExp(`${Number(pruned.pruned_nodes).toLocaleString('en-US')} call paths`));
+  assert.match(await page.getAttribute('#flame-show-all', 'href'), /all=true/);
   const t = await page.evaluate(() => ({ ...window.__loupe.timings }));
   figures.flame_nodes = t.flameNodes;
   figures.flame_render_ms = t.flameRender;
@@ -618,9 +642,25 @@ test('wide profile: ≥ 50,000-node flame graph renders and stays interactive', 
   );
   await page.mouse.move(box.x + box.width / 2, box.y + 18 * 4 + 5);
   await page.waitForSelector('.flame-tooltip:not([hidden])');
-  await page.fill('.flame-search', prof.functions[0].name);
+  // A function drawn in the pruned graph is found; one whose every call path is narrower than
+  // 0.01 % (a function spread thin) is said to be possibly among those left out.
+  const drawn = new Set();
+  for (const stack = [pruned.flamegraph]; stack.length; ) {
+    const n = stack.pop();
+    drawn.add(n.name);
+    stack.push(...(n.children ?? []));
+  }
+  const shown = prof.functions.find((fn) => drawn.has(fn.name));
+  await page.fill('.flame-search', shown.name);
   await page.press('.flame-search', 'Enter');
   assert.ok(Number(await page.getAttribute('.flame', 'data-matches')) > 0);
+  const thin = prof.functions.find((fn) => !drawn.has(fn.name));
+  if (thin) {
+    await page.fill('.flame-search', thin.name);
+    await page.press('.flame-search', 'Enter');
+    assert.equal(await page.getAttribute('.flame', 'data-matches'), '0');
+    assert.match(await page.textContent('.flame-search-info'), /no drawn frame matches \(.* narrow call paths are left out\)/);
+  }
   await shoot(page, SHOTS, 'flame-wide');
   await page.close();
   assertNoConsoleErrors();

@@ -1036,6 +1036,12 @@ export interface components {
              *     What a fleet's "datacenter tax" adds up (how much CPU goes to libc, zlib, the kernel, …).
              */
             modules: components["schemas"]["ModuleCount"][];
+            /**
+             * Format: int64
+             * @description Flame-graph nodes left out because they hold less than the share of the samples asked
+             *     for (`min_share`); their samples still count in their parents' `value`. 0: complete.
+             */
+            pruned_nodes?: number;
             /** Format: int64 */
             samples: number;
         };
@@ -2165,6 +2171,13 @@ export interface operations {
                 idle?: boolean;
                 /** @description Sampling frequency the samples were taken at, in Hz (pprof's period; default 10). */
                 frequency?: number;
+                /**
+                 * @description Leave out of the flame graph the nodes with less than this share of the samples (0 to 1;
+                 *     e.g. 0.0001, a tenth of a pixel at 1,000 pixels wide): their samples stay in their
+                 *     parents' width and `pruned_nodes` says how many went. Functions and modules stay whole.
+                 *     Default 0: everything. (JSON only; pprof is always whole.)
+                 */
+                min_share?: number;
             };
             header?: never;
             path?: never;
@@ -2240,6 +2253,13 @@ export interface operations {
                 idle?: boolean;
                 /** @description Sampling frequency the samples were taken at, in Hz (pprof's period; default 10). */
                 frequency?: number;
+                /**
+                 * @description Leave out of the flame graph the nodes with less than this share of the samples (0 to 1;
+                 *     e.g. 0.0001, a tenth of a pixel at 1,000 pixels wide): their samples stay in their
+                 *     parents' width and `pruned_nodes` says how many went. Functions and modules stay whole.
+                 *     Default 0: everything. (JSON only; pprof is always whole.)
+                 */
+                min_share?: number;
             };
             header?: never;
             path?: never;

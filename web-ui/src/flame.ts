@@ -62,7 +62,15 @@ export class FlameGraph {
   private readonly ro: ResizeObserver;
   private readonly charW: number;
 
-  constructor(parent: HTMLElement, root: FlameNode, opts: { title?: string } = {}) {
+  /** Said when a search matches no drawn frame: why some may not be drawn. */
+  private readonly missingNote: string;
+
+  /**
+   * `missing`: set when the graph is not every call path (narrow ones left out by the
+   * server); a search that matches nothing says it, since the function may be in those.
+   */
+  constructor(parent: HTMLElement, root: FlameNode, opts: { title?: string; missing?: string } = {}) {
+    this.missingNote = opts.missing ?? '';
     const t0 = performance.now();
     this.flatten(root);
     this.timings.layoutMs = performance.now() - t0;
@@ -573,7 +581,8 @@ export class FlameGraph {
       if (hit && (p < 0 || !covered[p])) samples += this.val[k];
       covered[k] = hit || (p >= 0 && covered[p]) ? 1 : 0;
     }
-    this.searchInfo.textContent = `${count(frames)} frames match · ${percent(samples, this.total)} of samples`;
+    this.searchInfo.textContent =
+      frames === 0 && this.missingNote ? `no drawn frame matches (${this.missingNote})` : `${count(frames)} frames match · ${percent(samples, this.total)} of samples`;
     this.el.dataset.matches = String(frames);
     this.queueDraw();
     return { frames, samples };

@@ -27,6 +27,8 @@ pub enum CoreError {
     StartTooFar { limit: Duration },
     #[error("frequency must be at least 1 (the rate the samples were taken at, in Hz)")]
     BadFrequency,
+    #[error("min_share {0} out of bounds: a share of the samples from 0 to 1 (e.g. 0.0001)")]
+    BadShare(f64),
     #[error("limit {limit} out of bounds: 1 to {max}")]
     BadLimit { limit: usize, max: usize },
     #[error("bad cursor '{0}': pass the `next` of the previous page as it was given")]
@@ -78,7 +80,7 @@ impl CoreError {
     pub fn kind(&self) -> ErrorKind {
         use CoreError::*;
         match self {
-            BadRange { .. } | BadTime { .. } | BadId(_) | BadInterval { .. } | StartTooFar { .. } | BadFrequency => {
+            BadRange { .. } | BadTime { .. } | BadId(_) | BadInterval { .. } | StartTooFar { .. } | BadFrequency | BadShare(_) => {
                 ErrorKind::Invalid
             }
             BadLimit { .. } | BadCursor(_) => ErrorKind::Invalid,
@@ -127,6 +129,7 @@ impl CoreError {
             BadId(_) => "bad_id",
             BadInterval { .. } => "bad_interval",
             BadFrequency => "bad_frequency",
+            BadShare(_) => "bad_share",
             BadLimit { .. } => "bad_limit",
             BadCursor(_) => "bad_cursor",
             UnknownIface { .. } | IfaceRequired { .. } => "bad_iface",

@@ -36,6 +36,10 @@ pub struct ProfileView {
     /// What a fleet's "datacenter tax" adds up (how much CPU goes to libc, zlib, the kernel, …).
     pub modules: Vec<ModuleCount>,
     pub flamegraph: FlameNode,
+    /// Flame-graph nodes left out because they hold less than the share of the samples asked
+    /// for (`min_share`); their samples still count in their parents' `value`. 0: complete.
+    #[serde(default)]
+    pub pruned_nodes: u64,
 }
 
 /// Samples of one module: `self` where its code was running (the leaf frame is in it), `total`
@@ -119,6 +123,18 @@ impl ProfileView {
     /// The view, or [`TooManyNodes`] as soon as the flame graph would exceed `max_nodes`
     /// (the root included).
     pub fn with_node_limit(profile: &Profile, max_nodes: usize) -> Result<Self, TooManyNodes> {
+        Self::build(profile, max_nodes, 0.0)
+    }
+
+    /// The view with the flame graph's nodes under `min_share` of the samples left out (and
+    /// counted in [`ProfileView::pruned_nodes`]): a node a screen cannot draw wider than a
+    /// fraction of a pixel costs the browser as much to fetch and parse as a wide one. The
+    /// functions and modules are complete. `min_share` ≤ 0 leaves everything in.
+    pub fn pruned(profile: &Profile, min_share: f64) -> Self {
+        Self::build(profile, usize::MAX, min_share).expect("no node limit")
+    }
+
+    fn build(profile: &Profile, max_nodes: usize, min_share: f64) -> Result<Self, TooManyNodes> {
         let mut functions: HashMap<&str, (u64, u64)> = HashMap::new();
         let mut modules: HashMap<&str, (u64, u64)> = HashMap::new();
         let mut seen_modules: HashSet<&str> = HashSet::new();
@@ -174,22 +190,44 @@ impl ProfileView {
             .map(|(name, (s, t))| ModuleCount { name: name.to_string(), self_samples: s, total: t })
             .collect();
         modules.sort_by(|a, b| (b.self_samples, b.total, &a.name).cmp(&(a.self_samples, a.total, &b.name)));
-        Ok(Self { samples: profile.samples, lost: profile.lost, functions, modules, flamegraph: nest(arena) })
+        // Samples a node needs to stay: at least one, whatever the share.
+        let min_value = (arena[0].value as f64 * min_share.max(0.0)).ceil().max(1.0) as u64;
+        let (flamegraph, pruned_nodes) = nest(arena, min_value);
+        Ok(Self { samples: profile.samples, lost: profile.lost, functions, modules, flamegraph, pruned_nodes })
     }
 }
 
-/// The arena as nested nodes, children sorted widest first — without recursion: a child is
-/// always pushed after its parent, so building from the last index down finds every child
-/// finished before its parent needs it.
-fn nest(arena: Vec<ArenaNode<'_>>) -> FlameNode {
+/// The arena as nested nodes, children sorted widest first, leaving out every node (and what
+/// is below it) with fewer than `min_value` samples; returns how many were left out. Without
+/// recursion: a child is always pushed after its parent, so which nodes stay is decided from
+/// the first index up, and building from the last index down finds every child finished
+/// before its parent needs it.
+fn nest(arena: Vec<ArenaNode<'_>>, min_value: u64) -> (FlameNode, u64) {
+    let mut kept = vec![false; arena.len()];
+    kept[0] = true;
+    for (i, node) in arena.iter().enumerate() {
+        if kept[i] {
+            for &c in node.children.values() {
+                kept[c] = arena[c].value >= min_value;
+            }
+        }
+    }
     let mut built: Vec<Option<FlameNode>> = (0..arena.len()).map(|_| None).collect();
     for (i, node) in arena.iter().enumerate().rev() {
-        let mut children: Vec<FlameNode> =
-            node.children.values().map(|&c| built[c].take().expect("children come after parents")).collect();
+        if !kept[i] {
+            continue;
+        }
+        let mut children: Vec<FlameNode> = node
+            .children
+            .values()
+            .filter(|&&c| kept[c])
+            .map(|&c| built[c].take().expect("children come after parents"))
+            .collect();
         children.sort_by(|a, b| b.value.cmp(&a.value).then_with(|| a.name.cmp(&b.name)));
         built[i] = Some(FlameNode { name: node.name.to_string(), value: node.value, children });
     }
-    built[0].take().expect("the root")
+    let pruned = kept.iter().filter(|&&k| !k).count() as u64;
+    (built[0].take().expect("the root"), pruned)
 }
 
 #[cfg(test)]
@@ -198,6 +236,41 @@ mod tests {
 
     fn f(name: &str) -> Frame {
         Frame::user(name, "m")
+    }
+
+    #[test]
+    fn pruning_leaves_out_narrow_subtrees_and_counts_them() {
+        // main → {hot ×900 → leaf ×900, warm ×95 → {a ×90, b ×5}, cold ×5 → c ×5}: 1,000 samples.
+        let stack = |names: &[&str], n: u64| (names.iter().rev().map(|n| f(n)).collect::<Vec<_>>(), n);
+        let profile = Profile {
+            samples: 1000,
+            lost: 0,
+            stacks: vec![
+                stack(&["main", "hot", "leaf"], 900),
+                stack(&["main", "warm", "a"], 90),
+                stack(&["main", "warm", "b"], 5),
+                stack(&["main", "cold", "c"], 5),
+            ],
+            span: None,
+        };
+        let full = ProfileView::new(&profile);
+        assert_eq!(full.pruned_nodes, 0);
+        let v = ProfileView::pruned(&profile, 0.01); // 10 samples or more stay
+        assert_eq!(v.pruned_nodes, 3, "b, cold and c (cold's child goes with it)");
+        let main = &v.flamegraph.children[0];
+        assert_eq!((main.name.as_str(), main.value), ("main", 1000), "a parent keeps its whole width");
+        let names: Vec<(&str, u64)> = main.children.iter().map(|c| (c.name.as_str(), c.value)).collect();
+        assert_eq!(names, [("hot", 900), ("warm", 95)]);
+        assert_eq!(main.children[1].children.len(), 1, "warm keeps a, loses b");
+        assert_eq!(v.functions, full.functions, "functions are complete");
+        assert_eq!(v.modules, full.modules);
+        // A share of 0 or below, or one sample's worth, leaves everything in.
+        assert_eq!(ProfileView::pruned(&profile, 0.0), full);
+        assert_eq!(ProfileView::pruned(&profile, -1.0), full);
+        assert_eq!(ProfileView::pruned(&profile, 0.001), full);
+        // A share above every child's leaves the root alone.
+        let all = ProfileView::pruned(&profile, 1.5);
+        assert!(all.flamegraph.children.is_empty() && all.pruned_nodes == 8, "{}", all.pruned_nodes);
     }
 
     #[test]

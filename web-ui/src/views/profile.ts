@@ -12,6 +12,13 @@ import type { Day, FunctionCount, ModuleCount, Profile } from '../types';
 import { NS_PER_DAY, parseTimeInput, timeForInput, rangeText } from '../time';
 import { errorBox, kv, loading, tableWrap } from '../ui';
 
+/**
+ * The share of the samples below which a flame-graph node is left out of the fetched profile:
+ * a fifth of a pixel on a 2,000-pixel-wide graph. The day-long 323,302-node profile of the
+ * browser tests was 15 MB of JSON, most of it nodes nobody could see.
+ */
+export const MIN_SHARE = 0.0001;
+
 export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
   document.title = 'Profile · Loupe';
   const q = ctx.query;
@@ -108,8 +115,10 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
     .then((pids) => pidList.replaceChildren(...pids.slice(0, 500).map((p) => h('option', { value: String(p) }))))
     .catch(() => undefined);
 
+  // Nodes too narrow to see are left out server-side unless `?all=true` asks for every one.
+  const everyNode = q.get('all') === 'true';
   const t0 = performance.now();
-  const profile = await api<Profile>(apiUrl('profile', query), { signal: ctx.signal });
+  const profile = await api<Profile>(apiUrl('profile', { ...query, min_share: everyNode ? undefined : String(MIN_SHARE) }), { signal: ctx.signal });
   if (ctx.signal.aborted) return;
   timings.profileFetched = performance.now() - t0;
   body.replaceChildren();
@@ -162,6 +171,19 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
     return;
   }
   const flameSection = h('section', { class: 'flame-section' }, h('h2', null, 'Flame graph'));
+  const pruned = profile.pruned_nodes ?? 0;
+  if (pruned > 0) {
+    const all = new URLSearchParams(q);
+    all.set('all', 'true');
+    flameSection.append(
+      h(
+        'p',
+        { class: 'muted small', id: 'flame-pruned' },
+        `${count(pruned)} call paths with under ${MIN_SHARE * 100} % of the samples each are left out (their time stays in their callers' width). `,
+        h('a', { href: `#/profile?${all.toString()}`, id: 'flame-show-all' }, 'Show every call path'),
+      ),
+    );
+  }
   body.append(flameSection);
   const fg = renderFlame(flameSection, profile, 'Flame graph of the range');
   ctx.onCleanup(() => fg.destroy());
@@ -219,7 +241,8 @@ const unprobeable = (name: string) => name.startsWith('[') || /^0x[0-9a-f]+$/i.t
 
 /** Draws a profile's flame graph and records its timings. */
 export function renderFlame(parent: HTMLElement, profile: Profile, title: string): FlameGraph {
-  const fg = new FlameGraph(parent, profile.flamegraph, { title });
+  const missing = profile.pruned_nodes ? `${count(profile.pruned_nodes)} narrow call paths are left out` : undefined;
+  const fg = new FlameGraph(parent, profile.flamegraph, { title, missing });
   const t = window.__loupe.timings;
   t.flameLayout = fg.timings.layoutMs;
   t.flameDraw = fg.timings.drawMs;

@@ -231,6 +231,11 @@ pub struct ProfileParams {
     pub idle: bool,
     /// Sampling frequency the samples were taken at, in Hz (pprof's period; default 10).
     pub frequency: Option<u64>,
+    /// Leave out of the flame graph the nodes with less than this share of the samples (0 to 1;
+    /// e.g. 0.0001, a tenth of a pixel at 1,000 pixels wide): their samples stay in their
+    /// parents' width and `pruned_nodes` says how many went. Functions and modules stay whole.
+    /// Default 0: everything. (JSON only; pprof is always whole.)
+    pub min_share: Option<f64>,
 }
 
 fn profile_query(p: &ProfileParams) -> Result<ProfileQuery, CoreError> {
@@ -252,7 +257,11 @@ async fn profile(
     ApiQuery(p): ApiQuery<ProfileParams>,
 ) -> Result<Response, ApiError> {
     let q = profile_query(&p)?;
-    Ok(fmt.reply(&blocking(&state, move |host| Ok(ProfileView::new(&host.profile(&q)?))).await?))
+    let min_share = p.min_share.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&min_share) {
+        return Err(CoreError::BadShare(min_share).into());
+    }
+    Ok(fmt.reply(&blocking(&state, move |host| Ok(ProfileView::pruned(&host.profile(&q)?, min_share))).await?))
 }
 
 /// The same profile as gzipped pprof (`go tool pprof` reads it).
