@@ -106,7 +106,14 @@ fn measure(extra: &[&str], workload: Option<&std::path::Path>, seconds: u64) -> 
         .output()
         .unwrap();
     let view: serde_json::Value = loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap_or_default();
-    Figures { cpu_share: (cpu1 - cpu0) / wall, wall, samples: view["samples"].as_u64().unwrap_or(0), rss_kb, hwm_kb, threads }
+    Figures {
+        cpu_share: (cpu1 - cpu0) / wall,
+        wall,
+        samples: view["samples"].as_u64().unwrap_or(0),
+        rss_kb,
+        hwm_kb,
+        threads,
+    }
 }
 
 fn now_ns() -> u64 {

@@ -65,9 +65,8 @@ fn main() {
         .collect();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let url = format!("nats://{NATS_ADDR}:{NATS_PORT}");
-    let fleet = rt
-        .block_on(Coordinator::connect(&Connection { url, creds: None, name: "bench".into() }, "bench"))
-        .unwrap();
+    let fleet =
+        rt.block_on(Coordinator::connect(&Connection { url, creds: None, name: "bench".into() }, "bench")).unwrap();
     let rack_sel = Selector { rack: Some("r1".into()), ..Default::default() };
     while rt.block_on(fleet.hosts(&rack_sel)).map(|v| v.up as usize).unwrap_or(0) < HOSTS {
         std::thread::sleep(Duration::from_millis(200));
@@ -117,9 +116,17 @@ fn main() {
         quantile(&skews, 0.5),
         quantile(&skews, 0.99)
     );
-    println!(r#"BENCH {{"name": "fleet_sync_wakeup_skew_p50", "value": {:.3}, "unit": "ms", "baseline": 2000}}"#, quantile(&skews, 0.5));
-    println!(r#"BENCH {{"name": "fleet_sync_wakeup_skew_p99", "value": {:.3}, "unit": "ms", "baseline": 2000}}"#, quantile(&skews, 0.99));
-    println!(r#"BENCH {{"name": "fleet_sync_misaligned_slots", "value": {misaligned}, "unit": "slots", "baseline": 0}}"#);
+    println!(
+        r#"BENCH {{"name": "fleet_sync_wakeup_skew_p50", "value": {:.3}, "unit": "ms", "baseline": 2000}}"#,
+        quantile(&skews, 0.5)
+    );
+    println!(
+        r#"BENCH {{"name": "fleet_sync_wakeup_skew_p99", "value": {:.3}, "unit": "ms", "baseline": 2000}}"#,
+        quantile(&skews, 0.99)
+    );
+    println!(
+        r#"BENCH {{"name": "fleet_sync_misaligned_slots", "value": {misaligned}, "unit": "slots", "baseline": 0}}"#
+    );
     for a in &agents {
         // SAFETY: kill(2) on our own children.
         unsafe { libc::kill(a.id() as i32, libc::SIGTERM) };

@@ -24,12 +24,7 @@ mod common;
 
 use common::Http;
 use loupe_query_host::formats::deep_json;
-use loupe_testbed::{
-    rack::Rack,
-    require_root,
-    topology::LinkStats,
-    traffic::udp_frame_len,
-};
+use loupe_testbed::{rack::Rack, require_root, topology::LinkStats, traffic::udp_frame_len};
 use serde_json::Value;
 
 const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");

@@ -43,15 +43,20 @@ fn rss_kib() -> usize {
 fn zero_pages_of_watched_blocks_are_given_back_and_no_value_changes() {
     // 1. Opening the store: sled's first open in this process, so its metrics are built here.
     let dir = tempfile::tempdir().unwrap();
-    let args = StoreArgs { data_dir: dir.path().to_path_buf(), retention: Duration::from_secs(3600), max_bytes: 1 << 30 };
+    let args =
+        StoreArgs { data_dir: dir.path().to_path_buf(), retention: Duration::from_secs(3600), max_bytes: 1 << 30 };
     let before = rss_kib();
     let store = open_store(&args).unwrap();
     let grew = rss_kib().saturating_sub(before);
     assert!(grew < 10 << 10, "opening the store left {grew} KiB more resident (sled's histograms are 20,480 KiB)");
-    assert!(store.days().unwrap().is_empty() && store.stats().is_ok(), "the store works after its zero pages went back");
+    assert!(
+        store.days().unwrap().is_empty() && store.stats().is_ok(),
+        "the store works after its zero pages went back"
+    );
 
     // 2. Blocks of the watched size: zero pages go back, pages with data stay, values are kept.
-    let (mut zero, mut data, other) = zero_pages::watch(BLOCK, || (zeroed_block(BLOCK), zeroed_block(BLOCK), zeroed_block(BLOCK * 2)));
+    let (mut zero, mut data, other) =
+        zero_pages::watch(BLOCK, || (zeroed_block(BLOCK), zeroed_block(BLOCK), zeroed_block(BLOCK * 2)));
     data[5 * PAGE + 17] = 42;
     let unwatched = zeroed_block(BLOCK);
     let whole = |b: &[u8]| resident_pages(b);

@@ -199,8 +199,14 @@ fn query_phase(dir: &Path, hours: u64) {
         stats.disk_bytes as f64 / n,
         stats.disk_bytes as f64 / MB
     );
-    println!(r#"BENCH {{"name": "samples_bytes_per_sample_stored", "value": {:.2}, "unit": "B"}}"#, ss.stored_bytes as f64 / n);
-    println!(r#"BENCH {{"name": "samples_bytes_per_sample_on_disk", "value": {:.2}, "unit": "B"}}"#, stats.disk_bytes as f64 / n);
+    println!(
+        r#"BENCH {{"name": "samples_bytes_per_sample_stored", "value": {:.2}, "unit": "B"}}"#,
+        ss.stored_bytes as f64 / n
+    );
+    println!(
+        r#"BENCH {{"name": "samples_bytes_per_sample_on_disk", "value": {:.2}, "unit": "B"}}"#,
+        stats.disk_bytes as f64 / n
+    );
     let batches = store.sample_batches(TimeRange::ALL).expect("batches");
     let day = TimeRange::new(batches[0].start_unix_ns, batches.last().unwrap().end_unix_ns + 1).unwrap();
     let report = |label: &str, m: &Measured<loupe_store::Profile>| {

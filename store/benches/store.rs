@@ -52,7 +52,10 @@ fn bench_shape(label: &str, runs: Vec<NewRun>) {
         stats.disk_bytes
     );
     let name = label.to_lowercase().replace(|c: char| !c.is_ascii_alphanumeric(), "_");
-    println!(r#"BENCH {{"name": "store_{name}_bytes_per_run_on_disk", "value": {}, "unit": "B"}}"#, stats.disk_bytes / n as u64);
+    println!(
+        r#"BENCH {{"name": "store_{name}_bytes_per_run_on_disk", "value": {}, "unit": "B"}}"#,
+        stats.disk_bytes / n as u64
+    );
 }
 
 fn main() {

@@ -279,9 +279,8 @@ fn per_packet_cost() -> Result<i64> {
                 median(&paired),
                 cell.noop,
             );
-            let name = format!("filter_{state}_{}_{}", cell.direction, cell.frame)
-                .to_lowercase()
-                .replace(['/', ' '], "_");
+            let name =
+                format!("filter_{state}_{}_{}", cell.direction, cell.frame).to_lowercase().replace(['/', ' '], "_");
             println!(
                 r#"BENCH {{"name": "{name}_above_floor", "value": {}, "unit": "ns", "baseline": {floor}}}"#,
                 median(&paired)
@@ -470,7 +469,11 @@ fn throughput(run_cost_ns: i64) -> Result<()> {
     println!("filter: throughput, no filter:          {:>5.1} Gbit/s  [{}]", none.0, none.1);
     println!("filter: throughput, Loupe idle:         {:>5.1} Gbit/s  [{}]", idle.0, idle.1);
     println!("filter: throughput, Loupe run active:   {:>5.1} Gbit/s  [{}]", run.0, run.1);
-    println!("filter: throughput ratio of the medians idle/none {:.3}, run/none {:.3}", idle.0 / none.0, run.0 / none.0);
+    println!(
+        "filter: throughput ratio of the medians idle/none {:.3}, run/none {:.3}",
+        idle.0 / none.0,
+        run.0 / none.0
+    );
     // Each round's own ratio (its configurations ran back to back, so slow drift of the host
     // cancels), then the median of those and their spread.
     for (label, i) in [("idle", 1), ("run", 2)] {

@@ -235,7 +235,8 @@ impl StackSampler {
 
     /// The ring buffer's size in bytes, as the kernel made it ([`ring_bytes`] asked for it).
     pub fn ring_size(&self) -> Result<u32, SamplerError> {
-        let fd = self.ring.as_fd().try_clone_to_owned().map_err(|e| SamplerError::io("duplicating the ring's fd", e))?;
+        let fd =
+            self.ring.as_fd().try_clone_to_owned().map_err(|e| SamplerError::io("duplicating the ring's fd", e))?;
         let info = MapData::from_fd(fd)
             .and_then(|map| map.info())
             .map_err(|e| SamplerError::Load(format!("map {MAP_STACK_EVENTS}: {e}")))?;

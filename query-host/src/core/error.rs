@@ -80,9 +80,13 @@ impl CoreError {
     pub fn kind(&self) -> ErrorKind {
         use CoreError::*;
         match self {
-            BadRange { .. } | BadTime { .. } | BadId(_) | BadInterval { .. } | StartTooFar { .. } | BadFrequency | BadShare(_) => {
-                ErrorKind::Invalid
-            }
+            BadRange { .. }
+            | BadTime { .. }
+            | BadId(_)
+            | BadInterval { .. }
+            | StartTooFar { .. }
+            | BadFrequency
+            | BadShare(_) => ErrorKind::Invalid,
             BadLimit { .. } | BadCursor(_) => ErrorKind::Invalid,
             UnknownIface { .. } | IfaceRequired { .. } => ErrorKind::Invalid,
             NoRun(_) | NoSamples(_) | NoProbeSession(_) | NoActiveProbe(_) => ErrorKind::NotFound,

@@ -4,11 +4,11 @@
 //! finds the files, tails them, and stores the events beside runs and stack samples.
 //!
 //! *How often:* every [`POLL_EVERY`] (50 ms) while there are rings to read; with none, the
-//! collector sleeps until a file appears in the directory ([`DirWatch`]). Reading only ever `pread`s the writer's memory, so
-//! it never blocks or slows the writer's logging path; but a reader polling every millisecond
-//! slowed a writer by 28 % under stress here (cache lines bouncing between the writer's stores
-//! and the reader's loads), and one polling every 20–50 ms by −2 to +2 % (`cargo bench -p
-//! loupe-timeline`). A ring of 8,192 records then holds what a program logs in 50 ms at up to
+//! collector sleeps until a file appears in the directory ([`DirWatch`]). Reading only ever
+//! `pread`s the writer's memory, so it never blocks or slows the writer's logging path; but a
+//! reader polling every millisecond slowed a writer by 28 % under stress here (cache lines
+//! bouncing between the writer's stores and the reader's loads), and one polling every 20–50 ms
+//! by −2 to +2 % (`cargo bench -p loupe-timeline`). A ring of 8,192 records then holds what a program logs in 50 ms at up to
 //! ~160,000 events/s per thread; what a faster writer overwrites before it is read is counted
 //! as lost and stored with the batch — never hidden.
 //!
@@ -46,8 +46,9 @@ use crate::clock::now_unix_ns;
 /// How often every ring is read.
 pub const POLL_EVERY: Duration = Duration::from_millis(50);
 /// How often the directory is listed for new programs while it cannot be watched (the agent
-/// could not make it, and no program has yet); a watched directory is listed as soon as a file appears in it (a program that
-/// logs more than its ring holds before it is found loses its oldest records, counted).
+/// could not make it, and no program has yet); a watched directory is listed as soon as a
+/// file appears in it. (A program that logs more than its ring holds before it is found loses
+/// its oldest records, counted.)
 pub const DISCOVER_EVERY: Duration = Duration::from_millis(250);
 /// How long the collector sleeps with no ring to read and nothing new in the directory (how
 /// soon it notices a stop then).

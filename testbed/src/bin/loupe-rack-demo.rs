@@ -104,7 +104,10 @@ fn web_ui_access(loupe: &Path, h0_data: &Path, ui: &str) -> Result<String> {
     for (name, crate_name) in [("rack-contention", "rack_contention"), ("fleet-hot-functions", "fleet_hot_functions")] {
         let wasm = loupe_testbed::wasm_component(crate_name);
         if !wasm.exists() {
-            eprintln!("rack-demo: {} not built, so {name} is not uploaded (scripts/setup builds udf-sdk)", wasm.display());
+            eprintln!(
+                "rack-demo: {} not built, so {name} is not uploaded (scripts/setup builds udf-sdk)",
+                wasm.display()
+            );
             continue;
         }
         // The agent's API comes up within a few seconds of its start.

@@ -232,7 +232,9 @@ impl Coordinator {
         )
         .await?;
         match gathered.answers.pop() {
-            Some(answer) => answer.result.map_err(|e| FleetError::Remote { host: host.into(), code: e.code, message: e.message }),
+            Some(answer) => {
+                answer.result.map_err(|e| FleetError::Remote { host: host.into(), code: e.code, message: e.message })
+            }
             None => Err(FleetError::Bus(format!(
                 "host {host} did not answer within {} s (down, partitioned or overloaded)",
                 READ_DEADLINE.as_secs()

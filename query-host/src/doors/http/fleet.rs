@@ -207,7 +207,8 @@ async fn host_profile(
     let body = ReadBody::Profile { from_unix_ns: range.from_unix_ns(), to_unix_ns: range.to_unix_ns() };
     match coordinator(&state)?.read(&host, body).await? {
         ReadReply::Profile(profile) => {
-            let view = tokio::task::spawn_blocking(move || ProfileView::new(&profile)).await.map_err(ApiError::internal)?;
+            let view =
+                tokio::task::spawn_blocking(move || ProfileView::new(&profile)).await.map_err(ApiError::internal)?;
             Ok(fmt.reply(&view))
         }
         ReadReply::Run(_) => Err(ApiError::internal(format!("host {host} answered a profile read with a run"))),
