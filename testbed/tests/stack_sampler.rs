@@ -23,10 +23,11 @@ fn build_busy(dir: &Path) -> PathBuf {
 /// (~45 samples of 100). So they take turns.
 static SPINNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn collect(sampler: &mut StackSampler, until: Instant) -> Vec<RawStack> {
+/// Drains until `until`, waiting up to `every` for samples between drains.
+fn collect(sampler: &mut StackSampler, until: Instant, every: Duration) -> Vec<RawStack> {
     let mut all = Vec::new();
     while Instant::now() < until {
-        sampler.drain(&mut all, Duration::from_millis(100)).unwrap();
+        sampler.drain(&mut all, every).unwrap();
     }
     sampler.drain(&mut all, Duration::ZERO).unwrap();
     all
@@ -44,7 +45,7 @@ fn samples_each_busy_thread_at_the_asked_rate() {
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let child = Command::new(&busy).args(["spin", "2", &cpus.to_string()]).spawn().unwrap();
     let pid = child.id();
-    let samples = collect(&mut sampler, start + Duration::from_millis(2500));
+    let samples = collect(&mut sampler, start + Duration::from_millis(2500), Duration::from_millis(100));
     let mine: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid).collect();
     let mut tids: Vec<u32> = mine.iter().map(|s| s.tid).filter(|&t| t != pid).collect();
     tids.sort();
@@ -81,11 +82,7 @@ fn the_ring_is_sized_for_the_rate_and_loses_nothing_at_the_highest_rate() {
     assert_eq!(sampler.ring_size().unwrap(), loupe_bpf::ring_bytes(cpus, hz));
     let start = Instant::now();
     let child = Command::new(&busy).args(["spin", "3", &cpus.to_string()]).spawn().unwrap();
-    let mut all = Vec::new();
-    while start.elapsed() < Duration::from_millis(3500) {
-        sampler.drain(&mut all, Duration::from_millis(500)).unwrap();
-    }
-    sampler.drain(&mut all, Duration::ZERO).unwrap();
+    let all = collect(&mut sampler, start + Duration::from_millis(3500), Duration::from_millis(500));
     let _ = child.wait_with_output();
     assert_eq!(sampler.lost().unwrap(), 0, "{} samples taken", all.len());
     let want = (3.5 * hz as f64 * cpus as f64) as usize;
@@ -119,7 +116,7 @@ fn deny_list_by_pid_and_cgroup_subtree() {
         cgroups: if have_cgroup2 { vec![parent.clone()] } else { vec![] },
     };
     let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: 50, deny }).unwrap();
-    let samples = collect(&mut sampler, Instant::now() + Duration::from_millis(1500));
+    let samples = collect(&mut sampler, Instant::now() + Duration::from_millis(1500), Duration::from_millis(100));
     let count = |pid: u32| samples.iter().filter(|s| s.pid == pid).count();
     assert_eq!(count(by_pid.id()), 0, "a deny-listed PID was sampled");
     // Three spinning processes share two CPUs here: the sibling gets some 2/3 of one.
