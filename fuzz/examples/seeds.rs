@@ -238,6 +238,8 @@ fn main() {
         store.put_samples(&samples(T0, 3, 20, 5), 0, T0).unwrap();
         store.put_samples(&samples(T0 + 10_000_000_000, 2, 8, 6), 3, T0).unwrap();
         store.put_samples(&[], 9, T0 + 20_000_000_000).unwrap();
+        // An hour later: the first hour is complete and gets its rollup.
+        store.put_samples(&samples(T0 + 3_600_000_000_000, 2, 4, 7), 0, T0).unwrap();
         for (i, evs) in timeline_batches().iter().enumerate() {
             store.put_timeline(&timeline_source(), evs, i as u64, T0).unwrap();
         }
@@ -278,6 +280,7 @@ fn main() {
             }
             keys::BATCH => add("sample_batch", v.clone()),
             keys::TABLE => add("sample_table", v.clone()),
+            keys::ROLLUP => add("sample_rollup", v.clone()),
             keys::BLOCK => {
                 let (start, _, batch) = keys::parse_block_key(k).unwrap();
                 let table = by_key[keys::batch_key(keys::TABLE, start, batch).as_slice()];

@@ -23,6 +23,7 @@
 //! | `B`  | `B` start:u64 batch:u64                    | batch metadata (MessagePack)       |
 //! | `h`  | `h` start:u64 batch:u64                    | batch table = histogram            |
 //! | `b`  | `b` start:u64 cpu:u32 batch:u64            | one CPU's samples of the batch     |
+//! | `H`  | `H` hour:u64                               | hour rollup: the hour's batch tables summed |
 //! | `d`  | `d` kind:u8 id:u32 (`f` frame, `c` comm, `s` stack, `t` thread) | dictionary entry |
 //! | `x`  | `x`                                        | sample totals, lost, id counters   |
 //!
@@ -58,6 +59,7 @@ pub const STATS: &[u8] = b"s";
 pub const BATCH: u8 = b'B';
 pub const TABLE: u8 = b'h';
 pub const BLOCK: u8 = b'b';
+pub const ROLLUP: u8 = b'H';
 pub const DICT: u8 = b'd';
 pub const DICT_FRAME: u8 = b'f';
 pub const DICT_COMM: u8 = b'c';
@@ -197,6 +199,20 @@ pub fn parse_batch_key(key: &[u8]) -> Option<(u64, u64)> {
     Some((decode_u64(&key[1..9])?, decode_u64(&key[9..17])?))
 }
 
+/// `H ++ hour`: the rollup of the sample batches whose start lies in the hour beginning at
+/// `hour_unix_ns`.
+pub fn rollup_key(hour_unix_ns: u64) -> [u8; 9] {
+    batch_bound(ROLLUP, hour_unix_ns)
+}
+
+/// The hour of a rollup key.
+pub fn parse_rollup_key(key: &[u8]) -> Option<u64> {
+    if key.len() != 9 || key[0] != ROLLUP {
+        return None;
+    }
+    decode_u64(&key[1..9])
+}
+
 pub fn block_key(start_unix_ns: u64, cpu: u32, batch: u64) -> [u8; 21] {
     let mut k = [0u8; 21];
     k[0] = BLOCK;
@@ -259,6 +275,10 @@ pub struct SampleTotals {
     /// records then.
     #[serde(default)]
     pub lost: Option<u64>,
+    /// Bytes of `H` records (hour rollups). Absent (0) in a record written before rollups
+    /// existed, when there were none.
+    #[serde(default)]
+    pub rollup_bytes: u64,
 }
 
 impl SampleTotals {

@@ -95,6 +95,8 @@ impl Store {
         };
         // Stores written before the lost-sample total existed get it now (see `samples::totals`).
         store.inner.upgrade_sample_totals()?;
+        // Complete hours without a rollup get one (see `samples::rollup`).
+        store.inner.seal_unsealed_hours();
         Ok(store)
     }
 

@@ -21,7 +21,7 @@ impl Store {
         let totals = self.inner.totals()?;
         let samples = self.inner.sample_totals()?;
         let disk_bytes = self.inner.db.size_on_disk().map_err(|e| self.inner.storage("measure disk usage", e))?;
-        let sample_bytes = samples.batch_bytes + samples.dict_bytes;
+        let sample_bytes = samples.batch_bytes + samples.dict_bytes + samples.rollup_bytes;
         let tl = self.inner.tl_totals()?;
         let timeline_bytes = tl.batch_bytes + tl.dict_bytes;
         let probes = self.inner.probe_totals()?;

@@ -16,7 +16,8 @@ fn assert_consistent(store: &Store) {
     let batches = store.sample_batches(TimeRange::ALL).unwrap();
     assert_eq!(ss.batches, batches.len() as u64);
     assert_eq!(ss.samples, batches.iter().map(|b| b.samples).sum::<u64>());
-    assert_eq!(ss.stored_bytes, batches.iter().map(|b| b.stored_bytes).sum::<u64>() + ss.dictionary_bytes);
+    let batch_bytes = batches.iter().map(|b| b.stored_bytes).sum::<u64>();
+    assert_eq!(ss.stored_bytes, batch_bytes + ss.dictionary_bytes + ss.rollup_bytes);
     assert_eq!(stats.total_bytes, stats.stored_bytes + ss.stored_bytes);
     assert_eq!(
         store.profile(&ProfileQuery { include_idle: true, ..ProfileQuery::range(TimeRange::ALL) }).unwrap().samples,

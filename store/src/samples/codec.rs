@@ -562,6 +562,80 @@ pub fn decode_block(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Hour rollup (`H` record)
+
+/// What an hour rollup sums: the batches whose start lies in its hour (see `rollup`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RollupRow {
+    /// Batches summed, those without samples included (their lost counts are in `lost`).
+    pub batches: u64,
+    /// The earliest start and the latest end of those batches.
+    pub first: u64,
+    pub end: u64,
+    pub samples: u64,
+    pub lost: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RollupRecord<'a> {
+    batches: u64,
+    first: u64,
+    end: u64,
+    samples: u64,
+    lost: u64,
+    /// An encoded [`Table`] with one partition (CPU 0): the hour's entries and their counts.
+    #[serde(borrow)]
+    table: Blob<'a>,
+}
+
+/// A table of distinct entries with their counts as one partition: the shape of a rollup's
+/// table. `entries` must be sorted and distinct.
+pub fn single_partition(entries: Vec<Entry>, counts: Vec<u64>) -> Table {
+    let parts = if entries.is_empty() { vec![] } else { vec![Part { cpu: 0, start: 0, len: entries.len() as u32 }] };
+    Table { entries, counts, parts }
+}
+
+pub fn encode_rollup(row: &RollupRow, table: &Table) -> Vec<u8> {
+    to_msgpack(&RollupRecord {
+        batches: row.batches,
+        first: row.first,
+        end: row.end,
+        samples: row.samples,
+        lost: row.lost,
+        table: Blob(Cow::Owned(encode_table(table))),
+    })
+}
+
+fn rollup_header(r: &RollupRecord) -> Result<RollupRow, String> {
+    if r.batches == 0 || r.first > r.end {
+        return Err(format!("{} batches from {} to {}", r.batches, r.first, r.end));
+    }
+    Ok(RollupRow { batches: r.batches, first: r.first, end: r.end, samples: r.samples, lost: r.lost })
+}
+
+/// The rollup's header alone (its table stays undecoded): what a query needs to decide
+/// whether the rollup serves its range.
+pub fn decode_rollup_row(bytes: &[u8]) -> Result<RollupRow, String> {
+    rollup_header(&from_msgpack::<RollupRecord>(bytes)?)
+}
+
+/// The rollup's header and table; the table must be one partition whose counts add up to the
+/// header's samples.
+pub fn decode_rollup(bytes: &[u8]) -> Result<(RollupRow, Table), String> {
+    let r: RollupRecord = from_msgpack(bytes)?;
+    let row = rollup_header(&r)?;
+    let table = decode_table(&r.table.0)?;
+    if table.parts.len() > 1 {
+        return Err(format!("a rollup table in {} partitions", table.parts.len()));
+    }
+    let sum = table.counts.iter().try_fold(0u64, |a, &c| a.checked_add(c));
+    if sum != Some(row.samples) {
+        return Err(format!("table counts add up to {sum:?}, header says {} samples", row.samples));
+    }
+    Ok((row, table))
+}
+
+// ---------------------------------------------------------------------------------------------
 // Batch metadata (`B` record)
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

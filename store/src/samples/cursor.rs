@@ -51,6 +51,7 @@ impl Store {
         let mut lost = 0;
         self.inner.overlapping(
             query.range,
+            &[],
             |row| lost += row.lost,
             |start, id, row, _| {
                 if query.cpu.is_none_or(|c| row.cpus.binary_search(&c).is_ok()) {

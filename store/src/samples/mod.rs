@@ -17,6 +17,8 @@
 //!                                           entries and their counts = the histogram
 //! b ++ start:u64 ++ cpu:u32 ++ batch:u64  → per-CPU block: that CPU's samples of the batch,
 //!                                           as times + indexes into the batch table
+//! H ++ hour:u64                           → hour rollup: the tables of the batches that
+//!                                           start in that clock hour, summed
 //! d ++ f|c|s|t ++ id:u32                  → dictionary: frame, comm, stack (frame ids),
 //!                                           thread (pid, tid, comm id, cgroup id)
 //! x                                       → sample totals and dictionary id counters
@@ -41,6 +43,12 @@
 //!   ~100 µs each to decode) instead of 96 blocks per batch and 83 M samples. It is kept per
 //!   batch rather than per block because the 96 per-CPU histograms of a batch share entries
 //!   and structure: one table costs less than 96, and is 96× fewer records to read.
+//! - **Hour rollups sum the tables of an hour**, since 8,640 tables a day was still what a
+//!   whole-day profile cost (~1 s). An hour's 360 tables share most entries, so their sum is
+//!   far smaller; a profile reads the rollup of every hour whose batches lie wholly in its
+//!   range and the batches of the other hours. A rollup is written once its hour is complete
+//!   and deleted with the first change to the hour's batches, in the same atomic batch (see
+//!   `rollup`).
 //! - **Per-CPU blocks** hold the samples themselves: times and, per sample, which table entry
 //!   it is (the table is partitioned by first CPU, so a block names only the entries it
 //!   shares with lower CPUs; see `codec`). Counting a block's indexes gives that CPU's
@@ -56,10 +64,10 @@
 //!
 //! # Atomicity, retention, dictionary sweep
 //! A batch (its `B`, `h`, `b` records, new `d` records and the updated `x` totals) is one
-//! sled batch; so is the deletion of a batch. Retention treats a sample batch like a run whose
+//! sled batch; so is the deletion of a batch (with its hour's rollup). Retention treats a sample batch like a run whose
 //! start is the batch's first sample: by age, every batch that started before `now - max_age`
 //! goes; by bytes, the older of the oldest run and the oldest batch goes until the total of
-//! runs, batches *and* dictionary fits the cap. Dictionary entries outlive the batches that
+//! runs, batches, rollups *and* dictionary fits the cap. Dictionary entries outlive the batches that
 //! used them; once the batches deleted since the last sweep reach a third of those left, the
 //! writer sweeps: it collects the threads and stacks still referenced by some batch table, and
 //! the comms and frames those use, and deletes the rest (in atomic chunks, each with the
@@ -80,6 +88,7 @@
 //!   [`Store::sample_batches`];
 //! - `totals`: the `x` record, [`Store::sample_stats`], [`Store::lost_samples`];
 //! - `rename`: [`Store::unnamed_frames`], [`Store::rename_frames`] (naming frames later);
+//! - `rollup`: hour rollups — when an hour is sealed, when a query may use one;
 //! - `dict`: the dictionaries and their in-memory cache; `sweep`: deleting what no batch uses;
 //! - `codec` (records ↔ bytes) on top of `bits` (bit-packed integer columns);
 //! - `verify`: the sample part of [`Store::verify`]; [`model`]: the public types.
@@ -96,6 +105,7 @@ pub mod model;
 mod query;
 mod records;
 mod rename;
+pub(crate) mod rollup;
 mod sweep;
 mod totals;
 pub(crate) mod verify;

@@ -184,6 +184,9 @@ pub struct SampleStats {
     pub threads: u64,
     /// The dictionaries' share of `stored_bytes`.
     pub dictionary_bytes: u64,
+    /// The hour rollups' share of `stored_bytes` (see `samples::rollup`).
+    #[serde(default)]
+    pub rollup_bytes: u64,
 }
 
 /// What [`crate::Store::put_samples`] stored.

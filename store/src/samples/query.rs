@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use super::codec::{BatchRow, Entry, Table, ThreadRec};
 use super::dict;
 use super::dict::{Dict, FxMap};
+use super::rollup;
 use super::model::{Frame, Profile, ProfileQuery, StackSample};
 use crate::{Inner, Store, StoreError, TimeRange};
 
@@ -39,17 +40,19 @@ pub(super) enum Cut {
 
 impl Inner {
     /// Calls `each(start, id, row, cut)` for every batch that may hold samples in `range`,
-    /// and `lost(row)` for every batch whose time is in `range`.
+    /// and `lost(row)` for every batch whose time is in `range`, leaving out the batches of
+    /// the hours in `covered` (ascending hour starts whose rollups the caller reads instead).
     pub(super) fn overlapping(
         &self,
         range: TimeRange,
+        covered: &[u64],
         mut lost: impl FnMut(&BatchRow),
         mut each: impl FnMut(u64, u64, &BatchRow, Cut) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         range.check()?;
         let TimeRange { from_unix_ns: from, to_unix_ns: to } = range;
         let span = self.sample_totals()?.max_span_ns;
-        self.for_each_batch(from.saturating_sub(span), to, |start, id, row| {
+        let mut visit = |start: u64, id: u64, row: &BatchRow| {
             if range.contains(start) {
                 lost(row);
             }
@@ -58,21 +61,44 @@ impl Inner {
             }
             let cut = if from <= start && row.end < to { Cut::Inside } else { Cut::Partial };
             each(start, id, row, cut)
-        })
+        };
+        let mut at = from.saturating_sub(span);
+        for &hour in covered {
+            if at < hour {
+                self.for_each_batch(at, hour.min(to), &mut visit)?;
+            }
+            at = at.max(hour.saturating_add(rollup::HOUR_NS));
+        }
+        self.for_each_batch(at, to, &mut visit)
     }
 
     /// Calls `visit(entry, count)` for every batch-table entry with samples in `range`
-    /// (on `cpu` only, if given); the same entry may be visited once per batch or block.
+    /// (on `cpu` only, if given); the same entry may be visited once per hour rollup, batch or
+    /// block. Hours wholly in the range are read from their rollups when there is no CPU
+    /// filter.
     fn visit_counts(
         &self,
         range: TimeRange,
         cpu: Option<u32>,
-        mut lost: impl FnMut(&BatchRow),
+        mut lost: impl FnMut(u64),
         mut visit: impl FnMut(&Entry, u64),
     ) -> Result<Option<(u64, u64)>, StoreError> {
         let mut tally: Vec<u64> = Vec::new();
         let mut span: Option<(u64, u64)> = None;
-        self.overlapping(range, &mut lost, |start, id, row, cut| {
+        let mut widen = |a: u64, b: u64| span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+        let rollups = if cpu.is_none() { self.rollups_inside(range)? } else { Vec::new() };
+        for &(hour, _) in &rollups {
+            let (row, table) = self.read_rollup(hour)?;
+            lost(row.lost);
+            if row.samples > 0 {
+                widen(row.first, row.end);
+            }
+            for (e, &n) in table.entries.iter().zip(&table.counts) {
+                visit(e, n);
+            }
+        }
+        let covered: Vec<u64> = rollups.iter().map(|(h, _)| *h).collect();
+        self.overlapping(range, &covered, |row| lost(row.lost), |start, id, row, cut| {
             let one;
             let cpus: &[u32] = match cpu {
                 Some(c) if row.cpus.binary_search(&c).is_err() => return Ok(()),
@@ -83,8 +109,7 @@ impl Inner {
                 None => &row.cpus,
             };
             // The batch's time within the range: the data's span, to a batch's resolution.
-            let (a, b) = (start.max(range.from_unix_ns), row.end.min(range.to_unix_ns.saturating_sub(1)));
-            span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            widen(start.max(range.from_unix_ns), row.end.min(range.to_unix_ns.saturating_sub(1)));
             let table: Table = self.read_table(start, id)?;
             if cpu.is_none() && matches!(cut, Cut::Inside) {
                 for (e, &n) in table.entries.iter().zip(&table.counts) {
@@ -130,7 +155,7 @@ impl Inner {
         let span = self.visit_counts(
             q.range,
             q.cpu,
-            |row| lost += row.lost,
+            |n| lost += n,
             |e, n| {
                 if filter.wants(e) {
                     let s = e.stack as usize;
@@ -165,8 +190,15 @@ impl Inner {
             }
             seen[t] = true;
         };
+        let rollups = self.rollups_inside(range)?;
+        for &(hour, _) in &rollups {
+            let (_, table) = self.read_rollup(hour)?;
+            table.entries.iter().for_each(|e| mark(e.thread));
+        }
+        let covered: Vec<u64> = rollups.iter().map(|(h, _)| *h).collect();
         self.overlapping(
             range,
+            &covered,
             |_| {},
             |start, id, row, cut| {
                 if matches!(cut, Cut::Inside) {
@@ -211,6 +243,7 @@ impl Inner {
         let mut frames_of: FxMap<u32, Vec<Frame>> = FxMap::default();
         self.overlapping(
             q.range,
+            &[],
             |_| {},
             |start, id, row, _| {
                 let table = self.read_table(start, id)?;

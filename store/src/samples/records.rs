@@ -107,6 +107,12 @@ impl Inner {
         batch.remove(&keys::batch_key(keys::TABLE, start, id));
         batch.remove(&keys::batch_key(keys::BATCH, start, id));
         let mut t = self.sample_totals()?;
+        // The hour's rollup summed this batch: from now on the hour is read batch by batch.
+        let rollup = self.rollup_bytes_at(start)?;
+        if let Some((hour, bytes)) = rollup {
+            batch.remove(&keys::rollup_key(hour));
+            t.rollup_bytes = t.rollup_bytes.saturating_sub(bytes);
+        }
         t.batches = t.batches.saturating_sub(1);
         t.samples = t.samples.saturating_sub(row.samples);
         t.batch_bytes = t.batch_bytes.saturating_sub(row.stored_bytes);
@@ -114,7 +120,7 @@ impl Inner {
         t.deleted_since_gc += 1;
         batch.insert(keys::SAMPLE_TOTALS, t.encode());
         self.apply(batch, &op)?;
-        Ok(row.stored_bytes)
+        Ok(row.stored_bytes + rollup.map_or(0, |(_, b)| b))
     }
 
     /// The oldest batch other than `protect`.

@@ -32,12 +32,13 @@ impl Store {
         Ok(SampleStats {
             samples: t.samples,
             batches: t.batches,
-            stored_bytes: t.batch_bytes + t.dict_bytes,
+            stored_bytes: t.batch_bytes + t.dict_bytes + t.rollup_bytes,
             stacks: t.stacks,
             frames: t.frames,
             comms: t.comms,
             threads: t.threads,
             dictionary_bytes: t.dict_bytes,
+            rollup_bytes: t.rollup_bytes,
         })
     }
 }

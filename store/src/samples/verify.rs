@@ -24,6 +24,8 @@ pub(crate) struct SampleSeen {
     stacks: BTreeMap<u32, Vec<u32>>,
     threads: BTreeMap<u32, codec::ThreadRec>,
     dict_bytes: u64,
+    /// Hour rollups: hour → record bytes.
+    rollups: BTreeMap<u64, u64>,
     totals: Option<SampleTotals>,
 }
 
@@ -51,6 +53,10 @@ impl SampleSeen {
                 let seen = self.batches.entry((start, id)).or_default();
                 seen.bytes += size;
                 seen.cpus.push(cpu);
+                true
+            }
+            Some(keys::ROLLUP) if k.len() == 9 => {
+                self.rollups.insert(keys::parse_rollup_key(k).unwrap_or_default(), size);
                 true
             }
             Some(keys::DICT) if k.len() == 6 => {
@@ -157,6 +163,24 @@ impl SampleSeen {
             if tally != table.counts {
                 p.push(format!("sample batch {id}: blocks disagree with the table's counts"));
             }
+        }
+        // Each rollup must be exactly the sum of its hour's stored batches.
+        for &hour in self.rollups.keys() {
+            match (inner.read_rollup(hour), inner.sum_hour(hour)) {
+                (Err(e), _) | (_, Err(e)) => p.push(e.to_string()),
+                (Ok(stored), Ok(Some(summed))) if stored == summed => {}
+                (Ok(_), Ok(None)) => p.push(format!("sample rollup of hour {hour}: no batch to sum")),
+                (Ok((row, _)), Ok(Some((sum, _)))) => p.push(format!(
+                    "sample rollup of hour {hour} says {row:?} and its tables, the hour's batches add up to {sum:?}"
+                )),
+            }
+        }
+        let rollup_bytes: u64 = self.rollups.values().sum();
+        if rollup_bytes != totals.rollup_bytes {
+            p.push(format!(
+                "sample totals say {} bytes of hour rollups, records take {rollup_bytes}",
+                totals.rollup_bytes
+            ));
         }
         let dict_counts =
             (self.stacks.len() as u64, self.frames.len() as u64, self.comms.len() as u64, self.threads.len() as u64);

@@ -68,6 +68,11 @@ impl Store {
         // `None` only before the first batch of a new store: `open` upgrades older records.
         t.lost = Some(t.lost.unwrap_or(0).saturating_add(meta.lost));
         let mut batch = sled::Batch::default();
+        // A batch landing in an hour already rolled up: the rollup no longer sums the hour.
+        if let Some((hour, bytes)) = inner.rollup_bytes_at(meta.start_unix_ns)? {
+            batch.remove(&keys::rollup_key(hour));
+            t.rollup_bytes = t.rollup_bytes.saturating_sub(bytes);
+        }
         for (k, v) in writes.records.into_iter().chain(writes.dict) {
             batch.insert(k, v);
         }
@@ -80,6 +85,8 @@ impl Store {
         })?;
         inner.flush(&format!("flush sample batch {id}"))?;
         let report = inner.enforce_retention(now_unix_ns, Some(Protect::Batch(id)))?;
+        // After retention, so an hour it is about to delete is not summed first.
+        inner.seal_completed_hours(meta.start_unix_ns);
         if report.deleted_anything() {
             inner.flush("flush retention deletes")?;
         }
