@@ -3,7 +3,7 @@
 use std::{collections::BTreeMap, ops::Deref};
 
 use crate::bindings::loupe::udf::data as host;
-use crate::{Frame, HostInfo, Run, Sample, SampleFilter, TimeRange, TimelineEvent, TimelineFilter};
+use crate::{Frame, HostInfo, Run, Sample, SampleColumns, SampleFilter, TimeRange, TimelineEvent, TimelineFilter};
 
 /// Ids sent to `data.stacks` / `data.comms` in one call at most.
 const IDS_PER_CALL: usize = 4096;
@@ -167,32 +167,102 @@ impl SampleQuery {
 /// (or a stand-in in tests). [`Batched`] turns one into an iterator.
 pub trait NextBatch {
     type Item;
+    /// What one call hands out: a `Vec`'s items, or samples read in place from columns.
+    type Batch: ExactSizeIterator<Item = Self::Item> + Default;
 
     /// The next items, or an empty batch when the cursor is exhausted (one host call).
-    fn next_batch(&mut self) -> Vec<Self::Item>;
+    fn next_batch(&mut self) -> Self::Batch;
 }
 
 impl NextBatch for host::RunCursor {
     type Item = Run;
+    type Batch = std::vec::IntoIter<Run>;
 
-    fn next_batch(&mut self) -> Vec<Run> {
-        host::RunCursor::next_batch(self)
+    fn next_batch(&mut self) -> Self::Batch {
+        host::RunCursor::next_batch(self).into_iter()
     }
 }
 
 impl NextBatch for host::SampleCursor {
     type Item = Sample;
+    type Batch = SampleBatch;
 
-    fn next_batch(&mut self) -> Vec<Sample> {
-        host::SampleCursor::next_batch(self)
+    /// Asks for columns: a list of numbers crosses into the guest as one copy, where the host
+    /// writes a `list<sample>` field by field (twice the time); the samples are then read from
+    /// the columns in place.
+    fn next_batch(&mut self) -> SampleBatch {
+        SampleBatch::new(host::SampleCursor::next_columns(self))
+    }
+}
+
+/// The samples of one column batch (`sample-cursor.next-columns`), read in place.
+pub struct SampleBatch {
+    columns: SampleColumns,
+    at: usize,
+    len: usize,
+}
+
+impl SampleBatch {
+    /// As many samples as the shortest column holds.
+    pub fn new(columns: SampleColumns) -> Self {
+        let c = &columns;
+        let len = [c.time_ns.len(), c.cpu.len(), c.pid.len(), c.tid.len(), c.comm.len(), c.idle.len(), c.stack.len()]
+            .into_iter()
+            .min()
+            .unwrap_or(0);
+        SampleBatch { columns, at: 0, len }
+    }
+}
+
+impl Iterator for SampleBatch {
+    type Item = Sample;
+
+    #[inline]
+    fn next(&mut self) -> Option<Sample> {
+        let i = self.at;
+        if i >= self.len {
+            return None;
+        }
+        self.at += 1;
+        let c = &self.columns;
+        Some(Sample {
+            time_ns: c.time_ns[i],
+            cpu: c.cpu[i],
+            pid: c.pid[i],
+            tid: c.tid[i],
+            comm: c.comm[i],
+            idle: c.idle[i] != 0,
+            stack: c.stack[i],
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.len - self.at, Some(self.len - self.at))
+    }
+}
+
+impl ExactSizeIterator for SampleBatch {}
+
+impl Default for SampleBatch {
+    fn default() -> Self {
+        SampleBatch::new(SampleColumns {
+            time_ns: vec![],
+            cpu: vec![],
+            pid: vec![],
+            tid: vec![],
+            comm: vec![],
+            idle: vec![],
+            stack: vec![],
+        })
     }
 }
 
 impl NextBatch for host::TimelineCursor {
     type Item = TimelineEvent;
+    type Batch = std::vec::IntoIter<TimelineEvent>;
 
-    fn next_batch(&mut self) -> Vec<TimelineEvent> {
-        host::TimelineCursor::next_batch(self)
+    fn next_batch(&mut self) -> Self::Batch {
+        host::TimelineCursor::next_batch(self).into_iter()
     }
 }
 
@@ -200,7 +270,7 @@ impl NextBatch for host::TimelineCursor {
 /// item. An iterator, and batch by batch with [`next_batch`](Self::next_batch).
 pub struct Batched<C: NextBatch> {
     cursor: C,
-    batch: std::vec::IntoIter<C::Item>,
+    batch: C::Batch,
     done: bool,
     batches: u64,
 }
@@ -218,7 +288,7 @@ pub type Samples = Batched<host::SampleCursor>;
 impl<C: NextBatch> Batched<C> {
     /// Iterates over `cursor`'s batches; nothing is asked until the first item or batch.
     pub fn new(cursor: C) -> Self {
-        Self { cursor, batch: Vec::new().into_iter(), done: false, batches: 0 }
+        Self { cursor, batch: C::Batch::default(), done: false, batches: 0 }
     }
 
     /// The next batch as the cursor sent it, or what `next()` left of it (`None` when
@@ -228,17 +298,22 @@ impl<C: NextBatch> Batched<C> {
         if !rest.is_empty() {
             return Some(rest);
         }
+        self.refill().then(|| self.batch.by_ref().collect())
+    }
+
+    /// Asks the cursor for its next batch (unless it is exhausted); false when there is none.
+    fn refill(&mut self) -> bool {
         if self.done {
-            return None;
+            return false;
         }
         let batch = self.cursor.next_batch();
         self.batches += 1;
-        if batch.is_empty() {
+        if batch.len() == 0 {
             self.done = true;
-            None
-        } else {
-            Some(batch)
+            return false;
         }
+        self.batch = batch;
+        true
     }
 
     /// Host calls made so far for batches.
@@ -262,12 +337,15 @@ impl Batched<host::SampleCursor> {
 impl<C: NextBatch> Iterator for Batched<C> {
     type Item = C::Item;
 
+    #[inline]
     fn next(&mut self) -> Option<C::Item> {
         loop {
             if let Some(item) = self.batch.next() {
                 return Some(item);
             }
-            self.batch = self.next_batch()?.into_iter();
+            if !self.refill() {
+                return None;
+            }
         }
     }
 }
@@ -464,10 +542,11 @@ mod tests {
 
     impl NextBatch for FakeCursor {
         type Item = u32;
+        type Batch = std::vec::IntoIter<u32>;
 
-        fn next_batch(&mut self) -> Vec<u32> {
+        fn next_batch(&mut self) -> Self::Batch {
             self.calls += 1;
-            self.batches.pop_front().unwrap_or_default()
+            self.batches.pop_front().unwrap_or_default().into_iter()
         }
     }
 
@@ -486,6 +565,28 @@ mod tests {
         assert_eq!(b.next(), None);
         assert_eq!(b.next_batch(), None);
         assert_eq!(b.cursor().calls, 4);
+    }
+
+    #[test]
+    fn sample_batches_read_columns_in_place_up_to_the_shortest() {
+        let columns = SampleColumns {
+            time_ns: vec![10, 20, 30],
+            cpu: vec![1, 2, 3],
+            pid: vec![4, 5, 6],
+            tid: vec![7, 8, 9],
+            comm: vec![0, 1, 2],
+            idle: vec![0, 1, 0],
+            stack: vec![11, 12], // one short: the batch holds two samples
+        };
+        let mut b = SampleBatch::new(columns);
+        assert_eq!(b.len(), 2);
+        let first = b.next().unwrap();
+        assert_eq!((first.time_ns, first.cpu, first.pid, first.tid, first.comm, first.idle, first.stack), (10, 1, 4, 7, 0, false, 11));
+        assert_eq!(b.len(), 1);
+        let second = b.next().unwrap();
+        assert_eq!((second.time_ns, second.idle, second.stack), (20, true, 12));
+        assert!(b.next().is_none() && b.len() == 0);
+        assert_eq!(SampleBatch::default().len(), 0);
     }
 
     #[test]

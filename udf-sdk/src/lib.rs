@@ -100,7 +100,7 @@ pub mod types {
 
 pub use bindings::loupe::udf::data::{HostInfo, Level};
 pub use data::{
-    Batched, CommDictionary, Comms, Dictionary, IdCache, NextBatch, OptionalText, RunQuery, Runs, SampleQuery, Samples,
+    Batched, CommDictionary, Comms, Dictionary, IdCache, NextBatch, OptionalText, RunQuery, Runs, SampleBatch, SampleQuery, Samples,
     StackDictionary, Stacks, TimelineEvents, TimelineQuery, host_info, runs, samples, timeline,
 };
 pub use output::Flamegraph;
@@ -111,7 +111,7 @@ pub use probes::{CallBatches, ProbeCalls, ProbeQuery, ProbeSessions, histogram_q
 pub use types::ParamSpec as Param;
 pub use types::{
     Cell, Column, CpuMetrics, Description, Frame, LatencyBucket, Metrics, Output, ParamKind, ParamValue, Point,
-    ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleFilter, Series, Table, TimeRange,
+    ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleColumns, SampleFilter, Series, Table, TimeRange,
     TimelineEvent, TimelineFilter, WeightedStack,
 };
 

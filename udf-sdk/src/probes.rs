@@ -87,9 +87,10 @@ pub struct CallBatches<'a> {
 
 impl NextBatch for CallBatches<'_> {
     type Item = ProbeCall;
+    type Batch = std::vec::IntoIter<ProbeCall>;
 
-    fn next_batch(&mut self) -> Vec<ProbeCall> {
-        self.cursor.next_calls()
+    fn next_batch(&mut self) -> Self::Batch {
+        self.cursor.next_calls().into_iter()
     }
 }
 

@@ -274,18 +274,25 @@ impl loupe::udf::data::HostRunCursor for DataHost {
     }
 }
 
+impl SampleCursor {
+    /// The next samples, at most [`SAMPLE_PAGE`] (empty when exhausted).
+    fn next_samples(&mut self) -> wasmtime::Result<std::collections::vec_deque::Drain<'_, RawSample>> {
+        if self.pending.is_empty()
+            && let Some(page) = self.inner.next_page().map_err(trap)?
+        {
+            self.pending = page.into();
+        }
+        let n = self.pending.len().min(SAMPLE_PAGE);
+        Ok(self.pending.drain(..n))
+    }
+}
+
 impl loupe::udf::data::HostSampleCursor for DataHost {
     fn next_batch(&mut self, cursor: Resource<SampleCursor>) -> wasmtime::Result<Vec<wit::Sample>> {
-        let c = self.table.get_mut(&cursor)?;
-        if c.pending.is_empty() {
-            match c.inner.next_page().map_err(trap)? {
-                Some(page) => c.pending = page.into(),
-                None => return Ok(Vec::new()),
-            }
-        }
-        let n = c.pending.len().min(SAMPLE_PAGE);
-        Ok(c.pending
-            .drain(..n)
+        Ok(self
+            .table
+            .get_mut(&cursor)?
+            .next_samples()?
             .map(|s| wit::Sample {
                 time_ns: s.time_unix_ns,
                 cpu: s.cpu,
@@ -296,6 +303,30 @@ impl loupe::udf::data::HostSampleCursor for DataHost {
                 stack: s.stack,
             })
             .collect())
+    }
+
+    fn next_columns(&mut self, cursor: Resource<SampleCursor>) -> wasmtime::Result<wit::SampleColumns> {
+        let samples = self.table.get_mut(&cursor)?.next_samples()?;
+        let n = samples.len();
+        let mut c = wit::SampleColumns {
+            time_ns: Vec::with_capacity(n),
+            cpu: Vec::with_capacity(n),
+            pid: Vec::with_capacity(n),
+            tid: Vec::with_capacity(n),
+            comm: Vec::with_capacity(n),
+            idle: Vec::with_capacity(n),
+            stack: Vec::with_capacity(n),
+        };
+        for s in samples {
+            c.time_ns.push(s.time_unix_ns);
+            c.cpu.push(s.cpu);
+            c.pid.push(s.pid);
+            c.tid.push(s.tid);
+            c.comm.push(s.comm);
+            c.idle.push(u8::from(s.idle));
+            c.stack.push(s.stack);
+        }
+        Ok(c)
     }
 
     fn lost(&mut self, cursor: Resource<SampleCursor>) -> wasmtime::Result<u64> {
@@ -374,5 +405,89 @@ fn wit_run(v: RunView) -> wit::Run {
             .into_iter()
             .map(|c| wit::CpuMetrics { cpu: c.cpu, metrics: wit_metrics(c.metrics) })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use loupe::udf::data::{Host, HostSampleCursor};
+    use loupe_store::{Frame, Retention, StackSample};
+
+    use super::*;
+
+    fn sample(i: u64) -> StackSample {
+        StackSample {
+            time_unix_ns: 1_700_000_000_000_000_000 + i * 1_000_003,
+            cpu: (i % 4) as u32,
+            pid: 100 + (i % 7) as u32,
+            tid: 1_000 + (i % 11) as u32,
+            comm: format!("comm{}", i % 3),
+            cgroup_id: 0,
+            idle: i % 5 == 0,
+            frames: vec![Frame { function: format!("f{}", i % 13), module: "m".into(), kernel: false, location: None }],
+        }
+    }
+
+    /// Records and columns hand out the same samples, each call the next ones, in pages of at
+    /// most `SAMPLE_PAGE`, across stored batches.
+    #[test]
+    fn records_and_columns_hand_out_the_same_samples_in_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Retention::default()).unwrap();
+        let all: Vec<StackSample> = (0..40_000).map(sample).collect();
+        for batch in [&all[..30_000], &all[30_000..31_000], &all[31_000..]] {
+            store.put_samples(batch, 0, 0).unwrap();
+        }
+        let info = HostInfo {
+            hostname: "h".into(),
+            loupe_version: "0".into(),
+            cpus: 4,
+            retained: wit::TimeRange { from_ns: 0, to_ns: 0 },
+        };
+        let mut host = DataHost::new(store.clone(), info, InvocationLog::new(1 << 16));
+        let range = wit::TimeRange { from_ns: 0, to_ns: u64::MAX };
+        let filter = wit::SampleFilter { pid: None, comm: None, cpu: None, include_idle: true };
+        let cursor = host.open_samples(range, filter).unwrap().unwrap();
+        let mut got: Vec<wit::Sample> = Vec::new();
+        let mut calls = 0;
+        loop {
+            let c = Resource::new_borrow(cursor.rep());
+            let batch = if calls % 2 == 0 {
+                host.next_batch(c).unwrap()
+            } else {
+                let cols = host.next_columns(c).unwrap();
+                let n = cols.time_ns.len();
+                let lens = [cols.cpu.len(), cols.pid.len(), cols.tid.len(), cols.comm.len(), cols.idle.len()];
+                assert!(lens.iter().chain([&cols.stack.len()]).all(|&l| l == n), "columns of one length");
+                (0..n)
+                    .map(|i| wit::Sample {
+                        time_ns: cols.time_ns[i],
+                        cpu: cols.cpu[i],
+                        pid: cols.pid[i],
+                        tid: cols.tid[i],
+                        comm: cols.comm[i],
+                        idle: cols.idle[i] == 1,
+                        stack: cols.stack[i],
+                    })
+                    .collect()
+            };
+            calls += 1;
+            if batch.is_empty() {
+                break;
+            }
+            assert!(batch.len() <= SAMPLE_PAGE);
+            got.extend(batch);
+        }
+        // 30,000 stored samples take two pages; then 1,000, then 9,000; then the empty answer.
+        assert_eq!(calls, 5);
+        let want: Vec<(u64, u32, u32, u32, bool)> =
+            all.iter().map(|s| (s.time_unix_ns, s.cpu, s.pid, s.tid, s.idle)).collect();
+        let seen: Vec<(u64, u32, u32, u32, bool)> = got.iter().map(|s| (s.time_ns, s.cpu, s.pid, s.tid, s.idle)).collect();
+        assert_eq!(seen, want);
+        // Ids resolve to what was written.
+        let comms = host.comms(got.iter().map(|s| s.comm).collect()).unwrap().unwrap();
+        assert!(comms.iter().zip(&all).all(|(c, s)| *c == s.comm));
+        let stacks = host.stacks(got[..100].iter().map(|s| s.stack).collect()).unwrap().unwrap();
+        assert!(stacks.iter().zip(&all).all(|(f, s)| f[0].function == s.frames[0].function));
     }
 }
