@@ -3,7 +3,7 @@
 use std::{collections::BTreeMap, ops::Deref};
 
 use crate::bindings::loupe::udf::data as host;
-use crate::{Frame, HostInfo, Run, Sample, SampleColumns, SampleFilter, TimeRange, TimelineEvent, TimelineFilter};
+use crate::{Frame, HostInfo, Run, Sample, SampleColumns, SampleFilter, SeriesSet, TimeRange, TimelineEvent, TimelineFilter};
 
 /// Ids sent to `data.stacks` / `data.comms` in one call at most.
 const IDS_PER_CALL: usize = 4096;
@@ -23,7 +23,7 @@ pub fn host_info() -> HostInfo {
 /// # Ok(()) }
 /// ```
 pub fn runs(range: TimeRange) -> RunQuery {
-    RunQuery { range, interval_ns: None, iface: None, per_cpu: false }
+    RunQuery { range, interval_ns: None, iface: None, per_cpu: false, series: None }
 }
 
 /// Stack samples in `range`, in time order per stored batch. Narrow them, then
@@ -89,6 +89,7 @@ pub struct RunQuery {
     interval_ns: Option<u64>,
     iface: Option<String>,
     per_cpu: bool,
+    series: Option<SeriesSet>,
 }
 
 impl RunQuery {
@@ -110,9 +111,20 @@ impl RunQuery {
         self
     }
 
+    /// Only these series (the others come as empty lists): the host computes and copies in
+    /// only what the analysis reads. Every series by default.
+    pub fn series(mut self, series: SeriesSet) -> Self {
+        self.series = Some(series);
+        self
+    }
+
     /// Opens the host cursor (one host call), or the host's reason why not.
     pub fn open(self) -> Result<Runs, String> {
-        let cursor = host::open_runs(self.range, self.interval_ns, self.iface.as_deref(), self.per_cpu)?;
+        let (range, interval, iface) = (self.range, self.interval_ns, self.iface.as_deref());
+        let cursor = match self.series {
+            None => host::open_runs(range, interval, iface, self.per_cpu)?,
+            Some(series) => host::open_runs_with(range, interval, iface, self.per_cpu, series)?,
+        };
         Ok(Batched::new(cursor))
     }
 }

@@ -111,7 +111,7 @@ pub use probes::{CallBatches, ProbeCalls, ProbeQuery, ProbeSessions, histogram_q
 pub use types::ParamSpec as Param;
 pub use types::{
     Cell, Column, CpuMetrics, Description, Frame, LatencyBucket, Metrics, Output, ParamKind, ParamValue, Point,
-    ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleColumns, SampleFilter, Series, Table, TimeRange,
+    ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleColumns, SampleFilter, Series, SeriesSet, Table, TimeRange,
     TimelineEvent, TimelineFilter, WeightedStack,
 };
 

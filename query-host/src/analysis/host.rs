@@ -20,7 +20,7 @@ use loupe_store::{
 use wasmtime::component::{Resource, ResourceTable};
 
 use super::sandbox::InvocationLog;
-use crate::model::{Metrics, RunView};
+use crate::model::{Metrics, RunView, SeriesSet};
 
 wasmtime::component::bindgen!({
     path: "../udf-sdk/wit",
@@ -64,6 +64,8 @@ pub struct RunCursor {
     interval_ns: Option<u64>,
     iface: Option<String>,
     per_cpu: bool,
+    /// The series handed out (the others are neither summed nor copied).
+    series: SeriesSet,
     /// The current page of listings, and the last run listed (where the next page starts).
     metas: VecDeque<RunMeta>,
     after: Option<RunPos>,
@@ -135,10 +137,48 @@ impl DataHost {
     pub(super) fn close_cursor(&mut self) {
         self.open_cursors = self.open_cursors.saturating_sub(1);
     }
+
+    /// A run cursor handing out the `series` asked for.
+    fn open_runs_of(
+        &mut self,
+        range: wit::TimeRange,
+        interval_ns: Option<u64>,
+        iface: Option<String>,
+        per_cpu: bool,
+        series: SeriesSet,
+    ) -> wasmtime::Result<Result<Resource<RunCursor>, String>> {
+        let range = match self.range(range) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.open_cursor()?;
+        let (metas, after, done) = (VecDeque::new(), None, false);
+        let cursor = RunCursor { range, interval_ns, iface, per_cpu, series, metas, after, done };
+        Ok(Ok(self.table.push(cursor)?))
+    }
 }
 
 pub(super) fn trap(e: StoreError) -> wasmtime::Error {
     wasmtime::Error::msg(format!("store: {e}"))
+}
+
+/// The analysis' `series-set` flags as the run view's set (the same series, by name).
+fn series_set(flags: wit::SeriesSet) -> SeriesSet {
+    use wit::SeriesSet as F;
+    let named = [
+        (F::IN_BYTES, "in_bytes"),
+        (F::OUT_BYTES, "out_bytes"),
+        (F::IN_PACKETS, "in_packets"),
+        (F::OUT_PACKETS, "out_packets"),
+        (F::IN_CE_BYTES, "in_ce_bytes"),
+        (F::IN_RETX_BYTES, "in_retx_bytes"),
+        (F::OUT_RETX_BYTES, "out_retx_bytes"),
+        (F::IN_CONNS, "in_conns"),
+        (F::OUT_CONNS, "out_conns"),
+        (F::IN_CROSS_REGION_BYTES, "in_cross_region_bytes"),
+        (F::OUT_CROSS_REGION_BYTES, "out_cross_region_bytes"),
+    ];
+    named.into_iter().filter(|(f, _)| flags.contains(*f)).fold(SeriesSet::NONE, |set, (_, name)| set.with(name))
 }
 
 impl loupe::udf::types::Host for DataHost {}
@@ -151,13 +191,18 @@ impl loupe::udf::data::Host for DataHost {
         iface: Option<String>,
         per_cpu: bool,
     ) -> wasmtime::Result<Result<Resource<RunCursor>, String>> {
-        let range = match self.range(range) {
-            Ok(r) => r,
-            Err(e) => return Ok(Err(e)),
-        };
-        self.open_cursor()?;
-        let cursor = RunCursor { range, interval_ns, iface, per_cpu, metas: VecDeque::new(), after: None, done: false };
-        Ok(Ok(self.table.push(cursor)?))
+        self.open_runs_of(range, interval_ns, iface, per_cpu, SeriesSet::ALL)
+    }
+
+    fn open_runs_with(
+        &mut self,
+        range: wit::TimeRange,
+        interval_ns: Option<u64>,
+        iface: Option<String>,
+        per_cpu: bool,
+        series: wit::SeriesSet,
+    ) -> wasmtime::Result<Result<Resource<RunCursor>, String>> {
+        self.open_runs_of(range, interval_ns, iface, per_cpu, series_set(series))
     }
 
     fn open_samples(
@@ -259,9 +304,9 @@ impl loupe::udf::data::HostRunCursor for DataHost {
             let Some(meta) = c.metas.pop_front() else { break };
             // A run deleted by retention since it was listed is skipped.
             if let Some(run) = store.run(meta.id).map_err(trap)? {
-                let series = run.meta.samples as usize * 11 * 8;
+                let series = run.meta.samples as usize * c.series.len() * 8;
                 bytes += series * if c.per_cpu { run.per_cpu.len() + 1 } else { 1 };
-                out.push(wit_run(RunView::new(&run, c.per_cpu)));
+                out.push(wit_run(RunView::with_series(&run, c.per_cpu, c.series)));
             }
         }
         Ok(out)
@@ -410,10 +455,118 @@ fn wit_run(v: RunView) -> wit::Run {
 
 #[cfg(test)]
 mod tests {
-    use loupe::udf::data::{Host, HostSampleCursor};
-    use loupe_store::{Frame, Retention, StackSample};
+    use loupe::udf::data::{Host, HostRunCursor, HostSampleCursor};
+    use loupe_store::{CpuColumns, Frame, NewRun, Retention, RunSource, StackSample};
 
     use super::*;
+
+    fn host_of(store: &Store) -> DataHost {
+        let info = HostInfo {
+            hostname: "h".into(),
+            loupe_version: "0".into(),
+            cpus: 4,
+            retained: wit::TimeRange { from_ns: 0, to_ns: 0 },
+        };
+        DataHost::new(store.clone(), info, InvocationLog::new(1 << 16))
+    }
+
+    const EVERY: wit::TimeRange = wit::TimeRange { from_ns: 0, to_ns: u64::MAX };
+
+    /// Each series flag hands out its own series (as the API computes it) and nothing else,
+    /// in the run's sums and per CPU; `open-runs` hands out all eleven.
+    #[test]
+    fn a_run_cursor_hands_out_only_the_series_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Retention::default()).unwrap();
+        let samples = 50u32;
+        let per_cpu: Vec<CpuColumns> = (0..3u32)
+            .map(|cpu| {
+                let mut c = CpuColumns::zeroed(cpu, samples);
+                for (k, col) in c.counters.iter_mut().enumerate() {
+                    col.iter_mut().enumerate().for_each(|(i, v)| *v = u64::from(cpu + 1) * (k as u64 + 1) * i as u64);
+                }
+                c.in_conns.iter_mut().enumerate().for_each(|(i, s)| *s = 1u128 << ((i + cpu as usize) % 128));
+                c.out_conns.iter_mut().enumerate().for_each(|(i, s)| *s = 3u128 << (i % 100));
+                c
+            })
+            .collect();
+        let run = NewRun {
+            iface: "eth0".into(),
+            host: "h".into(),
+            rack: None,
+            start_unix_ns: 1_000,
+            interval_ns: 1_000_000,
+            samples,
+            local_prefixes: vec![],
+            source: RunSource::Agent,
+            per_cpu,
+            conn_counts: None,
+            clock: None,
+        };
+        let meta = store.put_run(run, 0).unwrap();
+        let full = RunView::new(&store.run(meta.id).unwrap().unwrap(), true);
+        let named = |m: &wit::Metrics| -> Vec<(&'static str, Vec<u64>)> {
+            let m = Metrics {
+                in_bytes: m.in_bytes.clone(),
+                out_bytes: m.out_bytes.clone(),
+                in_packets: m.in_packets.clone(),
+                out_packets: m.out_packets.clone(),
+                in_ce_bytes: m.in_ce_bytes.clone(),
+                in_retx_bytes: m.in_retx_bytes.clone(),
+                out_retx_bytes: m.out_retx_bytes.clone(),
+                in_conns: m.in_conns.clone(),
+                out_conns: m.out_conns.clone(),
+                in_cross_region_bytes: m.in_cross_region_bytes.clone(),
+                out_cross_region_bytes: m.out_cross_region_bytes.clone(),
+            };
+            m.named().iter().map(|(n, v)| (*n, v.to_vec())).collect()
+        };
+        let want_all = named(&wit_metrics(full.metrics.clone()));
+        let want_cpu1 = named(&wit_metrics(full.per_cpu.as_ref().unwrap()[1].metrics.clone()));
+        assert!(want_all.iter().all(|(_, v)| v.len() == samples as usize && v.iter().any(|&x| x > 0)));
+        let mut host = host_of(&store);
+        let read = |host: &mut DataHost, series: Option<wit::SeriesSet>| -> wit::Run {
+            let cursor = match series {
+                Some(s) => host.open_runs_with(EVERY, None, None, true, s),
+                None => host.open_runs(EVERY, None, None, true),
+            };
+            let cursor = cursor.unwrap().unwrap();
+            let mut runs = HostRunCursor::next_batch(host, Resource::new_borrow(cursor.rep())).unwrap();
+            HostRunCursor::drop(host, cursor).unwrap();
+            assert_eq!(runs.len(), 1);
+            runs.pop().unwrap()
+        };
+        let all = read(&mut host, None);
+        assert_eq!(named(&all.metrics), want_all);
+        assert_eq!(named(&all.per_cpu[1].metrics), want_cpu1);
+        use wit::SeriesSet as F;
+        // The WIT's flags in declaration order, which is the names' order.
+        let flags = [
+            F::IN_BYTES,
+            F::OUT_BYTES,
+            F::IN_PACKETS,
+            F::OUT_PACKETS,
+            F::IN_CE_BYTES,
+            F::IN_RETX_BYTES,
+            F::OUT_RETX_BYTES,
+            F::IN_CONNS,
+            F::OUT_CONNS,
+            F::IN_CROSS_REGION_BYTES,
+            F::OUT_CROSS_REGION_BYTES,
+        ];
+        for (flag, name) in flags.into_iter().zip(SeriesSet::NAMES) {
+            let run = read(&mut host, Some(flag));
+            for (got, want) in [(named(&run.metrics), &want_all), (named(&run.per_cpu[1].metrics), &want_cpu1)] {
+                for ((n, g), (_, w)) in got.iter().zip(want.iter()) {
+                    if *n == name {
+                        assert_eq!(g, w, "{name} asked: {n} differs");
+                    } else {
+                        assert!(g.is_empty(), "{name} asked: {n} handed out too");
+                    }
+                }
+            }
+        }
+    }
 
     fn sample(i: u64) -> StackSample {
         StackSample {
@@ -438,14 +591,8 @@ mod tests {
         for batch in [&all[..30_000], &all[30_000..31_000], &all[31_000..]] {
             store.put_samples(batch, 0, 0).unwrap();
         }
-        let info = HostInfo {
-            hostname: "h".into(),
-            loupe_version: "0".into(),
-            cpus: 4,
-            retained: wit::TimeRange { from_ns: 0, to_ns: 0 },
-        };
-        let mut host = DataHost::new(store.clone(), info, InvocationLog::new(1 << 16));
-        let range = wit::TimeRange { from_ns: 0, to_ns: u64::MAX };
+        let mut host = host_of(&store);
+        let range = EVERY;
         let filter = wit::SampleFilter { pid: None, comm: None, cpu: None, include_idle: true };
         let cursor = host.open_samples(range, filter).unwrap().unwrap();
         let mut got: Vec<wit::Sample> = Vec::new();
@@ -453,7 +600,7 @@ mod tests {
         loop {
             let c = Resource::new_borrow(cursor.rep());
             let batch = if calls % 2 == 0 {
-                host.next_batch(c).unwrap()
+                HostSampleCursor::next_batch(&mut host, c).unwrap()
             } else {
                 let cols = host.next_columns(c).unwrap();
                 let n = cols.time_ns.len();

@@ -21,5 +21,5 @@ pub use probe::{
     ActiveProbeView, CallTreeView, CallView, LatencyBucket, ProbeFunctionView, ProbeList, ProbeListEntry, ProbeView,
 };
 pub use profile::{FlameNode, FunctionCount, ModuleCount, ModuleNaming, ProfileView, SymbolizeReport};
-pub use run::{ClockView, CpuView, Metrics, RunListEntry, RunView};
+pub use run::{ClockView, CpuView, Metrics, RunListEntry, RunView, SeriesSet};
 pub use timeline::{EventStatsView, TimelineEventView, TimelineEventsPage, TimelineSourceView, TimelineSummary};

@@ -58,9 +58,13 @@ impl Metrics {
     }
 
     /// Sums the CPUs' counters; connection estimates come from the union of their sketches.
-    fn from_cpus(cpus: &[&CpuColumns], samples: usize) -> Self {
+    /// Series not in `want` stay empty.
+    fn from_cpus(cpus: &[&CpuColumns], samples: usize, want: SeriesSet) -> Self {
         let mut m = Metrics::default();
         for c in Counter::ALL {
+            if !want.has(c.name()) {
+                continue;
+            }
             let col = m.counter_mut(c);
             *col = vec![0; samples];
             for cpu in cpus {
@@ -72,9 +76,59 @@ impl Metrics {
         let union = |pick: fn(&CpuColumns) -> &[u128]| -> Vec<u64> {
             (0..samples).map(|i| sketch::estimate(cpus.iter().fold(0, |acc, c| acc | pick(c)[i])) as u64).collect()
         };
-        m.in_conns = union(|c| &c.in_conns);
-        m.out_conns = union(|c| &c.out_conns);
+        if want.has("in_conns") {
+            m.in_conns = union(|c| &c.in_conns);
+        }
+        if want.has("out_conns") {
+            m.out_conns = union(|c| &c.out_conns);
+        }
         m
+    }
+}
+
+/// Which of a run's eleven series to compute: a bit per series, in [`Metrics::named`] order
+/// (and in the order of the analyses' WIT `series-set` flags). The API computes them all; an
+/// analysis that reads two need not pay for summing the other nine and estimating connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeriesSet(u16);
+
+impl SeriesSet {
+    /// The series' names, in bit order.
+    pub const NAMES: [&'static str; 11] = [
+        "in_bytes",
+        "out_bytes",
+        "in_packets",
+        "out_packets",
+        "in_ce_bytes",
+        "in_retx_bytes",
+        "out_retx_bytes",
+        "in_conns",
+        "out_conns",
+        "in_cross_region_bytes",
+        "out_cross_region_bytes",
+    ];
+    pub const ALL: SeriesSet = SeriesSet((1 << 11) - 1);
+    pub const NONE: SeriesSet = SeriesSet(0);
+
+    /// This set with the series named `name` added (unknown names add nothing).
+    pub fn with(self, name: &str) -> SeriesSet {
+        match Self::NAMES.iter().position(|n| *n == name) {
+            Some(i) => SeriesSet(self.0 | 1 << i),
+            None => self,
+        }
+    }
+
+    pub fn has(self, name: &str) -> bool {
+        Self::NAMES.iter().position(|n| *n == name).is_some_and(|i| self.0 & 1 << i != 0)
+    }
+
+    /// How many series are in the set.
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
     }
 }
 
@@ -134,16 +188,26 @@ impl From<loupe_store::RunClock> for ClockView {
 
 impl RunView {
     pub fn new(run: &Run, per_cpu: bool) -> Self {
+        Self::with_series(run, per_cpu, SeriesSet::ALL)
+    }
+
+    /// The view with only the series in `want` (the others empty).
+    pub fn with_series(run: &Run, per_cpu: bool, want: SeriesSet) -> Self {
         let samples = run.meta.samples as usize;
         let all: Vec<&CpuColumns> = run.per_cpu.iter().collect();
-        let mut metrics = Metrics::from_cpus(&all, samples);
+        let mut metrics = Metrics::from_cpus(&all, samples, want);
         if let Some(counts) = &run.conn_counts {
             // Imported runs carry counts, not sketches.
-            metrics.in_conns = counts.in_conns.clone();
-            metrics.out_conns = counts.out_conns.clone();
+            if want.has("in_conns") {
+                metrics.in_conns = counts.in_conns.clone();
+            }
+            if want.has("out_conns") {
+                metrics.out_conns = counts.out_conns.clone();
+            }
         }
         let per_cpu = per_cpu.then(|| {
-            run.per_cpu.iter().map(|c| CpuView { cpu: c.cpu, metrics: Metrics::from_cpus(&[c], samples) }).collect()
+            let view = |c: &CpuColumns| CpuView { cpu: c.cpu, metrics: Metrics::from_cpus(&[c], samples, want) };
+            run.per_cpu.iter().map(view).collect()
         });
         let meta = &run.meta;
         Self {

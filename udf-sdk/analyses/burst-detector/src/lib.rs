@@ -4,7 +4,7 @@
 //! The algorithm is [`loupe_detect::detect`] (plain Rust, shared with `incast-detector` and run
 //! natively by the host's benchmark); this crate is only the wasm glue.
 
-use loupe_udf::{Analysis, Context, Description, Output, Param, ResultKind, Table, row};
+use loupe_udf::{Analysis, Context, Description, Output, Param, ResultKind, SeriesSet, Table, row};
 
 struct BurstDetector;
 
@@ -26,7 +26,8 @@ impl Analysis for BurstDetector {
             .column("duration_ns", "ns")
             .column("bytes", "bytes")
             .column("peak_bps", "bytes/s");
-        for run in ctx.runs().open()? {
+        // Only the ingress bytes: the host then neither sums nor copies the other ten series.
+        for run in ctx.runs().series(SeriesSet::IN_BYTES).open()? {
             for b in
                 loupe_detect::detect(run.start_ns, run.interval_ns, &run.metrics.in_bytes, threshold_bps, min_samples)
             {
