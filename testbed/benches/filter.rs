@@ -47,7 +47,7 @@ use std::{
     io,
     mem::size_of,
     net::{TcpListener, TcpStream},
-    os::fd::{AsFd, AsRawFd, BorrowedFd},
+    os::fd::{AsFd, BorrowedFd},
     time::Duration,
 };
 
@@ -56,6 +56,7 @@ use aya::programs::{SchedClassifier, TcAttachType};
 use loupe_bpf::{RunCounters, RunRequest, SamplerOptions, SlotCounters, StartAt, TrafficSampler};
 use loupe_testbed::{
     faults::{Fault, FaultConfig, FaultKind},
+    test_run::{self, Segment, test_run},
     topology::{A_IF, A_MAC, A_V4, A_V6, B_IF, B_MAC, B_V4, B_V6, VethPair},
     traffic::{self, ECT0},
 };
@@ -72,8 +73,6 @@ const ROUNDS: usize = 9;
 const LONG_RUN: RunRequest = RunRequest { interval: Duration::from_millis(10), samples: 2000, start: StartAt::Now };
 /// Ethernet frame size of the test-run packets (a full 1500-byte MTU frame).
 const FRAME_LEN: usize = 1514;
-/// `BPF_PROG_TEST_RUN` from `enum bpf_cmd` in `linux/bpf.h`.
-const BPF_PROG_TEST_RUN: libc::c_long = 10;
 
 fn main() {
     // SAFETY: geteuid has no preconditions.
@@ -91,82 +90,24 @@ fn main() {
 // 1. Per-packet cost via BPF_PROG_TEST_RUN
 // ---------------------------------------------------------------------------------------------
 
-/// The `test` member of the kernel's `union bpf_attr` (`linux/bpf.h`), used by
-/// `BPF_PROG_TEST_RUN`. The kernel requires every byte after the last field it knows to be zero.
-#[repr(C)]
-#[derive(Default)]
-struct TestRunAttr {
-    prog_fd: u32,
-    retval: u32,
-    data_size_in: u32,
-    data_size_out: u32,
-    data_in: u64,
-    data_out: u64,
-    repeat: u32,
-    duration: u32,
-    ctx_size_in: u32,
-    ctx_size_out: u32,
-    ctx_in: u64,
-    ctx_out: u64,
-    flags: u32,
-    cpu: u32,
-    batch_size: u32,
-    _pad: u32,
-}
-
-/// Runs `prog` on `frame` `repeat` times in the kernel; returns (return value, mean ns per run).
-fn test_run(prog: BorrowedFd<'_>, frame: &[u8], repeat: u32) -> io::Result<(i32, u32)> {
-    let mut attr = TestRunAttr {
-        prog_fd: prog.as_raw_fd() as u32,
-        data_size_in: frame.len() as u32,
-        data_in: frame.as_ptr() as u64,
-        repeat,
-        ..Default::default()
-    };
-    // SAFETY: `attr` is a zero-padded `bpf_attr.test`, its input buffer outlives the call and no
-    // output buffers are given (data_out / ctx_out are NULL).
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_PROG_TEST_RUN,
-            &mut attr as *mut TestRunAttr,
-            size_of::<TestRunAttr>() as libc::c_uint,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((attr.retval as i32, attr.duration))
-}
-
 fn prog_fd(prog: &SchedClassifier) -> Result<BorrowedFd<'_>> {
     Ok(prog.fd().context("program not loaded")?.as_fd())
 }
 
 /// Ethernet (a0 → b0) + IPv4 (ECT(0), DF) + TCP (ACK|PSH, timestamp option) + payload, as a
-/// bulk-transfer data segment looks on the wire. The TCP checksum is left zero: the filter never
-/// reads it.
+/// bulk-transfer data segment looks on the wire.
 fn ipv4_tcp_frame() -> Vec<u8> {
-    let mut f = ethernet(0x0800);
-    let ip_len = (FRAME_LEN - f.len()) as u16;
-    let mut ip = vec![0x45, ECT0];
-    ip.extend(ip_len.to_be_bytes());
-    ip.extend([0x12, 0x34, 0x40, 0x00, 64, 6, 0, 0]); // id, DF, ttl, TCP, checksum (below)
-    ip.extend(A_V4.octets());
-    ip.extend(B_V4.octets());
-    let sum = ipv4_checksum(&ip);
-    ip[10..12].copy_from_slice(&sum.to_be_bytes());
-    f.extend(ip);
-    f.extend(40_000u16.to_be_bytes()); // source port
-    f.extend(5_001u16.to_be_bytes()); // destination port
-    f.extend(1_000_000u32.to_be_bytes()); // seq
-    f.extend(1u32.to_be_bytes()); // ack
-    f.extend([8 << 4, 0x18]); // 32-byte header, ACK|PSH
-    f.extend(64_240u16.to_be_bytes()); // window
-    f.extend([0, 0, 0, 0]); // checksum, urgent pointer
-    f.extend([1, 1, 8, 10, 0, 0, 0x10, 0, 0, 0, 0x20, 0]); // NOP NOP timestamps
-    f.resize(FRAME_LEN, 0xa5);
-    f
+    test_run::ipv4_tcp_frame(&Segment {
+        src_mac: test_run::mac(A_MAC),
+        dst_mac: test_run::mac(B_MAC),
+        saddr: A_V4,
+        daddr: B_V4,
+        tos: ECT0,
+        sport: 40_000,
+        dport: 5_001,
+        seq: 1_000_000,
+        frame_len: FRAME_LEN,
+    })
 }
 
 /// Ethernet (a0 → b0) + IPv6 (traffic class ECT(0)) + UDP + payload. The UDP checksum is left
@@ -189,20 +130,11 @@ fn ipv6_udp_frame() -> Vec<u8> {
 }
 
 fn ethernet(ethertype: u16) -> Vec<u8> {
-    let mac = |text: &str| text.split(':').map(|b| u8::from_str_radix(b, 16).expect("hex MAC")).collect::<Vec<_>>();
     let mut f = Vec::with_capacity(FRAME_LEN);
-    f.extend(mac(B_MAC));
-    f.extend(mac(A_MAC));
+    f.extend(test_run::mac(B_MAC));
+    f.extend(test_run::mac(A_MAC));
     f.extend(ethertype.to_be_bytes());
     f
-}
-
-fn ipv4_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header.chunks(2).map(|w| u16::from_be_bytes([w[0], w[1]]) as u32).sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 /// The median (the upper one of an even count).

@@ -17,6 +17,7 @@ pub mod nf;
 pub mod privilege;
 pub mod rack;
 pub mod synthetic;
+pub mod test_run;
 pub mod topology;
 pub mod traffic;
 pub mod wasm;

@@ -16,8 +16,11 @@ pub const MAP_RUN_CONFIG: &str = "RUN_CONFIG";
 pub const MAP_SLOTS: &str = "SLOTS";
 /// Name of the LPM trie of local-region prefixes (IPv4 stored IPv4-mapped in IPv6).
 pub const MAP_LOCAL_PREFIXES: &str = "LOCAL_PREFIXES";
-/// Name of the LRU map that remembers, per ingress TCP flow, the highest sequence seen.
+/// Name of the array of [`FlowEntry`] that remembers, per ingress TCP flow, the highest
+/// sequence seen: a two-way set-associative table of [`FLOW_SLOTS`] entries.
 pub const MAP_INGRESS_FLOWS: &str = "INGRESS_FLOWS";
+/// Entries of [`MAP_INGRESS_FLOWS`] (a power of two): 32,768 sets of two.
+pub const FLOW_SLOTS: u32 = 65_536;
 
 /// Program names (kernel program names are limited to 15 characters).
 pub const PROG_INGRESS: &str = "loupe_ingress";
@@ -74,7 +77,7 @@ pub struct SlotCounters {
     pub out_conns: [u64; 2],
 }
 
-/// Key of [`MAP_INGRESS_FLOWS`]: a TCP flow as seen on ingress (addresses IPv4-mapped for IPv4).
+/// A TCP flow as seen on ingress (addresses IPv4-mapped for IPv4).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FlowKey {
@@ -84,16 +87,19 @@ pub struct FlowKey {
     pub dport: u16,
 }
 
-/// Value of [`MAP_INGRESS_FLOWS`].
+/// One entry of [`MAP_INGRESS_FLOWS`]: a flow and its highest sequence in the current run.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FlowState {
+pub struct FlowEntry {
+    pub key: FlowKey,
     /// One past the highest sequence number seen on this flow.
     pub high_seq: u32,
-    pub _pad: u32,
     /// `RunConfig::start_ns` of the run that last updated the entry: state from an earlier
     /// run is stale (the flow may have wrapped its sequence space since) and is reset.
     pub run_start_ns: u64,
+    /// When the flow last sent (the run's clock): of a set's two entries, the one seen longer
+    /// ago makes way for a new flow.
+    pub seen_ns: u64,
 }
 
 #[cfg(feature = "user")]
@@ -102,7 +108,7 @@ mod pod {
     unsafe impl aya::Pod for super::RunConfig {}
     unsafe impl aya::Pod for super::SlotCounters {}
     unsafe impl aya::Pod for super::FlowKey {}
-    unsafe impl aya::Pod for super::FlowState {}
+    unsafe impl aya::Pod for super::FlowEntry {}
     unsafe impl aya::Pod for super::stacks::StackEvent {}
     unsafe impl aya::Pod for super::probes::FunctionCounters {}
     unsafe impl aya::Pod for super::probes::CallRecord {}

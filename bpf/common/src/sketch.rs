@@ -17,13 +17,21 @@ pub const EXACT_UP_TO: u32 = 16;
 /// linear-counting value for half a zero bit, so the estimate stays monotone).
 pub const SATURATED: u32 = 710;
 
-/// The bit a flow sets. Addresses are IPv4-mapped for IPv4, each 32-bit word exactly as it sits
-/// in the packet (`u32::from_ne_bytes` of four address bytes); ports in host order.
-///
-/// MurmurHash3's 32-bit body and finalizer over ten words: cheap in the kernel (no loops the
-/// verifier must bound, no tables) and well mixed in the top bits, which pick the bit.
+/// The bit a flow sets: the top 7 bits of [`flow_hash`]. Addresses are IPv4-mapped for IPv4,
+/// each 32-bit word exactly as it sits in the packet (`u32::from_ne_bytes` of four address
+/// bytes); ports in host order.
 #[inline(always)]
 pub fn flow_bit(saddr: &[u32; 4], daddr: &[u32; 4], sport: u16, dport: u16, proto: u8) -> u32 {
+    flow_hash(saddr, daddr, sport, dport, proto) >> 25
+}
+
+/// A flow's 32-bit hash: its top bits pick the sketch bit, its low bits the ingress flow
+/// table's set (one hash per packet serves both).
+///
+/// MurmurHash3's 32-bit body and finalizer over ten words: cheap in the kernel (no loops the
+/// verifier must bound, no tables) and well mixed in every bit.
+#[inline(always)]
+pub fn flow_hash(saddr: &[u32; 4], daddr: &[u32; 4], sport: u16, dport: u16, proto: u8) -> u32 {
     let mut h: u32 = 0x4c6f_7570; // "Loup"
     h = mix(h, saddr[0]);
     h = mix(h, saddr[1]);
@@ -36,7 +44,7 @@ pub fn flow_bit(saddr: &[u32; 4], daddr: &[u32; 4], sport: u16, dport: u16, prot
     h = mix(h, ((sport as u32) << 16) | dport as u32);
     h = mix(h, proto as u32);
     h ^= 40; // length in bytes, as murmur3 does
-    fmix(h) >> 25
+    fmix(h)
 }
 
 #[inline(always)]

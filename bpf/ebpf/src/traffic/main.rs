@@ -16,11 +16,12 @@ use aya_ebpf::{
     bindings::TC_ACT_UNSPEC,
     helpers::{bpf_ktime_get_ns, bpf_ktime_get_tai_ns, bpf_sk_fullsock, bpf_tcp_sock},
     macros::{classifier, map},
-    maps::{Array, LpmTrie, LruHashMap, PerCpuArray, lpm_trie::Key},
+    maps::{Array, LpmTrie, PerCpuArray, lpm_trie::Key},
     programs::TcContext,
 };
 use loupe_bpf_common::{
-    DEFAULT_SLOTS, FLAG_CLOCK_TAI, FLAG_REGION_CONFIGURED, FlowKey, FlowState, RunConfig, SlotCounters, sketch,
+    DEFAULT_SLOTS, FLAG_CLOCK_TAI, FLAG_REGION_CONFIGURED, FLOW_SLOTS, FlowEntry, FlowKey, RunConfig, SlotCounters,
+    sketch,
 };
 use parse::{Packet, parse};
 
@@ -35,9 +36,16 @@ static SLOTS: PerCpuArray<SlotCounters> = PerCpuArray::with_max_entries(DEFAULT_
 #[map(name = "LOCAL_PREFIXES")]
 static LOCAL_PREFIXES: LpmTrie<[u8; 16], u8> = LpmTrie::with_max_entries(4096, 1 /* BPF_F_NO_PREALLOC */);
 
-/// Highest sequence seen per ingress TCP flow (there is no socket at tc ingress to ask).
+/// Highest sequence seen per ingress TCP flow (there is no socket at tc ingress to ask): a
+/// two-way set-associative table indexed by the flow's hash, which the sketch needs anyway.
+///
+/// *Why not a hash map:* an `LRU_HASH` lookup hashes the 36-byte key again and keeps LRU lists,
+/// ~20 ns a packet here; an array lookup is inlined by the verifier into an address
+/// computation. A flow is forgotten only when two others of its set sent more recently (with
+/// 32,768 sets that takes thousands of concurrent flows), and then counts as new, as it did
+/// when the LRU map evicted it.
 #[map(name = "INGRESS_FLOWS")]
-static INGRESS_FLOWS: LruHashMap<FlowKey, FlowState> = LruHashMap::with_max_entries(65_536, 0);
+static INGRESS_FLOWS: Array<FlowEntry> = Array::with_max_entries(FLOW_SLOTS, 0);
 
 #[classifier]
 pub fn loupe_ingress(ctx: TcContext) -> i32 {
@@ -86,7 +94,8 @@ fn observe<const INGRESS: bool>(ctx: &TcContext) {
     }
     let Some(pkt) = pkt else { return }; // not IP, or headers we cannot read: bytes only
 
-    let bit = sketch::flow_bit(&pkt.saddr, &pkt.daddr, pkt.sport, pkt.dport, pkt.proto);
+    let hash = sketch::flow_hash(&pkt.saddr, &pkt.daddr, pkt.sport, pkt.dport, pkt.proto);
+    let bit = hash >> 25; // = sketch::flow_bit
     if INGRESS {
         sketch::set_bit(&mut c.in_conns, bit);
         if pkt.ce {
@@ -111,7 +120,7 @@ fn observe<const INGRESS: bool>(ctx: &TcContext) {
 
     if pkt.tcp_payload > 0 || pkt.tcp_flags & (parse::TCP_SYN | parse::TCP_FIN) != 0 {
         if INGRESS {
-            c.in_retx_bytes += ingress_retx(&pkt, cfg.start_ns) as u64;
+            c.in_retx_bytes += ingress_retx(&pkt, hash, cfg.start_ns, now) as u64;
         } else {
             c.out_retx_bytes += egress_retx(ctx, &pkt) as u64;
         }
@@ -164,28 +173,49 @@ fn egress_retx(ctx: &TcContext, pkt: &Packet) -> u32 {
 /// On ingress there is no socket: remember the highest sequence per flow and call anything
 /// below it a retransmission. Reordered segments count too (a false positive); a lost tail
 /// whose retransmission is the highest segment seen does not (a false negative).
+///
+/// Two CPUs updating the same entry at once can lose one update of `high_seq` (or, for two
+/// new flows of one set, one flow), which is documented as a limit; no lock is taken.
 #[inline(always)]
-fn ingress_retx(pkt: &Packet, run_start: u64) -> u32 {
+fn ingress_retx(pkt: &Packet, hash: u32, run_start: u64, now: u64) -> u32 {
     if !pkt.is_tcp {
         return 0;
     }
     let key = FlowKey { saddr: pkt.saddr, daddr: pkt.daddr, sport: pkt.sport, dport: pkt.dport };
     let syn_fin = (pkt.tcp_flags & (parse::TCP_SYN | parse::TCP_FIN) != 0) as u32;
     let end = pkt.tcp_seq.wrapping_add(pkt.tcp_payload).wrapping_add(syn_fin);
-    match INGRESS_FLOWS.get_ptr_mut(&key) {
-        // SAFETY: a valid pointer into the map's value; racing updates from another CPU can at
-        // worst lose one update of `high_seq`, which is documented as a limit.
-        Some(state) if unsafe { (*state).run_start_ns } == run_start => unsafe {
-            let high = (*state).high_seq;
-            if seq_before(high, end) {
-                (*state).high_seq = end;
+    let set = (hash & (FLOW_SLOTS / 2 - 1)) << 1;
+    let (Some(a), Some(b)) = (INGRESS_FLOWS.get_ptr_mut(set), INGRESS_FLOWS.get_ptr_mut(set + 1)) else {
+        return 0;
+    };
+    // SAFETY: both are valid pointers into the array's values (the map is never freed while
+    // the program runs); concurrent writers from other CPUs are the documented race above.
+    unsafe {
+        let live = |e: *mut FlowEntry| (*e).run_start_ns == run_start && (*e).key == key;
+        let found = if live(a) {
+            Some(a)
+        } else if live(b) {
+            Some(b)
+        } else {
+            None
+        };
+        match found {
+            Some(e) => {
+                let high = (*e).high_seq;
+                if seq_before(high, end) {
+                    (*e).high_seq = end;
+                }
+                (*e).seen_ns = now;
+                resent_bytes(pkt.tcp_seq, pkt.tcp_payload, high)
             }
-            resent_bytes(pkt.tcp_seq, pkt.tcp_payload, high)
-        },
-        _ => {
-            let state = FlowState { high_seq: end, _pad: 0, run_start_ns: run_start };
-            let _ = INGRESS_FLOWS.insert(&key, &state, 0);
-            0
+            None => {
+                // A new flow (or one forgotten): it takes the entry of an earlier run, else the
+                // one seen longer ago.
+                let stale = |e: *mut FlowEntry| (*e).run_start_ns != run_start;
+                let e = if stale(a) || (!stale(b) && (*a).seen_ns <= (*b).seen_ns) { a } else { b };
+                *e = FlowEntry { key, high_seq: end, run_start_ns: run_start, seen_ns: now };
+                0
+            }
         }
     }
 }
