@@ -176,7 +176,13 @@ impl Inner {
         let s = self.sample_totals()?;
         let t = self.tl_totals()?;
         let p = self.probe_totals()?;
-        Ok(self.totals()?.stored_bytes + s.batch_bytes + s.dict_bytes + s.rollup_bytes + t.batch_bytes + t.dict_bytes + p.bytes)
+        Ok(self.totals()?.stored_bytes
+            + s.batch_bytes
+            + s.dict_bytes
+            + s.rollup_bytes
+            + t.batch_bytes
+            + t.dict_bytes
+            + p.bytes)
     }
 
     /// Metadata from a scan over `m` keys, skipping `protect`, at most `limit` of them.

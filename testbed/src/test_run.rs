@@ -48,7 +48,12 @@ pub fn test_run(prog: BorrowedFd<'_>, frame: &[u8], repeat: u32) -> io::Result<(
     // SAFETY: `attr` is a zero-padded `bpf_attr.test`, its input buffer outlives the call and no
     // output buffers are given (data_out / ctx_out are NULL).
     let rc = unsafe {
-        libc::syscall(libc::SYS_bpf, BPF_PROG_TEST_RUN, &mut attr as *mut TestRunAttr, size_of::<TestRunAttr>() as libc::c_uint)
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_PROG_TEST_RUN,
+            &mut attr as *mut TestRunAttr,
+            size_of::<TestRunAttr>() as libc::c_uint,
+        )
     };
     if rc != 0 {
         return Err(io::Error::last_os_error());

@@ -3,7 +3,9 @@
 use std::{collections::BTreeMap, ops::Deref};
 
 use crate::bindings::loupe::udf::data as host;
-use crate::{Frame, HostInfo, Run, Sample, SampleColumns, SampleFilter, SeriesSet, TimeRange, TimelineEvent, TimelineFilter};
+use crate::{
+    Frame, HostInfo, Run, Sample, SampleColumns, SampleFilter, SeriesSet, TimeRange, TimelineEvent, TimelineFilter,
+};
 
 /// Ids sent to `data.stacks` / `data.comms` in one call at most.
 const IDS_PER_CALL: usize = 4096;
@@ -593,7 +595,10 @@ mod tests {
         let mut b = SampleBatch::new(columns);
         assert_eq!(b.len(), 2);
         let first = b.next().unwrap();
-        assert_eq!((first.time_ns, first.cpu, first.pid, first.tid, first.comm, first.idle, first.stack), (10, 1, 4, 7, 0, false, 11));
+        assert_eq!(
+            (first.time_ns, first.cpu, first.pid, first.tid, first.comm, first.idle, first.stack),
+            (10, 1, 4, 7, 0, false, 11)
+        );
         assert_eq!(b.len(), 1);
         let second = b.next().unwrap();
         assert_eq!((second.time_ns, second.idle, second.stack), (20, true, 12));

@@ -100,8 +100,8 @@ pub mod types {
 
 pub use bindings::loupe::udf::data::{HostInfo, Level};
 pub use data::{
-    Batched, CommDictionary, Comms, Dictionary, IdCache, NextBatch, OptionalText, RunQuery, Runs, SampleBatch, SampleQuery, Samples,
-    StackDictionary, Stacks, TimelineEvents, TimelineQuery, host_info, runs, samples, timeline,
+    Batched, CommDictionary, Comms, Dictionary, IdCache, NextBatch, OptionalText, RunQuery, Runs, SampleBatch,
+    SampleQuery, Samples, StackDictionary, Stacks, TimelineEvents, TimelineQuery, host_info, runs, samples, timeline,
 };
 pub use output::Flamegraph;
 pub use params::Params;
@@ -111,8 +111,8 @@ pub use probes::{CallBatches, ProbeCalls, ProbeQuery, ProbeSessions, histogram_q
 pub use types::ParamSpec as Param;
 pub use types::{
     Cell, Column, CpuMetrics, Description, Frame, LatencyBucket, Metrics, Output, ParamKind, ParamValue, Point,
-    ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleColumns, SampleFilter, Series, SeriesSet, Table, TimeRange,
-    TimelineEvent, TimelineFilter, WeightedStack,
+    ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleColumns, SampleFilter, Series, SeriesSet,
+    Table, TimeRange, TimelineEvent, TimelineFilter, WeightedStack,
 };
 
 /// One analysis: implement it on a unit struct and export it with [`export_analysis!`].

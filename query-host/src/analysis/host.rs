@@ -629,7 +629,8 @@ mod tests {
         assert_eq!(calls, 5);
         let want: Vec<(u64, u32, u32, u32, bool)> =
             all.iter().map(|s| (s.time_unix_ns, s.cpu, s.pid, s.tid, s.idle)).collect();
-        let seen: Vec<(u64, u32, u32, u32, bool)> = got.iter().map(|s| (s.time_ns, s.cpu, s.pid, s.tid, s.idle)).collect();
+        let seen: Vec<(u64, u32, u32, u32, bool)> =
+            got.iter().map(|s| (s.time_ns, s.cpu, s.pid, s.tid, s.idle)).collect();
         assert_eq!(seen, want);
         // Ids resolve to what was written.
         let comms = host.comms(got.iter().map(|s| s.comm).collect()).unwrap().unwrap();

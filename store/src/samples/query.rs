@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use super::codec::{BatchRow, Entry, Table, ThreadRec};
 use super::dict;
 use super::dict::{Dict, FxMap};
-use super::rollup;
 use super::model::{Frame, Profile, ProfileQuery, StackSample};
+use super::rollup;
 use crate::{Inner, Store, StoreError, TimeRange};
 
 impl Store {
@@ -98,49 +98,54 @@ impl Inner {
             }
         }
         let covered: Vec<u64> = rollups.iter().map(|(h, _)| *h).collect();
-        self.overlapping(range, &covered, |row| lost(row.lost), |start, id, row, cut| {
-            let one;
-            let cpus: &[u32] = match cpu {
-                Some(c) if row.cpus.binary_search(&c).is_err() => return Ok(()),
-                Some(c) => {
-                    one = [c];
-                    &one
+        self.overlapping(
+            range,
+            &covered,
+            |row| lost(row.lost),
+            |start, id, row, cut| {
+                let one;
+                let cpus: &[u32] = match cpu {
+                    Some(c) if row.cpus.binary_search(&c).is_err() => return Ok(()),
+                    Some(c) => {
+                        one = [c];
+                        &one
+                    }
+                    None => &row.cpus,
+                };
+                // The batch's time within the range: the data's span, to a batch's resolution.
+                widen(start.max(range.from_unix_ns), row.end.min(range.to_unix_ns.saturating_sub(1)));
+                let table: Table = self.read_table(start, id)?;
+                if cpu.is_none() && matches!(cut, Cut::Inside) {
+                    for (e, &n) in table.entries.iter().zip(&table.counts) {
+                        visit(e, n);
+                    }
+                    return Ok(());
                 }
-                None => &row.cpus,
-            };
-            // The batch's time within the range: the data's span, to a batch's resolution.
-            widen(start.max(range.from_unix_ns), row.end.min(range.to_unix_ns.saturating_sub(1)));
-            let table: Table = self.read_table(start, id)?;
-            if cpu.is_none() && matches!(cut, Cut::Inside) {
-                for (e, &n) in table.entries.iter().zip(&table.counts) {
-                    visit(e, n);
-                }
-                return Ok(());
-            }
-            tally.clear();
-            tally.resize(table.entries.len(), 0);
-            let with_times = matches!(cut, Cut::Partial);
-            for &c in cpus {
-                let block = self.read_block(start, c, id, &table, with_times)?;
-                if with_times {
-                    for (&t, &e) in block.times.iter().zip(&block.entries) {
-                        if range.contains(t) {
+                tally.clear();
+                tally.resize(table.entries.len(), 0);
+                let with_times = matches!(cut, Cut::Partial);
+                for &c in cpus {
+                    let block = self.read_block(start, c, id, &table, with_times)?;
+                    if with_times {
+                        for (&t, &e) in block.times.iter().zip(&block.entries) {
+                            if range.contains(t) {
+                                tally[e as usize] += 1;
+                            }
+                        }
+                    } else {
+                        for &e in &block.entries {
                             tally[e as usize] += 1;
                         }
                     }
-                } else {
-                    for &e in &block.entries {
-                        tally[e as usize] += 1;
+                }
+                for (e, &n) in table.entries.iter().zip(&tally) {
+                    if n > 0 {
+                        visit(e, n);
                     }
                 }
-            }
-            for (e, &n) in table.entries.iter().zip(&tally) {
-                if n > 0 {
-                    visit(e, n);
-                }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         Ok(span)
     }
 

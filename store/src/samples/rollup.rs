@@ -104,14 +104,16 @@ impl Inner {
     /// the next write tries again.
     pub(super) fn seal_completed_hours(&self, start: u64) {
         let hour = hour_of(start);
-        let before = self.runs.range(keys::batch_bound(keys::BATCH, 0)..keys::batch_bound(keys::BATCH, hour)).next_back();
+        let before =
+            self.runs.range(keys::batch_bound(keys::BATCH, 0)..keys::batch_bound(keys::BATCH, hour)).next_back();
         if let Some(Ok((k, _))) = before
             && let Ok((prev, _)) = self.decode_batch_key(&k)
         {
             let _ = self.seal_hour(hour_of(prev));
         }
         if let Some(next) = hour.checked_add(HOUR_NS) {
-            let mut later = self.runs.range(keys::batch_bound(keys::BATCH, next)..keys::batch_bound(keys::BATCH + 1, 0));
+            let mut later =
+                self.runs.range(keys::batch_bound(keys::BATCH, next)..keys::batch_bound(keys::BATCH + 1, 0));
             if later.next().is_some() {
                 let _ = self.seal_hour(hour);
             }
