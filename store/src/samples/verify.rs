@@ -169,7 +169,9 @@ impl SampleSeen {
             match (inner.read_rollup(hour), inner.sum_hour(hour)) {
                 (Err(e), _) | (_, Err(e)) => p.push(e.to_string()),
                 (Ok(stored), Ok(Some(summed))) if stored == summed => {}
-                (Ok(_), Ok(None)) => p.push(format!("sample rollup of hour {hour}: no batch to sum")),
+                (Ok(_), Ok(None)) => p.push(format!(
+                    "sample rollup of hour {hour}: its batches cannot be summed (there are none, or too many distinct entries)"
+                )),
                 (Ok((row, _)), Ok(Some((sum, _)))) => p.push(format!(
                     "sample rollup of hour {hour} says {row:?} and its tables, the hour's batches add up to {sum:?}"
                 )),
