@@ -82,21 +82,6 @@ fn with_tree(dir: &Path, f: impl FnOnce(&sled::Tree)) {
     db.flush().unwrap();
 }
 
-fn check(store: &Store, all: &[StackSample], batches: &[(u64, u64)], q: &ProfileQuery) {
-    let want = brute_profile(all, batches, q);
-    let mut got = normalized(store.profile(q).unwrap());
-    let times = all.iter().filter(|s| matches(s, q)).map(|s| s.time_unix_ns);
-    match (times.clone().min(), times.max(), got.span.take()) {
-        (Some(first), Some(last), Some((a, b))) => {
-            assert!(a <= first && last <= b, "{q:?}: span {a}..{b} misses {first}..{last}");
-            assert!(q.range.contains(a) && q.range.contains(b), "{q:?}: span {a}..{b} leaves the range");
-        }
-        (None, None, None) => {}
-        other => panic!("{q:?}: samples and span disagree: {other:?}"),
-    }
-    assert_eq!(got, want, "{q:?}");
-}
-
 #[test]
 fn profiles_over_whole_hours_read_rollups_and_match_brute_force() {
     let f = fixture();
@@ -138,7 +123,7 @@ fn profiles_over_whole_hours_read_rollups_and_match_brute_force() {
                 ProfileQuery { comm: Some(comm.clone()), ..base.clone() },
                 ProfileQuery { cpu: Some(1), ..base.clone() },
             ] {
-                check(&store, &f.all, &f.batches, &q);
+                assert_profile_matches(&store, &f.all, &f.batches, &q);
             }
         }
         let want: std::collections::BTreeSet<u32> =
@@ -189,7 +174,7 @@ fn a_late_batch_reseals_its_hour_and_retention_drops_a_cut_hour() {
     f.written.push(late);
     let report = store.verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
-    check(&store, &f.all, &f.batches, &ProfileQuery::range(TimeRange::ALL));
+    assert_profile_matches(&store, &f.all, &f.batches, &ProfileQuery::range(TimeRange::ALL));
     drop(store);
     assert_eq!(rollup_hours(f.dir.path()), vec![h0, h1, h1 + HOUR]);
 
@@ -216,7 +201,7 @@ fn a_late_batch_reseals_its_hour_and_retention_drops_a_cut_hour() {
     assert_eq!(stats.samples, alive.len() as u64);
     for include_idle in [false, true] {
         for range in [TimeRange::ALL, TimeRange::new(h1, h1 + 3 * HOUR).unwrap()] {
-            check(&store, &alive, &kept, &ProfileQuery { include_idle, ..ProfileQuery::range(range) });
+            assert_profile_matches(&store, &alive, &kept, &ProfileQuery { include_idle, ..ProfileQuery::range(range) });
         }
     }
     drop(store);

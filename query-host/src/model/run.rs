@@ -26,21 +26,22 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// `(name, series)` in the documented order.
+    /// `(name, series)` in the documented order ([`SeriesSet::NAMES`]).
     pub fn named(&self) -> [(&'static str, &[u64]); 11] {
-        [
-            ("in_bytes", &self.in_bytes),
-            ("out_bytes", &self.out_bytes),
-            ("in_packets", &self.in_packets),
-            ("out_packets", &self.out_packets),
-            ("in_ce_bytes", &self.in_ce_bytes),
-            ("in_retx_bytes", &self.in_retx_bytes),
-            ("out_retx_bytes", &self.out_retx_bytes),
-            ("in_conns", &self.in_conns),
-            ("out_conns", &self.out_conns),
-            ("in_cross_region_bytes", &self.in_cross_region_bytes),
-            ("out_cross_region_bytes", &self.out_cross_region_bytes),
-        ]
+        let series = [
+            &self.in_bytes,
+            &self.out_bytes,
+            &self.in_packets,
+            &self.out_packets,
+            &self.in_ce_bytes,
+            &self.in_retx_bytes,
+            &self.out_retx_bytes,
+            &self.in_conns,
+            &self.out_conns,
+            &self.in_cross_region_bytes,
+            &self.out_cross_region_bytes,
+        ];
+        std::array::from_fn(|i| (SeriesSet::NAMES[i], series[i].as_slice()))
     }
 
     fn counter_mut(&mut self, c: Counter) -> &mut Vec<u64> {
@@ -86,9 +87,10 @@ impl Metrics {
     }
 }
 
-/// Which of a run's eleven series to compute: a bit per series, in [`Metrics::named`] order
-/// (and in the order of the analyses' WIT `series-set` flags). The API computes them all; an
-/// analysis that reads two need not pay for summing the other nine and estimating connections.
+/// Which of a run's eleven series to compute: a bit per series, in [`Self::NAMES`] order (which
+/// is [`Metrics::named`]'s and the analyses' WIT `series-set` flags'). The API computes them all;
+/// an analysis that reads two need not pay for summing the other nine and estimating
+/// connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SeriesSet(u16);
 

@@ -408,6 +408,31 @@ pub fn brute_profile(
     normalized(loupe_store::Profile { samples, lost, stacks, span: None })
 }
 
+/// Checks `store.profile(q)` against [`brute_profile`], and that its span brackets the matching
+/// samples inside the range (to a batch's resolution); returns the samples it counted.
+pub fn assert_profile_matches(
+    store: &loupe_store::Store,
+    all: &[StackSample],
+    batches: &[(u64, u64)],
+    q: &loupe_store::ProfileQuery,
+) -> u64 {
+    let want = brute_profile(all, batches, q);
+    let mut got = normalized(store.profile(q).unwrap());
+    let times = all.iter().filter(|s| matches(s, q)).map(|s| s.time_unix_ns);
+    match (times.clone().min(), times.max(), got.span.take()) {
+        (Some(first), Some(last), Some((a, b))) => {
+            assert!(a <= first && last <= b, "{q:?}: span {a}..{b} misses {first}..{last}");
+            assert!(q.range.contains(a) && q.range.contains(b), "{q:?}: span {a}..{b} leaves the range");
+        }
+        (None, None, None) => {}
+        other => panic!("{q:?}: samples and span disagree: {other:?}"),
+    }
+    assert_eq!(got.samples, want.samples, "{q:?}");
+    assert_eq!(got.lost, want.lost, "{q:?}");
+    assert_eq!(got, want, "{q:?}");
+    want.samples
+}
+
 /// Stacks in a fixed order, so profiles compare with `==`.
 pub fn normalized(mut p: loupe_store::Profile) -> loupe_store::Profile {
     p.stacks.sort();
