@@ -86,18 +86,18 @@ impl Inner {
         let mut tally: Vec<u64> = Vec::new();
         let mut span: Option<(u64, u64)> = None;
         let mut widen = |a: u64, b: u64| span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
-        let rollups = if cpu.is_none() { self.rollups_inside(range)? } else { Vec::new() };
-        for &(hour, _) in &rollups {
-            let (row, table) = self.read_rollup(hour)?;
-            lost(row.lost);
-            if row.samples > 0 {
-                widen(row.first, row.end);
-            }
-            for (e, &n) in table.entries.iter().zip(&table.counts) {
-                visit(e, n);
-            }
-        }
-        let covered: Vec<u64> = rollups.iter().map(|(h, _)| *h).collect();
+        let covered = match cpu {
+            Some(_) => Vec::new(),
+            None => self.for_each_rollup_inside(range, |row, table| {
+                lost(row.lost);
+                if row.samples > 0 {
+                    widen(row.first, row.end);
+                }
+                for (e, &n) in table.entries.iter().zip(&table.counts) {
+                    visit(e, n);
+                }
+            })?,
+        };
         self.overlapping(
             range,
             &covered,
@@ -195,12 +195,8 @@ impl Inner {
             }
             seen[t] = true;
         };
-        let rollups = self.rollups_inside(range)?;
-        for &(hour, _) in &rollups {
-            let (_, table) = self.read_rollup(hour)?;
-            table.entries.iter().for_each(|e| mark(e.thread));
-        }
-        let covered: Vec<u64> = rollups.iter().map(|(h, _)| *h).collect();
+        let covered =
+            self.for_each_rollup_inside(range, |_, table| table.entries.iter().for_each(|e| mark(e.thread)))?;
         self.overlapping(
             range,
             &covered,

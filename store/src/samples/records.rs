@@ -108,11 +108,7 @@ impl Inner {
         batch.remove(&keys::batch_key(keys::BATCH, start, id));
         let mut t = self.sample_totals()?;
         // The hour's rollup summed this batch: from now on the hour is read batch by batch.
-        let rollup = self.rollup_bytes_at(start)?;
-        if let Some((hour, bytes)) = rollup {
-            batch.remove(&keys::rollup_key(hour));
-            t.rollup_bytes = t.rollup_bytes.saturating_sub(bytes);
-        }
+        let rollup_bytes = self.drop_rollup_at(start, &mut batch, &mut t)?;
         t.batches = t.batches.saturating_sub(1);
         t.samples = t.samples.saturating_sub(row.samples);
         t.batch_bytes = t.batch_bytes.saturating_sub(row.stored_bytes);
@@ -120,7 +116,7 @@ impl Inner {
         t.deleted_since_gc += 1;
         batch.insert(keys::SAMPLE_TOTALS, t.encode());
         self.apply(batch, &op)?;
-        Ok(row.stored_bytes + rollup.map_or(0, |(_, b)| b))
+        Ok(row.stored_bytes + rollup_bytes)
     }
 
     /// The oldest batch other than `protect`.

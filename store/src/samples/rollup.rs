@@ -45,22 +45,31 @@ pub fn hour_of(t: u64) -> u64 {
 }
 
 impl Inner {
-    /// The rollups whose batches all lie wholly inside `range`, in time order (headers only).
-    pub(super) fn rollups_inside(&self, range: TimeRange) -> Result<Vec<(u64, RollupRow)>, StoreError> {
+    /// Calls `each(row, table)` for every rollup whose batches all lie wholly inside `range`,
+    /// in time order, and returns their hours: the hours whose batches the caller then skips
+    /// (see `overlapping`).
+    pub(super) fn for_each_rollup_inside(
+        &self,
+        range: TimeRange,
+        mut each: impl FnMut(&RollupRow, &Table),
+    ) -> Result<Vec<u64>, StoreError> {
         let TimeRange { from_unix_ns: from, to_unix_ns: to } = range;
-        let mut out = Vec::new();
+        let mut covered = Vec::new();
         let lo = keys::rollup_key(hour_of(from));
         let hi = keys::rollup_key(to);
         for item in self.runs.range(lo..hi) {
             let (k, v) = item.map_err(|e| self.storage("list sample hour rollups", e))?;
             let hour = self.parse_rollup_key(&k)?;
+            // The header decides; the table is decoded only for a rollup that serves.
             let row = codec::decode_rollup_row(&v).map_err(|d| self.corrupt(rollup_name(hour), d))?;
             self.check_hour(hour, &row)?;
             if from <= row.first && row.end < to {
-                out.push((hour, row));
+                let (row, table) = self.decode_rollup(hour, &v)?;
+                each(&row, &table);
+                covered.push(hour);
             }
         }
-        Ok(out)
+        Ok(covered)
     }
 
     /// A rollup's header and table.
@@ -70,7 +79,11 @@ impl Inner {
             .get(keys::rollup_key(hour))
             .map_err(|e| self.storage("read a sample hour rollup", e))?
             .ok_or_else(|| self.corrupt(rollup_name(hour), "missing".into()))?;
-        let (row, table) = codec::decode_rollup(&v).map_err(|d| self.corrupt(rollup_name(hour), d))?;
+        self.decode_rollup(hour, &v)
+    }
+
+    fn decode_rollup(&self, hour: u64, v: &[u8]) -> Result<(RollupRow, Table), StoreError> {
+        let (row, table) = codec::decode_rollup(v).map_err(|d| self.corrupt(rollup_name(hour), d))?;
         self.check_hour(hour, &row)?;
         Ok((row, table))
     }
@@ -87,12 +100,24 @@ impl Inner {
         keys::parse_rollup_key(k).ok_or_else(|| self.corrupt("sample rollup key".into(), format!("{k:?}")))
     }
 
-    /// The bytes (key included) of the rollup of the hour holding `start`, if there is one:
-    /// what a write or delete of a batch starting at `start` must remove, in its own batch.
-    pub(crate) fn rollup_bytes_at(&self, start: u64) -> Result<Option<(u64, u64)>, StoreError> {
-        let hour = hour_of(start);
-        let v = self.runs.get(keys::rollup_key(hour)).map_err(|e| self.storage("read a sample hour rollup", e))?;
-        Ok(v.map(|v| (hour, (keys::rollup_key(hour).len() + v.len()) as u64)))
+    /// Adds to `batch` (and `totals`) the deletion of the rollup of the hour holding `start`, if
+    /// there is one: what every write or delete of a batch starting at `start` must carry, so
+    /// the rollup goes in the same atomic batch as the change to its hour. Returns the bytes
+    /// it frees.
+    pub(crate) fn drop_rollup_at(
+        &self,
+        start: u64,
+        batch: &mut sled::Batch,
+        totals: &mut keys::SampleTotals,
+    ) -> Result<u64, StoreError> {
+        let key = keys::rollup_key(hour_of(start));
+        let Some(v) = self.runs.get(key).map_err(|e| self.storage("read a sample hour rollup", e))? else {
+            return Ok(0);
+        };
+        let bytes = (key.len() + v.len()) as u64;
+        batch.remove(&key);
+        totals.rollup_bytes = totals.rollup_bytes.saturating_sub(bytes);
+        Ok(bytes)
     }
 
     /// Seals the hours a batch starting at `start` completed (see the module docs). Caller
@@ -148,8 +173,7 @@ impl Inner {
     }
 
     /// Writes the rollup of `hour` unless it exists or cannot be written (see the module
-    /// docs). Caller holds the writer lock.
-    /// Whether it wrote one.
+    /// docs), and says whether it wrote one. Caller holds the writer lock.
     fn seal_hour(&self, hour: u64) -> Result<bool, StoreError> {
         let key = keys::rollup_key(hour);
         if self.runs.contains_key(key).map_err(|e| self.storage("read a sample hour rollup", e))? {

@@ -69,10 +69,7 @@ impl Store {
         t.lost = Some(t.lost.unwrap_or(0).saturating_add(meta.lost));
         let mut batch = sled::Batch::default();
         // A batch landing in an hour already rolled up: the rollup no longer sums the hour.
-        if let Some((hour, bytes)) = inner.rollup_bytes_at(meta.start_unix_ns)? {
-            batch.remove(&keys::rollup_key(hour));
-            t.rollup_bytes = t.rollup_bytes.saturating_sub(bytes);
-        }
+        inner.drop_rollup_at(meta.start_unix_ns, &mut batch, &mut t)?;
         for (k, v) in writes.records.into_iter().chain(writes.dict) {
             batch.insert(k, v);
         }
