@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use loupe_store::{Retention, RunId, Store, TimeRange};
+use loupe_store::{Retention, RunId, TimeRange};
 
 const DIR_VAR: &str = "LOUPE_STORE_CRASH_DIR";
 const ROUND_VAR: &str = "LOUPE_STORE_CRASH_ROUND";
@@ -28,7 +28,7 @@ fn crash_child_writer() {
         return;
     };
     let round: u64 = std::env::var(ROUND_VAR).unwrap().parse().unwrap();
-    let store = Store::open(std::path::Path::new(&dir), retention()).unwrap();
+    let store = open_store(std::path::Path::new(&dir), retention());
     let mut r = rng(round);
     for i in 0.. {
         let start = T0 + round * 1_000_000 * SEC + i * SEC;
@@ -53,7 +53,7 @@ fn crash_safety_under_sigkill() {
             kill_writer_mid_stream("crash_child_writer", &env, run_for).into_iter().map(RunId).collect();
         total_acked += acked.len();
 
-        let store = Store::open(dir.path(), retention()).unwrap();
+        let store = open_store(dir.path(), retention());
         let report = store.verify().unwrap();
         assert!(report.is_ok(), "round {round}: {:?}", report.problems);
         let listed = store.runs(TimeRange::ALL, None, None).unwrap();

@@ -15,21 +15,8 @@ use loupe_store::*;
 
 const MIN: u64 = 60 * SEC;
 
-/// Opens the store, waiting (up to 10 s) while the last handle's file lock is still held:
-/// sled releases it only once its background writes of the closed handle are done.
 fn open(dir: &std::path::Path) -> Store {
-    open_with(dir, Retention::default())
-}
-
-/// Opens the store, waiting while a handle dropped a moment ago still holds sled's file lock.
-fn open_with(dir: &std::path::Path, retention: Retention) -> Store {
-    for _ in 0..1000 {
-        match Store::open(dir, retention.clone()) {
-            Err(StoreError::Locked { .. }) => std::thread::sleep(Duration::from_millis(10)),
-            r => return r.unwrap(),
-        }
-    }
-    panic!("{} stayed locked", dir.display());
+    open_store(dir, Retention::default())
 }
 
 /// A small session (a few hundred calls) starting at `start`.
@@ -263,7 +250,7 @@ fn refused_sessions_write_nothing() {
     }
     assert_eq!(store.probe_sessions(TimeRange::ALL, 10).unwrap().len(), 1);
     // Too large for the cap alone: refused whole too.
-    let tiny = open_with(&dir.path().join("tiny"), Retention { max_bytes: 1000, ..Retention::default() });
+    let tiny = open_store(&dir.path().join("tiny"), Retention { max_bytes: 1000, ..Retention::default() });
     let err = tiny.put_probe_session(small(3, T0)).unwrap_err();
     assert!(matches!(err, StoreError::TooLarge { .. }), "{err}");
     assert_eq!(tiny.stats().unwrap().total_bytes, 0);
@@ -286,7 +273,7 @@ fn write_mixed(store: &Store) {
 #[test]
 fn retention_by_age_removes_sessions_that_started_before_the_cutoff() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open_with(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: u64::MAX });
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: u64::MAX });
     write_mixed(&store);
     let before = store.probe_sessions(TimeRange::ALL, usize::MAX).unwrap();
     let runs_before = store.runs(TimeRange::ALL, None, None).unwrap();
@@ -319,7 +306,7 @@ fn retention_by_bytes_removes_oldest_first_across_kinds() {
     };
     assert!(full.probe_bytes > 0 && full.total_bytes == full.stored_bytes + full.probe_bytes);
     let cap = full.total_bytes / 2;
-    let store = open_with(dir.path(), Retention { max_bytes: cap, ..Retention::default() });
+    let store = open_store(dir.path(), Retention { max_bytes: cap, ..Retention::default() });
     let report = store.enforce_retention(T0).unwrap();
     let s = store.stats().unwrap();
     assert!(s.total_bytes <= cap, "{} > {cap}", s.total_bytes);
@@ -360,17 +347,7 @@ fn fill(dir: &std::path::Path) {
 /// Rewrites (or with `None`, removes) the first record whose key starts with `kind`, with the
 /// store closed.
 fn tamper(dir: &std::path::Path, kind: u8, f: &dyn Fn(&mut Vec<u8>) -> bool) {
-    let mut db = sled::open(dir);
-    for _ in 0..1000 {
-        match &db {
-            Err(e) if e.to_string().contains("could not acquire lock") => {
-                std::thread::sleep(Duration::from_millis(10));
-                db = sled::open(dir);
-            }
-            _ => break,
-        }
-    }
-    let db = db.unwrap();
+    let db = open_sled(dir);
     let tree = db.open_tree("runs").unwrap();
     let (k, v) = tree.scan_prefix([kind]).next().unwrap().unwrap();
     let mut v = v.to_vec();

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::probes::*;
 use common::*;
 use loupe_store::probes::codec::CHUNK_CALLS;
-use loupe_store::{Retention, Store, TimeRange};
+use loupe_store::{Retention, TimeRange};
 
 const DIR_VAR: &str = "LOUPE_STORE_PROBES_CRASH_DIR";
 const ROUND_VAR: &str = "LOUPE_STORE_PROBES_CRASH_ROUND";
@@ -28,7 +28,7 @@ fn probes_crash_child() {
         return;
     };
     let round: u64 = std::env::var(ROUND_VAR).unwrap().parse().unwrap();
-    let store = Store::open(std::path::Path::new(&dir), retention()).unwrap();
+    let store = open_store(std::path::Path::new(&dir), retention());
     let calls = packet_loop_calls(round, T0, 2, CHUNK_CALLS + 10_000);
     for i in 0u64.. {
         // The same calls shifted in time: each session starts a second after the previous.
@@ -56,7 +56,7 @@ fn probes_crash_safety_under_sigkill() {
         let acked = kill_writer_mid_stream("probes_crash_child", &env, Duration::from_millis(600 + 97 * round));
         total_acked += acked.len();
         newest = newest.max(*acked.iter().max().unwrap());
-        let store = Store::open(dir.path(), retention()).unwrap();
+        let store = open_store(dir.path(), retention());
         let report = store.verify().unwrap();
         assert!(report.is_ok(), "round {round}: {:?}", report.problems);
         let stats = store.stats().unwrap();
@@ -71,7 +71,7 @@ fn probes_crash_safety_under_sigkill() {
         }
     }
     assert!(total_acked >= 6, "child wrote only {total_acked} sessions");
-    let store = Store::open(dir.path(), retention()).unwrap();
+    let store = open_store(dir.path(), retention());
     assert!(store.stats().unwrap().probe_sessions < total_acked as u64, "retention never deleted a session");
     // Ids go on past everything ever acknowledged (and whatever a killed put may have written).
     let id = store.put_probe_session(session_of(T0, vec![], &[])).unwrap();

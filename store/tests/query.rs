@@ -18,7 +18,7 @@ fn ids(metas: &[loupe_store::RunMeta]) -> Vec<RunId> {
 #[test]
 fn runs_filters_and_orders_by_time() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     // Inserted out of time order; two runs share a start time.
     let c = put(&store, T0 + 300, 1_000_000, "eth0");
     let a = put(&store, T0 + 100, 100_000, "eth0");
@@ -54,7 +54,7 @@ fn runs_filters_and_orders_by_time() {
 #[test]
 fn lookup_by_id() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let a = put(&store, T0 + 5, 1000, "eth0");
     let b = put(&store, T0 + 1, 1000, "eth0");
     assert_eq!(store.run_meta(a.id).unwrap(), Some(a.clone()));
@@ -67,7 +67,7 @@ fn lookup_by_id() {
 #[test]
 fn days_group_by_utc_day_and_interval() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let day0 = T0 - T0 % DAY;
     let m1 = put(&store, day0, 100_000, "eth0");
     let m2 = put(&store, day0 + DAY - 1, 100_000, "eth0");
@@ -95,7 +95,7 @@ fn days_group_by_utc_day_and_interval() {
 #[test]
 fn concurrent_readers_see_whole_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let store = store.clone();
@@ -145,7 +145,7 @@ fn concurrent_readers_see_whole_runs() {
 #[test]
 fn runs_page_concatenates_to_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let mut rng = rng(17);
     use rand::Rng;
     for i in 0..40u64 {

@@ -24,7 +24,7 @@ fn assert_totals_consistent(store: &Store) {
 fn retention_by_age_deletes_runs_older_than_max_age() {
     let dir = tempfile::tempdir().unwrap();
     let retention = Retention { max_age: Duration::from_secs(3600), max_bytes: u64::MAX };
-    let store = Store::open(dir.path(), retention).unwrap();
+    let store = open_store(dir.path(), retention);
     let min = 60 * SEC;
     let metas: Vec<RunMeta> =
         (0..6).map(|i| store.put_run(idle_run(T0 + i * 10 * min, 1000, 100, 2), T0).unwrap()).collect();
@@ -53,7 +53,7 @@ fn retention_by_age_deletes_runs_older_than_max_age() {
 fn put_applies_retention_but_keeps_the_new_run() {
     let dir = tempfile::tempdir().unwrap();
     let retention = Retention { max_age: Duration::from_secs(60), max_bytes: u64::MAX };
-    let store = Store::open(dir.path(), retention).unwrap();
+    let store = open_store(dir.path(), retention);
     store.put_run(idle_run(T0, 1000, 100, 1), T0).unwrap();
     // Written long after: the first run expires during this put.
     let late = store.put_run(idle_run(T0 + 3600 * SEC, 1000, 100, 1), T0 + 3600 * SEC).unwrap();
@@ -76,10 +76,10 @@ fn retention_by_bytes_deletes_oldest_first() {
     // Measure one run, then cap at about three of them.
     let one = {
         let d = tempfile::tempdir().unwrap();
-        Store::open(d.path(), Retention::default()).unwrap().put_run(probe, 0).unwrap().stored_bytes
+        open_store(d.path(), Retention::default()).put_run(probe, 0).unwrap().stored_bytes
     };
     let cap = one * 3 + one / 2;
-    let store = Store::open(dir.path(), Retention { max_age: Duration::from_secs(1 << 40), max_bytes: cap }).unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(1 << 40), max_bytes: cap });
     // Start times deliberately not in insertion order.
     let order = [5u64, 1, 4, 2, 8, 7, 3, 6];
     for (n, &i) in order.iter().enumerate() {
@@ -100,8 +100,7 @@ fn retention_by_bytes_deletes_oldest_first() {
 
     // Tightening the cap through enforce_retention deletes oldest first.
     drop(store);
-    let store =
-        Store::open(dir.path(), Retention { max_age: Duration::from_secs(1 << 40), max_bytes: one + one / 2 }).unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(1 << 40), max_bytes: one + one / 2 });
     let before = store.runs(TimeRange::ALL, None, None).unwrap();
     let report = store.enforce_retention(T0).unwrap();
     let after = store.runs(TimeRange::ALL, None, None).unwrap();
@@ -114,7 +113,7 @@ fn retention_by_bytes_deletes_oldest_first() {
 #[test]
 fn run_larger_than_cap_is_refused_and_nothing_written() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: 2_000 }).unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: 2_000 });
     let small = store.put_run(idle_run(T0, 1000, 100, 1), T0).unwrap();
     let big = random_run(&mut rng(12), T0 + SEC, 2000, &[0, 1]);
     match store.put_run(big, T0) {

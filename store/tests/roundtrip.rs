@@ -6,7 +6,7 @@ use common::*;
 use loupe_store::{Counter, CpuColumns, Retention, RunId, RunSource, Store, StoreError, TimeRange};
 
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(dir, Retention::default()).unwrap()
+    open_store(dir, Retention::default())
 }
 
 #[test]
@@ -176,12 +176,12 @@ fn unknown_schema_version_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     drop(open(dir.path()));
     {
-        let db = sled::open(dir.path()).unwrap();
+        let db = open_sled(dir.path());
         let meta = db.open_tree("meta").unwrap();
         meta.insert("schema_version", &99u32.to_be_bytes()).unwrap();
         db.flush().unwrap();
     }
-    let err = Store::open(dir.path(), Retention::default()).unwrap_err();
+    let err = try_open_store(dir.path(), Retention::default()).unwrap_err();
     assert!(matches!(err, StoreError::UnknownSchema { .. }), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains("schema version 99"), "{msg}");

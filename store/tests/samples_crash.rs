@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::samples::*;
 use common::*;
-use loupe_store::{ProfileQuery, Retention, Store, TimeRange};
+use loupe_store::{ProfileQuery, Retention, TimeRange};
 
 const DIR_VAR: &str = "LOUPE_STORE_SAMPLES_CRASH_DIR";
 const ROUND_VAR: &str = "LOUPE_STORE_SAMPLES_CRASH_ROUND";
@@ -31,7 +31,7 @@ fn samples_crash_child() {
         return;
     };
     let round: u64 = std::env::var(ROUND_VAR).unwrap().parse().unwrap();
-    let store = Store::open(std::path::Path::new(&dir), retention()).unwrap();
+    let store = open_store(std::path::Path::new(&dir), retention());
     // Each round starts later and mixes in new programs, so the dictionary grows and shrinks.
     let start = T0 + round * DAY;
     let mut synth = Synth::new(round, SynthParams { programs: 4 + round as usize, ..SynthParams::small(8) }, start);
@@ -59,7 +59,7 @@ fn samples_crash_safety_under_sigkill() {
         let acked = kill_writer_mid_stream("samples_crash_child", &env, Duration::from_millis(400 + 53 * round));
         total_acked += acked.len();
 
-        let store = Store::open(dir.path(), retention()).unwrap();
+        let store = open_store(dir.path(), retention());
         // verify() decodes every block against its table and checks every referenced stack,
         // comm and frame exists, and that the totals equal the records.
         let report = store.verify().unwrap();
@@ -83,7 +83,7 @@ fn samples_crash_safety_under_sigkill() {
     }
     assert!(total_acked >= 8, "child wrote only {total_acked} batches");
     // Retention ran during the writes (the cap holds only part of what was written).
-    let store = Store::open(dir.path(), retention()).unwrap();
+    let store = open_store(dir.path(), retention());
     let stats = store.sample_stats().unwrap();
     println!("{total_acked} batches acknowledged, {} kept, {stats:?}", stats.batches);
     assert!(stats.batches < total_acked as u64, "retention never deleted a batch");

@@ -19,7 +19,7 @@ struct Fixture {
 /// late batch whose samples overlap the others' time span.
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let mut synth = Synth::new(7, SynthParams::small(6), T0);
     let mut pending = Vec::new();
     for i in 0..8u64 {
@@ -136,7 +136,7 @@ fn samples_and_pids_match_brute_force() {
 #[test]
 fn profile_aggregates_identical_stacks_across_batches_and_cpus() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let hot = vec![Frame::user("hot_loop", "app"), Frame::user("main", "app")];
     let cold = vec![Frame::kernel("read"), Frame::user("main", "app")];
     for b in 0..5u64 {

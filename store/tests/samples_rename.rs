@@ -5,7 +5,7 @@
 mod common;
 
 use common::samples::sample;
-use common::{SEC, T0};
+use common::{SEC, T0, open_store};
 use loupe_store::{Frame, ObjectAddress, ProfileQuery, Renamed, Retention, Store, TimeRange};
 
 fn at(build_id: &[u8], address: u64) -> ObjectAddress {
@@ -23,7 +23,7 @@ fn names_in(store: &Store, range: TimeRange) -> Vec<String> {
 #[test]
 fn unnamed_frames_are_found_by_range_and_renamed_everywhere() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let main = Frame::user("main", "prog");
     let hot = Frame::unnamed("libc.so.6", at(&[0x93, 0xac], 0x1750ce));
     let later = Frame::unnamed("libz.so.1", at(&[0x11], 0x4242));
@@ -72,7 +72,7 @@ fn unnamed_frames_are_found_by_range_and_renamed_everywhere() {
 
     // The dictionary on disk says the same after a reopen, and verifies.
     drop((cursor, store));
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     assert!(names_in(&store, first).contains(&"__strpbrk_sse42".to_string()));
     assert_eq!(store.unnamed_frames(TimeRange::ALL).unwrap().len(), 1);
     let report = store.verify().unwrap();

@@ -39,7 +39,7 @@ fn batches(seed: u64, n: usize, cpus: u32) -> Vec<Vec<StackSample>> {
 #[test]
 fn retention_by_age_deletes_whole_old_batches() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention { max_age: Duration::from_secs(60), max_bytes: u64::MAX }).unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(60), max_bytes: u64::MAX });
     let metas: Vec<_> = batches(1, 6, 4).iter().map(|b| store.put_samples(b, 1, T0).unwrap()).collect();
     assert_consistent(&store);
     // Cutoff = now - 60 s: batches that started before it go, the rest stay.
@@ -71,13 +71,13 @@ fn retention_by_bytes_deletes_oldest_of_runs_and_batches() {
     // Measure, then cap at about four batches plus the whole dictionary.
     let (one, dict) = {
         let d = tempfile::tempdir().unwrap();
-        let s = Store::open(d.path(), Retention::default()).unwrap();
+        let s = open_store(d.path(), Retention::default());
         let m = s.put_samples(&bs[0], 0, T0).unwrap();
         bs[1..].iter().for_each(|b| drop(s.put_samples(b, 0, T0).unwrap()));
         (m.stored_bytes, s.sample_stats().unwrap().dictionary_bytes)
     };
     let cap = 4 * one + dict;
-    let store = Store::open(dir.path(), Retention { max_age: Duration::from_secs(1 << 40), max_bytes: cap }).unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(1 << 40), max_bytes: cap });
     // Runs interleaved in time with the batches: run i starts 5 s after batch i.
     let mut runs = Vec::new();
     for (i, b) in bs.iter().enumerate() {
@@ -104,7 +104,7 @@ fn retention_by_bytes_deletes_oldest_of_runs_and_batches() {
 #[test]
 fn dictionary_is_swept_once_its_batches_are_gone() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: u64::MAX }).unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: u64::MAX });
     // Old batches from one host mix, new ones from a completely different one.
     let old = batches(4, 3, 4);
     let mut new_synth = Synth::new(5, SynthParams { frames: 200, ..SynthParams::small(4) }, T0 + DAY);
@@ -134,7 +134,7 @@ fn dictionary_is_swept_once_its_batches_are_gone() {
     sort_samples(&mut got);
     assert_eq!(got, want);
     drop(store);
-    let store = Store::open(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: u64::MAX }).unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: u64::MAX });
     let mut got = store.samples(&all).unwrap();
     sort_samples(&mut got);
     assert_eq!(got, want);

@@ -10,7 +10,7 @@ use std::path::Path;
 use common::samples::*;
 use common::*;
 use loupe_store::keys::{self, SampleTotals};
-use loupe_store::{ProfileQuery, Retention, StackSample, Store, StoreError, TimeRange};
+use loupe_store::{ProfileQuery, Retention, StackSample, StoreError, TimeRange};
 use rand::Rng;
 
 const HOUR: u64 = 3_600 * SEC;
@@ -38,7 +38,7 @@ fn retention() -> Retention {
 /// with lost counts on some.
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), retention()).unwrap();
+    let store = open_store(dir.path(), retention());
     let mut synth = Synth::new(11, SynthParams::small(2), T0);
     let (mut all, mut batches, mut written) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..100u64 {
@@ -55,28 +55,16 @@ fn fixture() -> Fixture {
     Fixture { dir, all, batches, written, h0: hour_of(T0) }
 }
 
-/// Opens the store's sled database itself, once the store is closed (sled may still hold its
-/// file lock for a moment after the last handle is dropped).
-fn raw(dir: &Path) -> sled::Db {
-    for _ in 0..100 {
-        match sled::open(dir) {
-            Ok(db) => return db,
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
-        }
-    }
-    sled::open(dir).unwrap()
-}
-
 /// The hours that have a rollup, read with sled itself (the store must be closed).
 fn rollup_hours(dir: &Path) -> Vec<u64> {
-    let db = raw(dir);
+    let db = open_sled(dir);
     let tree = db.open_tree("runs").unwrap();
     tree.scan_prefix([keys::ROLLUP]).keys().map(|k| keys::parse_rollup_key(&k.unwrap()).unwrap()).collect()
 }
 
 /// Changes the store's records with sled itself (the store must be closed).
 fn with_tree(dir: &Path, f: impl FnOnce(&sled::Tree)) {
-    let db = raw(dir);
+    let db = open_sled(dir);
     let tree = db.open_tree("runs").unwrap();
     f(&tree);
     db.flush().unwrap();
@@ -86,14 +74,14 @@ fn with_tree(dir: &Path, f: impl FnOnce(&sled::Tree)) {
 fn profiles_over_whole_hours_read_rollups_and_match_brute_force() {
     let f = fixture();
     let h0 = f.h0;
-    let store = Store::open(f.dir.path(), retention()).unwrap();
+    let store = open_store(f.dir.path(), retention());
     let stats = store.sample_stats().unwrap();
     assert!(stats.rollup_bytes > 0 && stats.rollup_bytes < stats.stored_bytes / 4, "{stats:?}");
     drop(store);
     // Hours 0–2 are complete (a later hour has batches); hour 3, the newest, is not.
     assert_eq!(rollup_hours(f.dir.path()), vec![h0, h0 + HOUR, h0 + 2 * HOUR]);
 
-    let store = Store::open(f.dir.path(), retention()).unwrap();
+    let store = open_store(f.dir.path(), retention());
     let (min, max) = (f.batches[0].0, f.all.iter().map(|s| s.time_unix_ns).max().unwrap());
     let mut ranges = vec![
         TimeRange::ALL,
@@ -137,7 +125,7 @@ fn hours_inside_a_range_are_read_from_their_rollup_alone() {
     let f = fixture();
     let h1 = f.h0 + HOUR;
     let whole = ProfileQuery { include_idle: true, ..ProfileQuery::range(TimeRange::ALL) };
-    let before = normalized(Store::open(f.dir.path(), retention()).unwrap().profile(&whole).unwrap());
+    let before = normalized(open_store(f.dir.path(), retention()).profile(&whole).unwrap());
     // Take away the tables of hour 1's batches: only its rollup can still count them.
     with_tree(f.dir.path(), |tree| {
         let hour = tree.range(keys::batch_bound(keys::TABLE, h1)..keys::batch_bound(keys::TABLE, h1 + HOUR));
@@ -145,7 +133,7 @@ fn hours_inside_a_range_are_read_from_their_rollup_alone() {
         assert!(gone.len() >= 29, "{} tables in hour 1", gone.len());
         gone.into_iter().for_each(|k| drop(tree.remove(k).unwrap()));
     });
-    let store = Store::open(f.dir.path(), retention()).unwrap();
+    let store = open_store(f.dir.path(), retention());
     assert_eq!(normalized(store.profile(&whole).unwrap()), before);
     let pids: std::collections::BTreeSet<u32> = f.all.iter().map(|s| s.pid).collect();
     assert_eq!(store.pids(TimeRange::ALL).unwrap(), pids);
@@ -164,7 +152,7 @@ fn hours_inside_a_range_are_read_from_their_rollup_alone() {
 fn a_late_batch_reseals_its_hour_and_retention_drops_a_cut_hour() {
     let mut f = fixture();
     let (h0, h1) = (f.h0, f.h0 + HOUR);
-    let store = Store::open(f.dir.path(), retention()).unwrap();
+    let store = open_store(f.dir.path(), retention());
     // A batch of hour 1 written after hour 3's: the rollup it invalidates is written again.
     let mut late = Vec::new();
     Synth::new(13, SynthParams::small(3), h1 + 100 * SEC).next_batch(50, &mut late);
@@ -179,10 +167,10 @@ fn a_late_batch_reseals_its_hour_and_retention_drops_a_cut_hour() {
     assert_eq!(rollup_hours(f.dir.path()), vec![h0, h1, h1 + HOUR]);
 
     // Retention by age cuts into hour 1: hour 0 goes whole, hour 1 loses its rollup.
-    let rollups_before = Store::open(f.dir.path(), retention()).unwrap().sample_stats().unwrap().rollup_bytes;
+    let rollups_before = open_store(f.dir.path(), retention()).sample_stats().unwrap().rollup_bytes;
     let cutoff = h1 + 1_000 * SEC;
     let max_age = std::time::Duration::from_secs(3_600);
-    let store = Store::open(f.dir.path(), Retention { max_age, max_bytes: u64::MAX }).unwrap();
+    let store = open_store(f.dir.path(), Retention { max_age, max_bytes: u64::MAX });
     let report = store.enforce_retention(cutoff + HOUR).unwrap();
     // Hour 0's 24 batches, hour 1's 8 before the cutoff and the late one.
     assert_eq!(report.deleted_sample_batches, 33, "{report:?}");
@@ -212,7 +200,7 @@ fn a_late_batch_reseals_its_hour_and_retention_drops_a_cut_hour() {
 fn a_store_without_rollups_gets_them_when_opened() {
     let f = fixture();
     let whole = ProfileQuery::range(TimeRange::ALL);
-    let before = normalized(Store::open(f.dir.path(), retention()).unwrap().profile(&whole).unwrap());
+    let before = normalized(open_store(f.dir.path(), retention()).profile(&whole).unwrap());
     // What a store written before rollups existed looks like: no `H` records, and a totals
     // record without the field.
     with_tree(f.dir.path(), |tree| {
@@ -224,7 +212,7 @@ fn a_store_without_rollups_gets_them_when_opened() {
         tree.insert(keys::SAMPLE_TOTALS, t.encode()).unwrap();
     });
     assert!(rollup_hours(f.dir.path()).is_empty());
-    let store = Store::open(f.dir.path(), retention()).unwrap();
+    let store = open_store(f.dir.path(), retention());
     assert_eq!(normalized(store.profile(&whole).unwrap()), before);
     let report = store.verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
@@ -239,7 +227,7 @@ fn a_corrupt_or_wrong_rollup_is_reported() {
     let whole = ProfileQuery::range(TimeRange::ALL);
     // Garbage in hour 1's rollup: a clear error naming it, from queries and from verify.
     with_tree(f.dir.path(), |tree| drop(tree.insert(keys::rollup_key(h1), &b"\x95\x01\x02"[..]).unwrap()));
-    let store = Store::open(f.dir.path(), retention()).unwrap();
+    let store = open_store(f.dir.path(), retention());
     match store.profile(&whole) {
         Err(StoreError::Corrupt { record, .. }) => assert!(record.contains("rollup"), "{record}"),
         other => panic!("a corrupt rollup profiled as {:?}", other.map(|p| p.samples)),
@@ -251,7 +239,7 @@ fn a_corrupt_or_wrong_rollup_is_reported() {
         let h2_value = tree.get(keys::rollup_key(h2)).unwrap().unwrap();
         tree.insert(keys::rollup_key(h1), h2_value).unwrap();
     });
-    let store = Store::open(f.dir.path(), retention()).unwrap();
+    let store = open_store(f.dir.path(), retention());
     assert!(matches!(store.profile(&whole), Err(StoreError::Corrupt { .. })));
     drop(store);
     // A rollup whose counts differ from its batches' (one sample moved between entries):
@@ -266,7 +254,7 @@ fn a_corrupt_or_wrong_rollup_is_reported() {
         table.counts[j] += 1;
         tree.insert(keys::rollup_key(h2), loupe_store::samples::codec::encode_rollup(&row, &table)).unwrap();
     });
-    let store = Store::open(f.dir.path(), retention()).unwrap();
+    let store = open_store(f.dir.path(), retention());
     let problems = store.verify().unwrap().problems;
     assert!(problems.iter().any(|p| p.contains(&format!("rollup of hour {h2}"))), "{problems:?}");
 }

@@ -24,7 +24,7 @@ fn assert_sound(store: &Store) {
 #[test]
 fn samples_roundtrip_every_field() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let mut synth = Synth::new(1, SynthParams::small(4), T0);
     let mut written = Vec::new();
     let mut batch = Vec::new();
@@ -81,7 +81,7 @@ fn samples_roundtrip_every_field() {
 
     // Reopen: the dictionary comes back from disk.
     drop(store);
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let mut again = store.samples(&all(true)).unwrap();
     sort_samples(&mut again);
     assert_eq!(again, expect);
@@ -101,7 +101,7 @@ fn samples_roundtrip_every_field() {
 #[test]
 fn same_stacks_in_many_batches_are_stored_once() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let mut synth = Synth::new(2, SynthParams::small(8), T0);
     let mut batch = Vec::new();
     synth.next_batch(100, &mut batch);
@@ -139,7 +139,7 @@ fn same_stacks_in_many_batches_are_stored_once() {
 #[test]
 fn empty_batches_lost_counts_and_bad_ranges() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     // Nothing at all: a no-op.
     let meta = store.put_samples(&[], 0, T0).unwrap();
     assert_eq!(meta.id, 0);
@@ -175,7 +175,7 @@ fn empty_batches_lost_counts_and_bad_ranges() {
 #[test]
 fn extreme_times_roundtrip() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let f = vec![Frame::kernel("k")];
     let batch = vec![
         sample(u64::MAX - 1, 0, 1, "a", f.clone()),
@@ -199,7 +199,7 @@ fn extreme_times_roundtrip() {
 #[test]
 fn batch_larger_than_cap_is_refused_and_nothing_written() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: 3_000 }).unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: 3_000 });
     let mut synth = Synth::new(3, SynthParams::small(4), T0);
     let mut batch = Vec::new();
     synth.next_batch(100, &mut batch);
@@ -212,7 +212,7 @@ fn batch_larger_than_cap_is_refused_and_nothing_written() {
     store.put_samples(&batch[..3], 0, T0).unwrap();
     assert_sound(&store);
     drop(store);
-    let store = Store::open(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: 3_000 }).unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(3600), max_bytes: 3_000 });
     assert_eq!(store.samples(&all(true)).unwrap().len(), 3);
     assert_sound(&store);
 }
@@ -220,7 +220,7 @@ fn batch_larger_than_cap_is_refused_and_nothing_written() {
 #[test]
 fn stats_and_days_include_samples() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let day0 = T0 - T0 % DAY;
     let run = store.put_run(idle_run(day0 + 10, 1000, 100, 1), T0).unwrap();
     let a = store.put_samples(&[sample(day0 + 20, 0, 5, "a", vec![])], 0, T0).unwrap();

@@ -11,7 +11,7 @@ use loupe_store::*;
 const MS: u64 = 1_000_000;
 
 fn fill(dir: &std::path::Path) {
-    let store = Store::open(dir, Retention::default()).unwrap();
+    let store = open_store(dir, Retention::default());
     let src = packet_loop_source(7, "pktloop");
     let mut lp = PacketLoop::new(7, 2, T0, 20_000.0);
     let mut evs = Vec::new();
@@ -24,7 +24,7 @@ fn fill(dir: &std::path::Path) {
 
 /// Rewrites the first record whose key starts with `kind` through `f`, with the store closed.
 fn tamper(dir: &std::path::Path, kind: u8, f: &dyn Fn(&mut Vec<u8>)) {
-    let db = sled::open(dir).unwrap();
+    let db = open_sled(dir);
     let tree = db.open_tree("runs").unwrap();
     let (k, v) = tree.scan_prefix([kind]).next().unwrap().unwrap();
     let mut v = v.to_vec();
@@ -35,7 +35,7 @@ fn tamper(dir: &std::path::Path, kind: u8, f: &dyn Fn(&mut Vec<u8>)) {
 
 /// Every reader either succeeds or says `Corrupt`; `verify` reports a problem.
 fn check(dir: &std::path::Path, what: &str) -> usize {
-    let store = Store::open(dir, Retention::default()).unwrap();
+    let store = open_store(dir, Retention::default());
     let q = TimelineQuery::range(TimeRange::ALL);
     let cut = TimelineQuery::range(TimeRange::new(T0 + 50 * MS, T0 + 250 * MS).unwrap());
     let mut corrupt = 0;
@@ -122,7 +122,7 @@ fn random_damage_never_panics() {
                 *b ^= 1 << bit;
             }
         });
-        let store = Store::open(dir.path(), Retention::default()).unwrap();
+        let store = open_store(dir.path(), Retention::default());
         let q = TimelineQuery::range(TimeRange::ALL);
         for r in [store.timeline_events(&q, None, 1000).map(drop), store.timeline_stats(&q).map(drop)] {
             if let Err(e) = r {

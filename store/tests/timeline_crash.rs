@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::timeline::*;
 use common::*;
-use loupe_store::{Retention, Store, TimeRange, TimelineQuery};
+use loupe_store::{Retention, TimeRange, TimelineQuery};
 
 const DIR_VAR: &str = "LOUPE_STORE_TIMELINE_CRASH_DIR";
 const ROUND_VAR: &str = "LOUPE_STORE_TIMELINE_CRASH_ROUND";
@@ -27,7 +27,7 @@ fn timeline_crash_child() {
         return;
     };
     let round: u64 = std::env::var(ROUND_VAR).unwrap().parse().unwrap();
-    let store = Store::open(std::path::Path::new(&dir), retention()).unwrap();
+    let store = open_store(std::path::Path::new(&dir), retention());
     let start = T0 + round * DAY;
     let mut lp = PacketLoop::new(round, 3, start, 30_000.0);
     let mut evs = Vec::new();
@@ -49,7 +49,7 @@ fn timeline_crash_safety_under_sigkill() {
         let env = [(DIR_VAR, dir.path().display().to_string()), (ROUND_VAR, round.to_string())];
         let acked = kill_writer_mid_stream("timeline_crash_child", &env, Duration::from_millis(400 + 71 * round));
         total_acked += acked.len();
-        let store = Store::open(dir.path(), retention()).unwrap();
+        let store = open_store(dir.path(), retention());
         let report = store.verify().unwrap();
         assert!(report.is_ok(), "round {round}: {:?}", report.problems);
         let stats = store.stats().unwrap();
@@ -63,7 +63,7 @@ fn timeline_crash_safety_under_sigkill() {
         assert!(stats.timeline_batches > 0 && last > 0, "round {round}");
     }
     assert!(total_acked >= 6, "child wrote only {total_acked} batches");
-    let store = Store::open(dir.path(), retention()).unwrap();
+    let store = open_store(dir.path(), retention());
     let stats = store.stats().unwrap();
     assert!(stats.timeline_batches < total_acked as u64, "retention never deleted a batch");
 }

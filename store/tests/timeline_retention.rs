@@ -46,7 +46,7 @@ fn write_mixed(store: &Store, minutes: u64) -> Vec<(u64, &'static str)> {
 fn age_retention_deletes_old_timeline_batches_with_runs_and_samples() {
     let dir = tempfile::tempdir().unwrap();
     let retention = Retention { max_age: Duration::from_secs(120), ..Retention::default() };
-    let store = Store::open(dir.path(), retention).unwrap();
+    let store = open_store(dir.path(), retention);
     write_mixed(&store, 5);
     let now = T0 + 5 * 60 * SEC;
     store.enforce_retention(now).unwrap(); // (the puts already applied it as they went)
@@ -72,14 +72,14 @@ fn byte_retention_deletes_oldest_first_across_kinds_and_counts_timeline_bytes() 
     let dir = tempfile::tempdir().unwrap();
     // Measure what everything takes, then reopen the same data with a third of that as the cap.
     let full = {
-        let store = Store::open(dir.path(), Retention::default()).unwrap();
+        let store = open_store(dir.path(), Retention::default());
         write_mixed(&store, 4);
         let s = store.stats().unwrap();
         assert!(s.timeline_bytes > 0 && s.total_bytes == s.stored_bytes + s.sample_bytes + s.timeline_bytes);
         s
     };
     let cap = full.total_bytes / 3;
-    let store = Store::open(dir.path(), Retention { max_bytes: cap, ..Retention::default() }).unwrap();
+    let store = open_store(dir.path(), Retention { max_bytes: cap, ..Retention::default() });
     let report = store.enforce_retention(T0).unwrap();
     let s = store.stats().unwrap();
     assert!(s.total_bytes <= cap, "{} > {cap}", s.total_bytes);
@@ -96,7 +96,7 @@ fn byte_retention_deletes_oldest_first_across_kinds_and_counts_timeline_bytes() 
     let v = store.verify().unwrap();
     assert!(v.is_ok(), "{:?}", v.problems);
     // A timeline batch larger than the cap alone is refused, nothing written.
-    let small = Store::open(&dir.path().join("small"), Retention { max_bytes: 100, ..Retention::default() }).unwrap();
+    let small = open_store(&dir.path().join("small"), Retention { max_bytes: 100, ..Retention::default() });
     let mut evs = Vec::new();
     PacketLoop::new(1, 1, T0, 1000.0).run_until(T0 + 10 * MS, &mut evs);
     let err = small.put_timeline(&packet_loop_source(1, "x"), &evs, 0, T0).unwrap_err();

@@ -150,7 +150,7 @@ fn queries(w: &Written) -> Vec<TimelineQuery> {
 #[test]
 fn events_roundtrip_with_every_filter_and_paging() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let w = populate(&store);
     assert!(w.events.len() > 20_000, "{} events", w.events.len());
     let report = store.verify().unwrap();
@@ -195,7 +195,7 @@ fn exact(sorted: &[u64], q: f64) -> u64 {
 #[test]
 fn stats_match_brute_force_within_the_histogram_error() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let w = populate(&store);
     for q in queries(&w) {
         let mut want: BTreeMap<GroupKey, (u64, Vec<u64>)> = BTreeMap::new();
@@ -226,7 +226,7 @@ fn stats_match_brute_force_within_the_histogram_error() {
 #[test]
 fn sources_list_processes_with_counts_and_losses() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let w = populate(&store);
     let got = store.timeline_sources(TimeRange::ALL).unwrap();
     let got: BTreeMap<_, _> =
@@ -240,7 +240,7 @@ fn sources_list_processes_with_counts_and_losses() {
 #[test]
 fn bad_input_is_refused_and_nothing_written() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), Retention::default()).unwrap();
+    let store = open_store(dir.path(), Retention::default());
     let s = packet_loop_source(1, "x");
     let e = TimelineEvent { time_unix_ns: T0, event: 5, ..Default::default() };
     assert!(matches!(store.put_timeline(&s, &[e], 0, T0), Err(StoreError::InvalidTimeline(_))));

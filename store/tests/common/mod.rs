@@ -5,9 +5,13 @@ use loupe_store::{ConnCounts, Counter, CpuColumns, NewRun, RunSource};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+pub mod open;
 pub mod probes;
 pub mod samples;
 pub mod timeline;
+
+#[allow(unused_imports)] // each test binary uses some of them
+pub use open::{open_sled, open_store, try_open_store};
 
 pub const T0: u64 = 1_700_000_000_000_000_000; // 2023-11-14T22:13:20Z
 pub const SEC: u64 = 1_000_000_000;
