@@ -42,7 +42,7 @@ fn fixture() -> Fixture {
         let (b, lost) = &pending[i];
         let meta = store.put_samples(b, *lost, T0).unwrap();
         batches.push((meta.start_unix_ns, *lost));
-        all.extend(b.iter().cloned());
+        all.extend(as_stored(b));
     }
     let report = store.verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);

@@ -127,7 +127,7 @@ fn dictionary_is_swept_once_its_batches_are_gone() {
     assert_eq!(stats.stored_bytes, new_meta.stored_bytes + stats.dictionary_bytes);
     assert_consistent(&store);
     // The survivors still read back exactly, before and after reopening.
-    let mut want = nb.clone();
+    let mut want: Vec<StackSample> = as_stored(&nb).collect();
     sort_samples(&mut want);
     let all = ProfileQuery { include_idle: true, ..ProfileQuery::range(TimeRange::ALL) };
     let mut got = store.samples(&all).unwrap();

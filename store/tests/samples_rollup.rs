@@ -47,7 +47,7 @@ fn fixture() -> Fixture {
         let lost = if i % 7 == 0 { i + 1 } else { 0 };
         let meta = store.put_samples(&b, lost, T0).unwrap();
         batches.push((meta.start_unix_ns, lost));
-        all.extend(b.iter().cloned());
+        all.extend(as_stored(&b));
         written.push(b);
     }
     let report = store.verify().unwrap();
@@ -158,7 +158,7 @@ fn a_late_batch_reseals_its_hour_and_retention_drops_a_cut_hour() {
     Synth::new(13, SynthParams::small(3), h1 + 100 * SEC).next_batch(50, &mut late);
     let meta = store.put_samples(&late, 5, T0).unwrap();
     f.batches.push((meta.start_unix_ns, 5));
-    f.all.extend(late.iter().cloned());
+    f.all.extend(as_stored(&late));
     f.written.push(late);
     let report = store.verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
@@ -183,7 +183,7 @@ fn a_late_batch_reseals_its_hour_and_retention_drops_a_cut_hour() {
     for (&(start, lost), samples) in f.batches.iter().zip(&f.written) {
         if start >= cutoff {
             kept.push((start, lost));
-            alive.extend(samples.iter().cloned());
+            alive.extend(as_stored(samples));
         }
     }
     assert_eq!(stats.samples, alive.len() as u64);

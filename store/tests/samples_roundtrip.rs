@@ -40,7 +40,7 @@ fn samples_roundtrip_every_field() {
         let meta = store.put_samples(&batch, 0, T0).unwrap();
         assert_eq!(meta.samples, batch.len() as u64);
         assert_eq!(meta.cpus, vec![0, 1, 2, 3]);
-        written.extend(batch.iter().cloned());
+        written.extend(as_stored(&batch));
     }
     // Odd samples: unicode, empty stacks, extremes, duplicate times, a CPU far away.
     let t = T0 + 3600 * SEC;
@@ -61,7 +61,7 @@ fn samples_roundtrip_every_field() {
         sample(t + 5 * SEC, 7, 1, "init", vec![Frame::kernel("x"); 3]),
     ];
     store.put_samples(&odd, 0, t).unwrap();
-    written.extend(odd);
+    written.extend(as_stored(&odd));
 
     let mut expect: Vec<_> = written.clone();
     sort_samples(&mut expect);
@@ -184,7 +184,7 @@ fn extreme_times_roundtrip() {
         sample(1 << 63, 1, 1, "a", vec![]),
     ];
     store.put_samples(&batch, 0, 0).unwrap();
-    let mut expect = batch.clone();
+    let mut expect: Vec<StackSample> = as_stored(&batch).collect();
     sort_samples(&mut expect);
     let mut got = store.samples(&all(true)).unwrap();
     sort_samples(&mut got);
@@ -241,5 +241,21 @@ fn stats_and_days_include_samples() {
     assert_eq!(days[0].sample_bytes, a.stored_bytes);
     assert!(days[1].runs_by_interval.is_empty());
     assert_eq!((days[1].sample_batches, days[1].samples, days[1].sample_bytes), (1, 2, b.stored_bytes));
+    assert_sound(&store);
+}
+
+#[test]
+fn sample_times_are_kept_to_the_microsecond() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path(), Retention::default());
+    let f = vec![Frame::kernel("k")];
+    let at = |ns: u64, cpu: u32| sample(T0 + ns, cpu, 1, "a", f.clone());
+    let meta = store.put_samples(&[at(1_999, 0), at(2_000, 0), at(999, 1), at(5_000_000_001, 1)], 0, T0).unwrap();
+    assert_eq!((meta.start_unix_ns, meta.end_unix_ns), (T0, T0 + 5_000_000_000));
+    let got: Vec<u64> = store.samples(&all(true)).unwrap().iter().map(|s| s.time_unix_ns - T0).collect();
+    assert_eq!(got, [0, 1_000, 2_000, 5_000_000_000]);
+    // Ranges select by the stored time: 1,999 ns was stored at 1,000.
+    let q = ProfileQuery::range(TimeRange::new(T0 + 1_500, T0 + 2_001).unwrap());
+    assert_eq!(store.samples(&q).unwrap().len(), 1);
     assert_sound(&store);
 }

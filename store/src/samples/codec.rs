@@ -26,10 +26,13 @@
 //! times. Times use a *grid* model: perf's timer fires every `P` ns (100 ms at 10 Hz) plus an
 //! interrupt latency of microseconds, so each time is stored as `t0 + k·P + base + r` with the
 //! step `k − k_prev` (almost always 1, which the sparse code makes nearly free) and a small
-//! non-negative residual `r` (a few µs: ~13 bits with a Rice code). `P` is fitted per block by
+//! non-negative residual `r` (a few µs: ~3 bits with a Rice code, ~13 if kept to the ns). `P` is fitted per block by
 //! least squares (trying round values too); when the samples do not look periodic, plain
-//! deltas are used if shorter. Any input (duplicate times, gaps, `u64::MAX`) round-trips
-//! exactly.
+//! deltas are used if shorter. Before any of this, times are divided by their *unit*: the
+//! largest step they are all whole multiples of from the batch's start, 1,000 ns since the
+//! store keeps sample times to the microsecond (`StackSample::TIME_UNIT_NS`), which takes ten
+//! bits off every residual. Any input (duplicate times, gaps, `u64::MAX`, any unit)
+//! round-trips exactly.
 
 use std::borrow::Cow;
 
@@ -316,6 +319,36 @@ struct BlockRow<'a> {
     n: u32,
     #[serde(borrow)]
     bits: Blob<'a>,
+    /// Every time is `batch_start + unit · v`: the bits hold the `v`. Absent (1) in blocks
+    /// written before the store kept times to the microsecond.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    unit: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(v: &u64) -> bool {
+    *v == 1
+}
+
+/// The largest unit every time is a whole multiple of, counted from `batch_start` (1 if none
+/// is larger): the store keeps times to the microsecond, so this is usually 1,000, and the
+/// grid residuals shrink by ten bits.
+fn time_unit(batch_start: u64, times: &[u64]) -> u64 {
+    fn gcd(mut a: u64, mut b: u64) -> u64 {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    }
+    times.iter().fold(0, |g, &t| gcd(g, t - batch_start)).max(1)
+}
+
+/// An Exp-Golomb order sized for nanoseconds, lowered for a coarser `unit`.
+fn order_for(k: u32, unit: u64) -> u32 {
+    k.saturating_sub(unit.ilog2())
 }
 
 /// One CPU's samples: times ascending, and for each the index of its batch-table entry.
@@ -393,6 +426,10 @@ const BASE_K: u32 = 8;
 pub fn encode_block(batch_start: u64, times: &[u64], entries: &[u32], own: std::ops::Range<usize>) -> Vec<u8> {
     debug_assert_eq!(times.len(), entries.len());
     debug_assert!(!times.is_empty() && times.windows(2).all(|w| w[0] <= w[1]) && times[0] >= batch_start);
+    let unit = time_unit(batch_start, times);
+    // From here on, times are counted in units from the batch's start.
+    let times: Vec<u64> = times.iter().map(|&t| (t - batch_start) / unit).collect();
+    let times = times.as_slice();
     // Local list: the own partition, then the entries imported from other partitions.
     let mut imports: Vec<u32> = entries.iter().copied().filter(|&e| !own.contains(&(e as usize))).collect();
     imports.sort_unstable();
@@ -419,18 +456,20 @@ pub fn encode_block(batch_start: u64, times: &[u64], entries: &[u32], own: std::
     if let Some(p) = fit_period(times) {
         let exact = p.round() as u64;
         let mut candidates = vec![exact];
-        for unit in [1_000u64, 1_000_000] {
-            let c = ((p / unit as f64).round() as u64) * unit;
-            if c > 0 && !candidates.contains(&c) {
-                candidates.push(c);
+        // Round periods in nanoseconds (a µs, a ms), where the unit divides them.
+        let p_ns = p * unit as f64;
+        for round in [1_000u64, 1_000_000] {
+            let c = ((p_ns / round as f64).round() as u64).saturating_mul(round);
+            if c > 0 && c % unit == 0 && !candidates.contains(&(c / unit)) {
+                candidates.push(c / unit);
             }
         }
         for period in candidates {
             if let Some((base, steps, res)) = grid(times, period) {
                 let size = column_bits(&steps)
                     + column_bits(&res)
-                    + bits::eg_bits(zigzag(base), BASE_K)
-                    + bits::eg_bits(period, PERIOD_K);
+                    + bits::eg_bits(zigzag(base), order_for(BASE_K, unit))
+                    + bits::eg_bits(period, order_for(PERIOD_K, unit));
                 if size < best.0 {
                     best = (size, period, base, steps, res);
                 }
@@ -442,19 +481,19 @@ pub fn encode_block(batch_start: u64, times: &[u64], entries: &[u32], own: std::
     let mut w = BitWriter::new();
     w.put(u64::from(use_mtf), 1);
     w.put(u64::from(period != 0), 1);
-    w.put_eg(times[0] - batch_start, T0_K);
+    w.put_eg(times[0], order_for(T0_K, unit));
     w.put_eg(imports.len() as u64, 0);
     write_column(&mut w, &import_col);
     write_column(&mut w, if use_mtf { &mtf } else { &idx });
     if period != 0 {
-        w.put_eg(period, PERIOD_K);
-        w.put_eg(zigzag(base), BASE_K);
+        w.put_eg(period, order_for(PERIOD_K, unit));
+        w.put_eg(zigzag(base), order_for(BASE_K, unit));
         write_column(&mut w, &col_a);
         write_column(&mut w, &col_b);
     } else {
         write_column(&mut w, &col_a);
     }
-    to_msgpack(&BlockRow { n: times.len() as u32, bits: Blob(Cow::Owned(w.finish())) })
+    to_msgpack(&BlockRow { n: times.len() as u32, bits: Blob(Cow::Owned(w.finish())), unit })
 }
 
 fn move_to_front(idx: &[u64], m: usize) -> Vec<u64> {
@@ -485,9 +524,13 @@ pub fn decode_block(
     let table_len = table.entries.len();
     let own = table.own_range(cpu);
     let mut r = BitReader::new(&row.bits.0);
+    let unit = row.unit;
+    if unit == 0 {
+        return Err("time unit 0".into());
+    }
     let use_mtf = r.get(1)? == 1;
     let is_grid = r.get(1)? == 1;
-    let t0_off = r.get_eg(T0_K)?;
+    let t0_off = r.get_eg(order_for(T0_K, unit))?;
     let ni = r.get_eg(0)?;
     if ni > n as u64 {
         return Err(format!("block imports {ni} entries for {n} samples"));
@@ -528,12 +571,13 @@ pub fn decode_block(
     if !with_times {
         return Ok(Block { times: Vec::new(), entries });
     }
-    let t0 = batch_start.checked_add(t0_off).ok_or("first time overflows")?;
+    // Times in units from the batch's start first, then in nanoseconds.
+    let t0 = t0_off;
     let mut times = Vec::with_capacity(n);
     times.push(t0);
     if is_grid {
-        let period = r.get_eg(PERIOD_K)?;
-        let base = bits::unzigzag(r.get_eg(BASE_K)?);
+        let period = r.get_eg(order_for(PERIOD_K, unit))?;
+        let base = bits::unzigzag(r.get_eg(order_for(BASE_K, unit))?);
         let steps = read_column(&mut r, n - 1)?;
         let res = read_column(&mut r, n - 1)?;
         let p = i128::from(period);
@@ -557,6 +601,9 @@ pub fn decode_block(
             t = t.checked_add(d).ok_or("time overflows")?;
             times.push(t);
         }
+    }
+    for t in &mut times {
+        *t = t.checked_mul(unit).and_then(|v| v.checked_add(batch_start)).ok_or("time overflows")?;
     }
     Ok(Block { times, entries })
 }
@@ -814,6 +861,51 @@ mod tests {
             ts.sort_unstable();
             let e: Vec<u32> = (0..n).map(|_| (lcg(&mut x) % 7) as u32).collect();
             check_block(ts[0] - ts[0] % 3, &ts, &e, &table(7), (lcg(&mut x) % 7) as u32);
+        }
+    }
+
+    #[test]
+    fn block_times_in_whole_units() {
+        let mut x = 9;
+        let base = 1_700_000_000_000_123_000u64;
+        let t = table(120);
+        let ns: Vec<u64> = (0..100u64).map(|i| base + 5_000 + i * 100_000_000 + lcg(&mut x) % 5_000).collect();
+        let us: Vec<u64> = ns.iter().map(|t| t - t % 1_000).collect();
+        let entries: Vec<u32> = (0..100).map(|_| 40 + (lcg(&mut x) % 40) as u32).collect();
+        let (ns_size, us_size) = (check_block(base, &ns, &entries, &t, 1), check_block(base, &us, &entries, &t, 1));
+        // ~10 bits fewer for each of 99 residuals.
+        assert!(us_size + 100 < ns_size, "µs times took {us_size} bytes, ns times {ns_size}");
+        // A block in nanoseconds has no unit field: what blocks written before units look like.
+        assert_eq!(encode_block(base, &ns, &entries, t.own_range(1))[0], 0x92, "a two-field array");
+        assert_eq!(encode_block(base, &us, &entries, t.own_range(1))[0], 0x93);
+        // Any unit, up to the top of the clock.
+        for unit in [2u64, 3, 1_000, 7_919, 1 << 40] {
+            let start = (u64::MAX / 2) / unit * unit;
+            let mut ts: Vec<u64> = (0..60).map(|_| start + (lcg(&mut x) % 1_000) * unit).collect();
+            ts.push(start + (u64::MAX - start) / unit * unit);
+            ts.sort_unstable();
+            let e: Vec<u32> = (0..ts.len()).map(|i| (i % 120) as u32).collect();
+            check_block(start, &ts, &e, &t, 5);
+        }
+    }
+
+    #[test]
+    fn block_with_a_bad_unit_is_an_error() {
+        let t = table(10);
+        let bytes = encode_block(0, &[1_000, 2_000, 3_000], &[0, 5, 9], t.own_range(0));
+        let row: BlockRow = from_msgpack(&bytes).unwrap();
+        assert_eq!(row.unit, 1_000);
+        let bad = to_msgpack(&BlockRow { unit: 0, ..from_msgpack(&bytes).unwrap() });
+        let err = decode_block(&bad, 0, &t, 0, true).unwrap_err();
+        assert!(err.contains("unit 0"), "{err}");
+        // Times past the clock's end: units from a batch start near it (a damaged key).
+        let err = decode_block(&bytes, u64::MAX - 1_500, &t, 0, true).unwrap_err();
+        assert!(err.contains("overflows"), "{err}");
+        // Any unit on garbage bits never panics.
+        let mut x = 5;
+        for _ in 0..2000 {
+            let unit = lcg(&mut x) << (lcg(&mut x) % 40);
+            let _ = decode_block(&to_msgpack(&BlockRow { unit, ..from_msgpack(&bytes).unwrap() }), 0, &t, 0, true);
         }
     }
 

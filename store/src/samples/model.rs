@@ -110,6 +110,8 @@ impl Frame {
 /// One CPU-profiling sample (what `perf record -F 10 -a -g` records per tick and CPU).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StackSample {
+    /// When the timer fired. Stored to the microsecond (rounded down; see
+    /// [`StackSample::TIME_UNIT_NS`]).
     pub time_unix_ns: u64,
     pub cpu: u32,
     pub pid: u32,
@@ -120,6 +122,22 @@ pub struct StackSample {
     pub idle: bool,
     /// Leaf first: kernel frames (if any), then user frames. May be empty.
     pub frames: Vec<Frame>,
+}
+
+impl StackSample {
+    /// The precision sample times are stored with: one microsecond, what `perf script` prints.
+    ///
+    /// *Why not the nanosecond:* a sample's time is when the timer interrupt ran, which is
+    /// already microseconds after the tick it stands for (interrupt latency), and the sample
+    /// stands for the 100 ms before it. The nanoseconds below that are noise, and noise does
+    /// not compress: they cost ten bits a sample, a third of what a sample took stored
+    /// (`docs/hot-paths.md`). Probe calls and timeline events keep their nanoseconds.
+    pub const TIME_UNIT_NS: u64 = 1_000;
+
+    /// `time_unix_ns` as it is stored: rounded down to [`StackSample::TIME_UNIT_NS`].
+    pub fn stored_time(time_unix_ns: u64) -> u64 {
+        time_unix_ns - time_unix_ns % StackSample::TIME_UNIT_NS
+    }
 }
 
 /// What [`crate::Store::profile`], [`crate::Store::samples`] select.

@@ -242,12 +242,11 @@ impl Inner {
         };
         // Per-CPU blocks: samples by CPU, then time (stable: input order breaks ties).
         let mut by_cpu: Vec<u32> = (0..samples.len() as u32).collect();
-        by_cpu.sort_by_key(|&i| {
-            let s = &samples[i as usize];
-            (s.cpu, s.time_unix_ns)
-        });
-        let start = samples.iter().map(|s| s.time_unix_ns).min().unwrap_or(0);
-        let end = samples.iter().map(|s| s.time_unix_ns).max().unwrap_or(0);
+        // Times as stored: to the microsecond.
+        let time = |i: u32| StackSample::stored_time(samples[i as usize].time_unix_ns);
+        by_cpu.sort_by_key(|&i| (samples[i as usize].cpu, time(i)));
+        let start = (0..samples.len() as u32).map(time).min().unwrap_or(0);
+        let end = (0..samples.len() as u32).map(time).max().unwrap_or(0);
         let mut blocks = Vec::new();
         let mut times = Vec::new();
         let mut idx = Vec::new();
@@ -255,7 +254,7 @@ impl Inner {
             times.clear();
             idx.clear();
             for &i in group {
-                times.push(samples[i as usize].time_unix_ns);
+                times.push(time(i));
                 idx.push(remap[sample_entry[i as usize] as usize]);
             }
             let cpu = samples[group[0] as usize].cpu;

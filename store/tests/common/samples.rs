@@ -381,6 +381,12 @@ impl Synth {
     }
 }
 
+/// `samples` as the store keeps them: times to the microsecond (what brute-force answers must
+/// be computed from).
+pub fn as_stored(samples: &[StackSample]) -> impl Iterator<Item = StackSample> + '_ {
+    samples.iter().map(|s| StackSample { time_unix_ns: StackSample::stored_time(s.time_unix_ns), ..s.clone() })
+}
+
 /// Does `s` match `q` (range, pid, comm, cpu, idle)?
 pub fn matches(s: &StackSample, q: &loupe_store::ProfileQuery) -> bool {
     q.range.contains(s.time_unix_ns)
