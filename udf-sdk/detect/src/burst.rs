@@ -30,40 +30,48 @@ pub fn rate_bps(bytes: u64, interval_ns: u64) -> u128 {
     if interval_ns == 0 { 0 } else { bytes as u128 * 1_000_000_000 / interval_ns as u128 }
 }
 
+/// The fewest bytes that make a slot of `interval_ns` hot (its [`rate_bps`] strictly above
+/// `threshold_bps`), or `None` when no `u64` is enough (or the interval is 0).
+///
+/// *Why:* the rate floors `bytes · 10⁹ / interval_ns`, and a floored quotient exceeds `t`
+/// exactly when `bytes · 10⁹ ≥ (t + 1) · interval_ns`. One division per run then replaces one
+/// per slot — a 128-bit division, which wasm has no instruction for (a library call there:
+/// half of what the burst detector cost in wasm).
+pub fn hot_bytes(threshold_bps: u64, interval_ns: u64) -> Option<u64> {
+    if interval_ns == 0 {
+        return None;
+    }
+    // (2⁶⁴) · (2⁶⁴ − 1) < 2¹²⁸: no overflow.
+    let need = (threshold_bps as u128 + 1) * interval_ns as u128;
+    u64::try_from(need.div_ceil(1_000_000_000)).ok()
+}
+
 /// Every burst of a run, in slot order. A slot is hot when its rate is strictly greater than
 /// `threshold_bps`; a burst is a maximal stretch of hot slots at least `min_samples` long
 /// (`min_samples` 0 counts as 1). A run with `interval_ns` 0 has no bursts.
 pub fn detect(start_ns: u64, interval_ns: u64, in_bytes: &[u64], threshold_bps: u64, min_samples: u64) -> Vec<Burst> {
     let mut bursts = Vec::new();
-    if interval_ns == 0 {
-        return bursts;
-    }
+    let Some(hot) = hot_bytes(threshold_bps, interval_ns) else { return bursts };
     let min_samples = min_samples.max(1);
-    let threshold = threshold_bps as u128;
-    let mut first: Option<usize> = None;
-    // One past the end closes a burst that reaches the run's last slot.
-    for i in 0..=in_bytes.len() {
-        let hot = in_bytes.get(i).is_some_and(|&b| rate_bps(b, interval_ns) > threshold);
-        match (hot, first) {
-            (true, None) => first = Some(i),
-            (false, Some(f)) => {
-                first = None;
-                let n = (i - f) as u64;
-                if n >= min_samples {
-                    let slots = &in_bytes[f..i];
-                    let peak = slots.iter().map(|&b| rate_bps(b, interval_ns)).max().unwrap_or(0);
-                    bursts.push(Burst {
-                        first_slot: f,
-                        start_ns: start_ns.wrapping_add((f as u64).wrapping_mul(interval_ns)),
-                        samples: n,
-                        duration_ns: n.saturating_mul(interval_ns),
-                        bytes: slots.iter().fold(0u64, |s, &b| s.saturating_add(b)),
-                        peak_bps: u64::try_from(peak).unwrap_or(u64::MAX),
-                    });
-                }
-            }
-            _ => {}
+    let mut from = 0;
+    while let Some(f) = in_bytes[from..].iter().position(|&b| b >= hot).map(|p| from + p) {
+        let end = in_bytes[f..].iter().position(|&b| b < hot).map_or(in_bytes.len(), |p| f + p);
+        from = end;
+        let n = (end - f) as u64;
+        if n < min_samples {
+            continue;
         }
+        let slots = &in_bytes[f..end];
+        // The rate grows with the bytes: the peak is the fullest slot's.
+        let peak = rate_bps(slots.iter().copied().max().unwrap_or(0), interval_ns);
+        bursts.push(Burst {
+            first_slot: f,
+            start_ns: start_ns.wrapping_add((f as u64).wrapping_mul(interval_ns)),
+            samples: n,
+            duration_ns: n.saturating_mul(interval_ns),
+            bytes: slots.iter().fold(0u64, |s, &b| s.saturating_add(b)),
+            peak_bps: u64::try_from(peak).unwrap_or(u64::MAX),
+        });
     }
     bursts
 }
@@ -140,6 +148,57 @@ mod tests {
         assert!(detect(0, 100_000, &[], 0, 1).is_empty());
         assert!(detect(0, 100_000, &[0; 10], 0, 1).is_empty(), "zero bytes is never above a threshold");
         assert!(detect(0, 0, &[7; 10], 0, 1).is_empty(), "no interval, no rate");
+    }
+
+    /// The definition, slot by slot: what `detect` must agree with.
+    fn by_definition(interval_ns: u64, in_bytes: &[u64], threshold_bps: u64) -> Vec<(usize, u64)> {
+        let hot: Vec<bool> = in_bytes.iter().map(|&b| rate_bps(b, interval_ns) > threshold_bps as u128).collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < hot.len() {
+            if hot[i] {
+                let f = i;
+                while i < hot.len() && hot[i] {
+                    i += 1;
+                }
+                out.push((f, (i - f) as u64));
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn hot_slots_match_the_rate_definition_at_every_edge() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..2000 {
+            let interval_ns = [1, 3, 999, 1_000, MS, 100_000, 7 * MS + 1, next() >> (next() % 64)][next() as usize % 8];
+            let threshold_bps =
+                [0, 1, 999_999, 1_000_000, 1_000_000_001, u64::MAX, next() >> (next() % 64)][next() as usize % 7];
+            // Bytes around the boundary, where floor rounding decides.
+            let edge = hot_bytes(threshold_bps, interval_ns).unwrap_or(u64::MAX);
+            let bytes: Vec<u64> = (0..40)
+                .map(|_| match next() % 4 {
+                    0 => edge.saturating_sub(next() % 3),
+                    1 => edge.saturating_add(next() % 3),
+                    2 => next() >> (next() % 64),
+                    _ => 0,
+                })
+                .collect();
+            let got: Vec<(usize, u64)> =
+                detect(0, interval_ns, &bytes, threshold_bps, 1).iter().map(|b| (b.first_slot, b.samples)).collect();
+            assert_eq!(got, by_definition(interval_ns, &bytes, threshold_bps), "{interval_ns} ns, {threshold_bps} B/s");
+        }
+        assert_eq!(hot_bytes(1_000_000, MS), Some(1_001), "1 MB/s over 1 ms: 1,000 bytes is not above it");
+        assert_eq!(hot_bytes(u64::MAX, u64::MAX), None);
+        assert_eq!(hot_bytes(5, 0), None);
     }
 
     #[test]

@@ -12,5 +12,5 @@ pub mod fleet_hot;
 pub mod incast;
 pub mod rack;
 
-pub use burst::{Burst, detect, rate_bps};
+pub use burst::{Burst, detect, hot_bytes, rate_bps};
 pub use incast::{Incast, incasts};
