@@ -125,7 +125,9 @@ pub use probes::model::{
     MAX_BUCKETS, MAX_SESSION_CALLS, MAX_SESSION_FUNCTIONS, ProbeCall, ProbeFunction, ProbeSession, ProbeSessionSummary,
 };
 pub use probes::{ProbeCallChunks, ProbePos};
-pub use samples::model::{Frame, ObjectAddress, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample};
+pub use samples::model::{
+    Frame, IndexedProfile, ObjectAddress, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample,
+};
 pub use samples::{RawSample, Renamed, SampleCursor};
 pub use timeline::model::{
     EventPos, EventStats, StoredEvent, TimelineBatchMeta, TimelineEvent, TimelineEventDef, TimelineQuery,

@@ -205,3 +205,19 @@ fn sample_cursor_pages_match_brute_force() {
     assert!(pages_seen > 20, "{pages_seen} pages");
     assert!(f.store.stack_frames(&[u32::MAX]).is_err(), "an unknown stack id is an error");
 }
+
+/// The indexed profile holds each frame once, every index is in range, and expanding it gives
+/// `profile()`.
+#[test]
+fn indexed_profile_holds_each_frame_once() {
+    let f = fixture();
+    let q = ProfileQuery { include_idle: true, ..ProfileQuery::range(TimeRange::ALL) };
+    let indexed = f.store.indexed_profile(&q).unwrap();
+    let distinct: std::collections::HashSet<&Frame> = indexed.frames.iter().collect();
+    assert_eq!(distinct.len(), indexed.frames.len(), "a frame listed twice");
+    let used: std::collections::HashSet<u32> = indexed.stacks.iter().flat_map(|(s, _)| s.iter().copied()).collect();
+    assert_eq!(used.len(), indexed.frames.len(), "every frame listed is used");
+    assert!(used.iter().all(|&i| (i as usize) < indexed.frames.len()));
+    assert_eq!(normalized(loupe_store::Profile::from(indexed)), normalized(f.store.profile(&q).unwrap()));
+    assert_profile_matches(&f.store, &f.all, &f.batches, &q);
+}

@@ -9,7 +9,12 @@ use super::{
     Host,
     error::{CoreError, CoreResult},
 };
-use crate::{clock::now_unix_ns, formats::pprof, ingest::symbolize::later::name_stored_frames, model::SymbolizeReport};
+use crate::{
+    clock::now_unix_ns,
+    formats::pprof,
+    ingest::symbolize::later::name_stored_frames,
+    model::{ProfileView, SymbolizeReport},
+};
 
 /// pprof of a profile taken at `frequency_hz`: each sample stands for one sampling period of
 /// CPU time; the profile's time and duration are those of `range` clipped to the data's own
@@ -30,12 +35,27 @@ impl Host {
     /// Samples of a range (filtered by pid, comm, CPU), aggregated by stack. A PID that was
     /// never sampled in the range is an error, not an empty profile (a typo should say so).
     pub fn profile(&self, query: &ProfileQuery) -> CoreResult<Profile> {
-        if let Some(pid) = query.pid
-            && !self.store.pids(query.range)?.contains(&pid)
-        {
-            return Err(CoreError::NoSamples(pid));
-        }
+        self.check_pid(query)?;
         Ok(self.store.profile(query)?)
+    }
+
+    /// A PID that was never sampled in the range is an error.
+    fn check_pid(&self, query: &ProfileQuery) -> CoreResult<()> {
+        match query.pid {
+            Some(pid) if !self.store.pids(query.range)?.contains(&pid) => Err(CoreError::NoSamples(pid)),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`Host::profile`] as the hot-function table and the flame graph, leaving out the
+    /// flame-graph nodes under `min_share` of the samples (see [`ProfileView::pruned`]). Reads
+    /// the store's [`loupe_store::IndexedProfile`], which holds each frame once.
+    pub fn profile_view(&self, query: &ProfileQuery, min_share: f64) -> CoreResult<ProfileView> {
+        if !(0.0..=1.0).contains(&min_share) {
+            return Err(CoreError::BadShare(min_share));
+        }
+        self.check_pid(query)?;
+        Ok(ProfileView::pruned_indexed(&self.store.indexed_profile(query)?, min_share))
     }
 
     /// PIDs with samples in a range.

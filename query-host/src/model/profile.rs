@@ -12,7 +12,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use loupe_store::{Frame, Profile};
+use foldhash::fast::RandomState;
+use loupe_store::{Frame, IndexedProfile, Profile};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -107,13 +108,22 @@ pub struct TooManyNodes {
     pub limit: usize,
 }
 
+/// Maps keyed by frame names, which come from the sampled programs: foldhash, seeded per
+/// process (SipHash, the default, was a fifth of building the wide profile's view).
+type Map<K, V> = HashMap<K, V, RandomState>;
+type Set<K> = HashSet<K, RandomState>;
+
 /// A node while the tree is built: children by name, so a level of 300,000 callees costs a
 /// hash lookup per frame, not a scan.
 struct ArenaNode<'a> {
     name: &'a str,
     value: u64,
-    children: HashMap<&'a str, usize>,
+    children: Map<&'a str, usize>,
 }
+
+/// One stack's frames, leaf first, however the profile holds them.
+trait StackFrames<'a>: DoubleEndedIterator<Item = &'a Frame> + ExactSizeIterator + Clone {}
+impl<'a, T: DoubleEndedIterator<Item = &'a Frame> + ExactSizeIterator + Clone> StackFrames<'a> for T {}
 
 impl ProfileView {
     pub fn new(profile: &Profile) -> Self {
@@ -123,7 +133,7 @@ impl ProfileView {
     /// The view, or [`TooManyNodes`] as soon as the flame graph would exceed `max_nodes`
     /// (the root included).
     pub fn with_node_limit(profile: &Profile, max_nodes: usize) -> Result<Self, TooManyNodes> {
-        Self::build(profile, max_nodes, 0.0)
+        Self::build(Self::stacks_of(profile), (profile.samples, profile.lost), max_nodes, 0.0)
     }
 
     /// The view with the flame graph's nodes under `min_share` of the samples left out (and
@@ -131,20 +141,35 @@ impl ProfileView {
     /// fraction of a pixel costs the browser as much to fetch and parse as a wide one. The
     /// functions and modules are complete. `min_share` ≤ 0 leaves everything in.
     pub fn pruned(profile: &Profile, min_share: f64) -> Self {
-        Self::build(profile, usize::MAX, min_share).expect("no node limit")
+        Self::build(Self::stacks_of(profile), (profile.samples, profile.lost), usize::MAX, min_share)
+            .expect("no node limit")
     }
 
-    fn build(profile: &Profile, max_nodes: usize, min_share: f64) -> Result<Self, TooManyNodes> {
-        let mut functions: HashMap<&str, (u64, u64)> = HashMap::new();
-        let mut modules: HashMap<&str, (u64, u64)> = HashMap::new();
-        let mut seen_modules: HashSet<&str> = HashSet::new();
-        let mut arena = vec![ArenaNode { name: "all", value: 0, children: HashMap::new() }];
+    /// [`ProfileView::pruned`] of the store's [`IndexedProfile`], which holds each frame once.
+    pub fn pruned_indexed(profile: &IndexedProfile, min_share: f64) -> Self {
+        let stacks = profile.stacks.iter().map(|(s, n)| (profile.frames_of(s), *n));
+        Self::build(stacks, (profile.samples, profile.lost), usize::MAX, min_share).expect("no node limit")
+    }
+
+    fn stacks_of(profile: &Profile) -> impl Iterator<Item = (impl StackFrames<'_>, u64)> {
+        profile.stacks.iter().map(|(f, n)| (f.iter(), *n))
+    }
+
+    fn build<'a, F: StackFrames<'a>>(
+        stacks: impl Iterator<Item = (F, u64)>,
+        (samples, lost): (u64, u64),
+        max_nodes: usize,
+        min_share: f64,
+    ) -> Result<Self, TooManyNodes> {
+        let mut functions: Map<&str, (u64, u64)> = Map::default();
+        let mut modules: Map<&str, (u64, u64)> = Map::default();
+        let mut seen_modules: Set<&str> = Set::default();
+        let mut arena = vec![ArenaNode { name: "all", value: 0, children: Map::default() }];
         // Functions already counted in this stack (a set: a damaged stack may be very deep).
-        let mut seen: HashSet<&str> = HashSet::new();
-        for (frames, count) in &profile.stacks {
-            let count = *count;
+        let mut seen: Set<&str> = Set::default();
+        for (frames, count) in stacks {
             arena[0].value = arena[0].value.saturating_add(count);
-            if let Some(leaf) = frames.first() {
+            if let Some(leaf) = frames.clone().next() {
                 let e = functions.entry(&leaf.function).or_default();
                 e.0 = e.0.saturating_add(count);
                 let e = modules.entry(module_of(leaf)).or_default();
@@ -152,7 +177,7 @@ impl ProfileView {
             }
             seen.clear();
             seen_modules.clear();
-            for f in frames {
+            for f in frames.clone() {
                 if seen.insert(&f.function) {
                     let e = functions.entry(&f.function).or_default();
                     e.1 = e.1.saturating_add(count);
@@ -164,8 +189,8 @@ impl ProfileView {
             }
             // Root first: the outermost caller is the last frame. Beyond the depth bound the
             // rest of the stack becomes one `[truncated]` node.
-            let names = frames.iter().rev().take(MAX_FLAME_DEPTH).map(|f| f.function.as_str());
             let cut = (frames.len() > MAX_FLAME_DEPTH).then_some(TRUNCATED);
+            let names = frames.rev().take(MAX_FLAME_DEPTH).map(|f| f.function.as_str());
             let mut at = 0;
             for name in names.take(MAX_FLAME_DEPTH - usize::from(cut.is_some())).chain(cut) {
                 let next = arena.len();
@@ -174,7 +199,7 @@ impl ProfileView {
                     if arena.len() >= max_nodes {
                         return Err(TooManyNodes { limit: max_nodes });
                     }
-                    arena.push(ArenaNode { name, value: 0, children: HashMap::new() });
+                    arena.push(ArenaNode { name, value: 0, children: Map::default() });
                 }
                 arena[child].value = arena[child].value.saturating_add(count);
                 at = child;
@@ -193,7 +218,7 @@ impl ProfileView {
         // Samples a node needs to stay: at least one, whatever the share.
         let min_value = (arena[0].value as f64 * min_share.max(0.0)).ceil().max(1.0) as u64;
         let (flamegraph, pruned_nodes) = nest(arena, min_value);
-        Ok(Self { samples: profile.samples, lost: profile.lost, functions, modules, flamegraph, pruned_nodes })
+        Ok(Self { samples, lost, functions, modules, flamegraph, pruned_nodes })
     }
 }
 
@@ -236,6 +261,42 @@ mod tests {
 
     fn f(name: &str) -> Frame {
         Frame::user(name, "m")
+    }
+
+    /// The indexed profile's view is the plain profile's, frame for frame: shared frames, one
+    /// function name in two modules, a stack past the depth bound, every share.
+    #[test]
+    fn indexed_and_plain_profiles_give_one_view() {
+        let mut frames = vec![f("main"), f("hot"), f("leaf"), Frame::kernel("leaf"), Frame::user("hot", "libz.so")];
+        frames.extend((0..MAX_FLAME_DEPTH + 20).map(|i| f(&format!("deep{i}"))));
+        let deep: Vec<u32> = (5..frames.len() as u32).chain([0]).collect();
+        let indexed = IndexedProfile {
+            samples: 1_111,
+            lost: 7,
+            span: None,
+            frames,
+            stacks: vec![
+                (vec![2, 1, 0], 900),
+                (vec![3, 1, 0], 90),
+                (vec![2, 4, 0], 100),
+                (vec![0], 20),
+                (deep, 1),
+                (vec![], 0),
+            ],
+        };
+        let plain = Profile::from(indexed.clone());
+        assert_eq!(plain.stacks[1].0, [Frame::kernel("leaf"), f("hot"), f("main")]);
+        for share in [0.0, 0.001, 0.01, 0.1, 0.5, 2.0] {
+            let view = ProfileView::pruned_indexed(&indexed, share);
+            assert_eq!(view, ProfileView::pruned(&plain, share), "share {share}");
+            assert_eq!((view.samples, view.lost), (1_111, 7));
+        }
+        let view = ProfileView::pruned_indexed(&indexed, 0.0);
+        let main = &view.flamegraph.children[0];
+        let deep = main.children.iter().find(|c| c.name.starts_with("deep")).expect("the deep stack's branch");
+        assert_eq!(depth(deep) + 2, MAX_FLAME_DEPTH, "cut at the bound below root and main");
+        let hot: Vec<u64> = view.functions.iter().filter(|c| c.name == "hot").map(|c| c.total).collect();
+        assert_eq!(hot, [1_090], "one function, two modules, counted once per sample");
     }
 
     #[test]

@@ -184,6 +184,44 @@ pub struct Profile {
     pub span: Option<(u64, u64)>,
 }
 
+/// A [`Profile`] whose stacks name their frames by index into one list of the distinct frames.
+///
+/// *Why:* a [`Profile`] holds a copy of every frame of every stack. A reader that only looks
+/// frames up (a flame graph, the hot-functions table) pays for making and freeing those copies:
+/// for the browser tests' wide profile (~30,000 stacks, 323,302 flame-graph nodes) that was
+/// ~1 M frames, 45 % of the request. Here each frame is copied once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IndexedProfile {
+    /// As in [`Profile`].
+    pub samples: u64,
+    /// As in [`Profile`].
+    pub lost: u64,
+    /// As in [`Profile`].
+    pub span: Option<(u64, u64)>,
+    /// Each frame the stacks use, once.
+    pub frames: Vec<Frame>,
+    /// Distinct stacks (leaf first, as indexes into `frames`) and their sample counts, in no
+    /// particular order. Every index is within `frames` (the store checks).
+    pub stacks: Vec<(Vec<u32>, u64)>,
+}
+
+impl IndexedProfile {
+    /// The frames of `stack` (one of [`IndexedProfile::stacks`]), leaf first.
+    pub fn frames_of<'a>(
+        &'a self,
+        stack: &'a [u32],
+    ) -> impl DoubleEndedIterator<Item = &'a Frame> + ExactSizeIterator + Clone + 'a {
+        stack.iter().map(|&i| &self.frames[i as usize])
+    }
+}
+
+impl From<IndexedProfile> for Profile {
+    fn from(p: IndexedProfile) -> Profile {
+        let stacks = p.stacks.iter().map(|(s, n)| (p.frames_of(s).cloned().collect(), *n)).collect();
+        Profile { samples: p.samples, lost: p.lost, stacks, span: p.span }
+    }
+}
+
 /// Totals of the sample store, from running counters (no scan).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SampleStats {

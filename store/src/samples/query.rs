@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use super::codec::{BatchRow, Entry, Table, ThreadRec};
 use super::dict;
 use super::dict::{Dict, FxMap};
-use super::model::{Frame, Profile, ProfileQuery, StackSample};
+use super::model::{Frame, IndexedProfile, Profile, ProfileQuery, StackSample};
 use super::rollup;
 use crate::{Inner, Store, StoreError, TimeRange};
 
@@ -15,6 +15,12 @@ impl Store {
     /// their tables without decoding a sample (unless a CPU is given); batches cut by the
     /// range are decoded sample by sample.
     pub fn profile(&self, query: &ProfileQuery) -> Result<Profile, StoreError> {
+        self.inner.profile(query).map(Profile::from)
+    }
+
+    /// [`Store::profile`] with each distinct frame once, the stacks as indexes into them: for
+    /// readers that only look frames up (see [`IndexedProfile`]).
+    pub fn indexed_profile(&self, query: &ProfileQuery) -> Result<IndexedProfile, StoreError> {
         self.inner.profile(query)
     }
 
@@ -149,7 +155,7 @@ impl Inner {
         Ok(span)
     }
 
-    pub(crate) fn profile(&self, q: &ProfileQuery) -> Result<Profile, StoreError> {
+    pub(crate) fn profile(&self, q: &ProfileQuery) -> Result<IndexedProfile, StoreError> {
         q.range.check()?;
         let _r = self.read_lock();
         self.ensure_dict()?;
@@ -173,11 +179,29 @@ impl Inner {
             },
         )?;
         let span = span.filter(|_| samples > 0);
-        let mut profile = Profile { samples, lost, stacks: Vec::new(), span };
+        let mut profile = IndexedProfile { samples, lost, span, ..IndexedProfile::default() };
+        // Dictionary frame id → index into `profile.frames`.
+        let mut index: FxMap<u32, u32> = FxMap::default();
         for (stack, &n) in per_stack.iter().enumerate() {
-            if n > 0 {
-                profile.stacks.push((self.frames_of(&d, stack as u32)?, n));
+            if n == 0 {
+                continue;
             }
+            let ids = d.stack(stack as u32).ok_or_else(|| self.missing("stack", stack as u32))?;
+            let mut indexes = Vec::with_capacity(ids.len());
+            for &f in ids.iter() {
+                let i = match index.get(&f) {
+                    Some(&i) => i,
+                    None => {
+                        let frame = d.frame(f).ok_or_else(|| self.missing("frame", f))?;
+                        let i = profile.frames.len() as u32;
+                        profile.frames.push(frame.clone());
+                        index.insert(f, i);
+                        i
+                    }
+                };
+                indexes.push(i);
+            }
+            profile.stacks.push((indexes, n));
         }
         Ok(profile)
     }

@@ -258,10 +258,7 @@ async fn profile(
 ) -> Result<Response, ApiError> {
     let q = profile_query(&p)?;
     let min_share = p.min_share.unwrap_or(0.0);
-    if !(0.0..=1.0).contains(&min_share) {
-        return Err(CoreError::BadShare(min_share).into());
-    }
-    Ok(fmt.reply(&blocking(&state, move |host| Ok(ProfileView::pruned(&host.profile(&q)?, min_share))).await?))
+    Ok(fmt.reply(&blocking(&state, move |host| host.profile_view(&q, min_share)).await?))
 }
 
 /// The same profile as gzipped pprof (`go tool pprof` reads it).
