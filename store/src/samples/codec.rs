@@ -26,9 +26,9 @@
 //! times. Times use a *grid* model: perf's timer fires every `P` ns (100 ms at 10 Hz) plus an
 //! interrupt latency of microseconds, so each time is stored as `t0 + k·P + base + r` with the
 //! step `k − k_prev` (almost always 1, which the sparse code makes nearly free) and a small
-//! non-negative residual `r` (a few µs: ~3 bits with a Rice code, ~13 if kept to the ns). `P` is fitted per block by
-//! least squares (trying round values too); when the samples do not look periodic, plain
-//! deltas are used if shorter. Before any of this, times are divided by their *unit*: the
+//! non-negative residual `r` (a few µs: ~3 bits with a Rice code, ~13 if kept to the ns).
+//! `P` is fitted per block by least squares (trying round values too); when the samples do not
+//! look periodic, plain deltas are used if shorter. Before any of this, times are divided by their *unit*: the
 //! largest step they are all whole multiples of from the batch's start, 1,000 ns since the
 //! store keeps sample times to the microsecond (`StackSample::TIME_UNIT_NS`), which takes ten
 //! bits off every residual. Any input (duplicate times, gaps, `u64::MAX`, any unit)

@@ -207,6 +207,8 @@ pub struct IndexedProfile {
 
 impl IndexedProfile {
     /// The frames of `stack` (one of [`IndexedProfile::stacks`]), leaf first.
+    ///
+    /// Panics on an index past `frames`, which a profile from the store never holds.
     pub fn frames_of<'a>(
         &'a self,
         stack: &'a [u32],
