@@ -628,7 +628,7 @@ mod tests {
         // 30,000 stored samples take two pages; then 1,000, then 9,000; then the empty answer.
         assert_eq!(calls, 5);
         let want: Vec<(u64, u32, u32, u32, bool)> =
-            all.iter().map(|s| (s.time_unix_ns, s.cpu, s.pid, s.tid, s.idle)).collect();
+            all.iter().map(|s| (StackSample::stored_time(s.time_unix_ns), s.cpu, s.pid, s.tid, s.idle)).collect();
         let seen: Vec<(u64, u32, u32, u32, bool)> =
             got.iter().map(|s| (s.time_ns, s.cpu, s.pid, s.tid, s.idle)).collect();
         assert_eq!(seen, want);
