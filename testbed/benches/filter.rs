@@ -10,7 +10,9 @@
 //!    * *run* — a run active: clock read, slot lookup, header parsing, counters, sketch, and for
 //!      TCP the retransmission logic;
 //!    * *noop floor* — the testbed's empty tc program `tb_noop`, i.e. what the test-run loop
-//!      itself costs; the filter's own cost is the difference over this floor.
+//!      itself costs; the filter's own cost is the difference over this floor;
+//!    * *clock* — the testbed's `tb_clock`, one `bpf_ktime_get_ns` and nothing else: the part
+//!      of the run figure any program that puts packets into time slots pays, measured alone.
 //!
 //!    Every state is measured several times, interleaved (noop, idle, run, noop, …) on one
 //!    pinned CPU, and the medians are printed. The difference over the floor is the median of
@@ -18,17 +20,22 @@
 //!    of a shared VM better than subtracting two medians. A short run afterwards checks that the
 //!    test-run packets really went through the counting path (so "run" measures what it claims).
 //!
-//! 2. **TCP throughput over a veth pair** with no filter, with Loupe attached on both ends but
-//!    idle, and with a run active on both ends; printed in Gbit/s and as ratios to no filter.
-//!    This is the end-to-end view: with GSO the filter sees one skb of up to 64 KiB where the
-//!    wire would carry ~45 segments, so its share of the stack's cost is much smaller than (1)
-//!    alone suggests. Configurations are interleaved over 21 rounds (rotating their order); the
-//!    medians are printed, and each round's own ratios, to no filter and run to idle (the
-//!    run's own cost, the tc hook being there in both; its three transfers ran
-//!    back to back, so the host's drift cancels) as a median with its interquartile range and
-//!    range, because a 2-core VM is noisy. A last line puts the ratios in
-//!    proportion: filter invocations per transfer × the per-packet cost of (1), against the
-//!    transfer's duration — the slowdown the filter's own CPU time can explain.
+//! 2. **TCP throughput over a veth pair** in five configurations: no filter (no tc hook at all),
+//!    the empty program on both hooks of both ends (attached as Loupe attaches, clsact and
+//!    cls_bpf, and once more with tcx), Loupe attached on both ends but idle, and Loupe with a
+//!    run active on both ends. This is the end-to-end view: with GSO the filter sees one skb of
+//!    up to 64 KiB where the wire would carry ~45 segments, so its share of the stack's cost is
+//!    much smaller than (1) alone suggests. Sender and receiver run on one CPU
+//!    ([`TRANSFER_CPU`]): left to the scheduler, a 2-CPU VM's transfers swing between 10 and
+//!    23 Gbit/s depending on where the two threads land, which buries a 1 % effect.
+//!    Configurations are interleaved over 21 rounds (rotating their order; set
+//!    `LOUPE_FILTER_ROUNDS` for more), and each round's own ratios are printed as a median with
+//!    a distribution-free 95 % confidence interval, interquartile range and range: the
+//!    transfers of a round ran back to back, so the host's drift cancels. empty/none is what
+//!    the tc hook costs whatever runs on it, run/empty the filter's own cost above that floor,
+//!    run/idle the run's alone. A last line puts the ratios in proportion: filter invocations
+//!    per transfer × the per-packet cost of (1), against the transfer's duration — the slowdown
+//!    the filter's own CPU time can explain.
 //!
 //! Known limits:
 //! * `BPF_PROG_TEST_RUN` gives the skb a dummy socket that is not a TCP socket, so on egress
@@ -41,8 +48,8 @@
 //! * The kernel reports the mean in whole nanoseconds; differences of 1–2 ns are at resolution.
 //! * No local-region prefixes are configured (`SamplerOptions::default()`), so the LPM-trie
 //!   lookup for cross-region bytes is not part of any figure.
-//! * Throughput on veth is CPU-bound on both ends at once (sender, receiver and softirq share two
-//!   cores); ratios of a few percent are within the noise of a shared VM.
+//! * Throughput on veth is CPU-bound (sender, receiver and softirq share one CPU here); with 21
+//!   rounds the confidence interval of a ratio is about ±2 % on this VM, with 101 about ±1 %.
 
 use std::{
     io,
@@ -53,7 +60,7 @@ use std::{
 };
 
 use anyhow::{Context, Result, bail};
-use aya::programs::{SchedClassifier, TcAttachType};
+use aya::programs::{LinkOrder, SchedClassifier, TcAttachType, tc::TcAttachOptions};
 use loupe_bpf::{RunCounters, RunRequest, SamplerOptions, SlotCounters, StartAt, TrafficSampler};
 use loupe_testbed::{
     faults::{Fault, FaultConfig, FaultKind},
@@ -70,6 +77,16 @@ const TEST_RUN_REPS: usize = 7;
 const TRANSFER_BYTES: u64 = 1 << 30;
 /// Rounds of the throughput comparison (each round measures every configuration once).
 const ROUNDS: usize = 21;
+/// The CPU both ends of a transfer run on (see [`traffic::tcp_transfer_pinned`]): one CPU
+/// serializes sender, receiver and softirq, and that is also where a veth transfer's
+/// throughput comes from (measured here: ~17 Gbit/s pinned to one CPU or spread over two, but
+/// per-transfer spread 15.6–18.2 instead of 10–23 Gbit/s).
+const TRANSFER_CPU: usize = 1;
+
+/// [`ROUNDS`], or `LOUPE_FILTER_ROUNDS` for a longer, tighter measurement.
+fn rounds() -> usize {
+    std::env::var("LOUPE_FILTER_ROUNDS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(ROUNDS)
+}
 /// A run long enough to cover every measurement made while it is active: 10 ms × 2000 = 20 s.
 const LONG_RUN: RunRequest = RunRequest { interval: Duration::from_millis(10), samples: 2000, start: StartAt::Now };
 /// Ethernet frame size of the test-run packets (a full 1500-byte MTU frame).
@@ -149,6 +166,8 @@ fn median<T: Copy + Ord>(values: &[T]) -> T {
 fn per_packet_cost() -> Result<i64> {
     let mut noop = Fault::load(FaultKind::Noop, FaultConfig::default()).context("loading tb_noop")?;
     let noop_fd = prog_fd(noop.program_mut())?;
+    let mut clock = Fault::load(FaultKind::Clock, FaultConfig::default()).context("loading tb_clock")?;
+    let clock_fd = prog_fd(clock.program_mut())?;
     let pair = VethPair::new("bench")?;
     let mut sampler = pair.a.run(|| TrafficSampler::attach(A_IF, &SamplerOptions::default()))??;
 
@@ -171,17 +190,19 @@ fn per_packet_cost() -> Result<i64> {
             for (di, &(_, direction)) in directions.iter().enumerate() {
                 let loupe = prog_fd(sampler.program(direction))?;
                 let (noop_ret, noop_ns) = test_run(noop_fd, frame, REPEAT).context("test-run tb_noop")?;
+                let (clock_ret, clock_ns) = test_run(clock_fd, frame, REPEAT).context("test-run tb_clock")?;
                 let (idle_ret, idle_ns) = test_run(loupe, frame, REPEAT).context("test-run idle filter")?;
                 sampler.begin(&LONG_RUN)?;
                 let (run_ret, run_ns) = test_run(prog_fd(sampler.program(direction))?, frame, REPEAT)
                     .context("test-run filter during a run")?;
                 sampler.abort()?;
                 // TC_ACT_UNSPEC (-1) from all three: the filter never changes a packet's fate.
-                if [noop_ret, idle_ret, run_ret] != [-1; 3] {
-                    bail!("unexpected tc verdicts noop={noop_ret} idle={idle_ret} run={run_ret}");
+                if [noop_ret, clock_ret, idle_ret, run_ret] != [-1; 4] {
+                    bail!("unexpected tc verdicts noop={noop_ret} clock={clock_ret} idle={idle_ret} run={run_ret}");
                 }
                 let cell = &mut cells[fi * directions.len() + di];
                 cell.noop.push(noop_ns);
+                cell.clock.push(clock_ns);
                 cell.idle.push(idle_ns);
                 cell.run.push(run_ns);
             }
@@ -199,7 +220,7 @@ fn per_packet_cost() -> Result<i64> {
     let mut costliest_run = 0;
     for cell in &cells {
         let floor = median(&cell.noop);
-        for (state, values) in [("idle", &cell.idle), ("run", &cell.run)] {
+        for (state, values) in [("clock", &cell.clock), ("idle", &cell.idle), ("run", &cell.run)] {
             let paired: Vec<i64> = values.iter().zip(&cell.noop).map(|(&v, &n)| v as i64 - n as i64).collect();
             if state == "run" {
                 costliest_run = costliest_run.max(median(&paired));
@@ -253,6 +274,8 @@ struct Cell {
     frame: &'static str,
     direction: &'static str,
     noop: Vec<u32>,
+    /// `tb_clock`: one `bpf_ktime_get_ns`, the floor of anything that timestamps packets.
+    clock: Vec<u32>,
     idle: Vec<u32>,
     run: Vec<u32>,
 }
@@ -295,38 +318,73 @@ fn unpin(previous: &libc::cpu_set_t) -> Result<()> {
 enum Config {
     /// No tc filter (and no clsact qdisc) on either end.
     NoFilter,
+    /// The testbed's empty program (`tb_noop`) on ingress and egress of a0 and b0, where
+    /// Loupe's filter goes: what the tc hook itself costs, whatever program it runs.
+    EmptyProgram,
+    /// The same empty program attached with tcx (the kernel's newer tc hook, no qdisc) instead
+    /// of a clsact qdisc and cls_bpf, as Loupe attaches: what that older path costs.
+    EmptyTcx,
     /// Loupe attached on a0 and b0, no run.
     Idle,
     /// Loupe attached on a0 and b0, a run active on both.
     Running,
 }
 
-const CONFIGS: [Config; 3] = [Config::NoFilter, Config::Idle, Config::Running];
+const CONFIGS: [Config; 5] = [Config::NoFilter, Config::EmptyProgram, Config::EmptyTcx, Config::Idle, Config::Running];
 
-/// Samplers on both ends, or none.
-type Samplers = Option<(TrafficSampler, TrafficSampler)>;
+/// What a configuration attached; dropping it detaches the tc filters.
+enum Attached {
+    Nothing,
+    /// Held only so the programs stay attached.
+    Empty(#[allow(dead_code)] Vec<Fault>),
+    Loupe(Box<(TrafficSampler, TrafficSampler)>),
+}
 
-fn set_up(pair: &VethPair, config: Config) -> Result<Samplers> {
-    if config == Config::NoFilter {
-        // A sampler leaves its clsact qdisc behind on drop; remove it so "no filter" means no tc
-        // hook at all (absent already on the first round, hence the ignored error).
-        for (ns, dev) in [(&pair.a, A_IF), (&pair.b, B_IF)] {
-            let _ = ns.exec(&["tc", "qdisc", "del", "dev", dev, "clsact"]);
-            let left = ns.exec(&["tc", "qdisc", "show", "dev", dev])?;
-            if left.contains("clsact") {
-                bail!("clsact qdisc still on {dev}: {left}");
-            }
+fn set_up(pair: &VethPair, config: Config) -> Result<Attached> {
+    // Programs leave their clsact qdisc behind on drop; remove it so every configuration starts
+    // with no tc hook at all (absent already on the first round, hence the ignored error).
+    for (ns, dev) in [(&pair.a, A_IF), (&pair.b, B_IF)] {
+        let _ = ns.exec(&["tc", "qdisc", "del", "dev", dev, "clsact"]);
+        let left = ns.exec(&["tc", "qdisc", "show", "dev", dev])?;
+        if left.contains("clsact") {
+            bail!("clsact qdisc still on {dev}: {left}");
         }
-        return Ok(None);
     }
-    let options = SamplerOptions::default();
-    let mut a = pair.a.run(|| TrafficSampler::attach(A_IF, &options))??;
-    let mut b = pair.b.run(|| TrafficSampler::attach(B_IF, &options))??;
-    if config == Config::Running {
-        a.begin(&LONG_RUN)?;
-        b.begin(&LONG_RUN)?;
+    match config {
+        Config::NoFilter => Ok(Attached::Nothing),
+        Config::EmptyProgram => {
+            let mut faults = Vec::new();
+            for (ns, dev) in [(&pair.a, A_IF), (&pair.b, B_IF)] {
+                for direction in [TcAttachType::Ingress, TcAttachType::Egress] {
+                    faults.push(ns.run(|| Fault::attach(FaultKind::Noop, dev, direction, FaultConfig::default()))??);
+                }
+            }
+            Ok(Attached::Empty(faults))
+        }
+        Config::EmptyTcx => {
+            let mut faults = Vec::new();
+            for (ns, dev) in [(&pair.a, A_IF), (&pair.b, B_IF)] {
+                for direction in [TcAttachType::Ingress, TcAttachType::Egress] {
+                    let mut noop = Fault::load(FaultKind::Noop, FaultConfig::default())?;
+                    let tcx = TcAttachOptions::TcxOrder(LinkOrder::default());
+                    ns.run(|| noop.program_mut().attach_with_options(dev, direction, tcx))?
+                        .context("attaching tb_noop with tcx")?;
+                    faults.push(noop);
+                }
+            }
+            Ok(Attached::Empty(faults))
+        }
+        Config::Idle | Config::Running => {
+            let options = SamplerOptions::default();
+            let mut a = pair.a.run(|| TrafficSampler::attach(A_IF, &options))??;
+            let mut b = pair.b.run(|| TrafficSampler::attach(B_IF, &options))??;
+            if config == Config::Running {
+                a.begin(&LONG_RUN)?;
+                b.begin(&LONG_RUN)?;
+            }
+            Ok(Attached::Loupe(Box::new((a, b))))
+        }
     }
-    Ok(Some((a, b)))
 }
 
 /// One TCP transfer's outcome.
@@ -343,7 +401,7 @@ fn transfer(pair: &VethPair, port: u16) -> Result<Transfer> {
     let listener = pair.b.run(|| TcpListener::bind((B_V4, port)))??;
     let client = pair.a.run(|| TcpStream::connect((B_V4, port)))??;
     let (a0, b0) = pair.link_stats()?;
-    let report = traffic::tcp_transfer(listener, client, TRANSFER_BYTES)?;
+    let report = traffic::tcp_transfer_pinned(listener, client, TRANSFER_BYTES, TRANSFER_CPU, TRANSFER_CPU)?;
     let (a1, b1) = pair.link_stats()?;
     if report.bytes_received_by_peer != TRANSFER_BYTES {
         bail!("peer received {} of {TRANSFER_BYTES} bytes", report.bytes_received_by_peer);
@@ -354,6 +412,15 @@ fn transfer(pair: &VethPair, port: u16) -> Result<Transfer> {
         secs,
         skbs: a1.since(&a0).tx_packets + b1.since(&b0).tx_packets,
     })
+}
+
+/// A distribution-free 95 % confidence interval for the median of `sorted`: the order
+/// statistics n/2 ∓ 0.98·√n (the normal approximation to the binomial; fine from ~20 values).
+fn median_ci95(sorted: &[f64]) -> (f64, f64) {
+    let n = sorted.len() as f64;
+    let half = 0.98 * n.sqrt();
+    let at = |r: f64| sorted[(r.round().max(0.0) as usize).min(sorted.len() - 1)];
+    (at(n / 2.0 - half - 0.5), at(n / 2.0 + half - 0.5))
 }
 
 fn median_f64(mut values: Vec<f64>) -> f64 {
@@ -373,49 +440,60 @@ fn throughput(run_cost_ns: i64) -> Result<()> {
     // Warm-up (page cache of buffers, socket memory, CPU frequency), not counted.
     transfer(&pair, next_port())?;
 
-    let mut gbps: [Vec<f64>; 3] = Default::default();
+    let mut gbps: [Vec<f64>; CONFIGS.len()] = Default::default();
     let mut running: Vec<Transfer> = Vec::new();
-    for round in 0..ROUNDS {
+    for round in 0..rounds() {
         for k in 0..CONFIGS.len() {
             // Rotate the order each round so no configuration always runs first or last.
             let i = (round + k) % CONFIGS.len();
-            let mut samplers = set_up(&pair, CONFIGS[i])?;
+            let mut attached = set_up(&pair, CONFIGS[i])?;
             let t = transfer(&pair, next_port())?;
             gbps[i].push(t.gbps);
             if CONFIGS[i] == Config::Running {
                 running.push(t);
             }
-            if let Some((a, b)) = samplers.as_mut() {
-                a.abort()?;
-                b.abort()?;
+            if let Attached::Loupe(samplers) = &mut attached {
+                samplers.0.abort()?;
+                samplers.1.abort()?;
             }
-            drop(samplers); // detaches the tc filters
+            drop(attached); // detaches the tc filters
         }
     }
 
+    let rounds = rounds();
     let all = |v: &Vec<f64>| v.iter().map(|g| format!("{g:.1}")).collect::<Vec<_>>().join(" ");
-    let [none, idle, run] = gbps.clone().map(|v| (median_f64(v.clone()), all(&v)));
     println!(
-        "filter: veth TCP a0 -> b0, {} MiB per transfer, median of {ROUNDS} interleaved rounds",
+        "filter: veth TCP a0 -> b0, {} MiB per transfer, sender and receiver on CPU {TRANSFER_CPU}, median of {rounds} interleaved rounds",
         TRANSFER_BYTES >> 20
     );
-    println!("filter: throughput, no filter:          {:>5.1} Gbit/s  [{}]", none.0, none.1);
-    println!("filter: throughput, Loupe idle:         {:>5.1} Gbit/s  [{}]", idle.0, idle.1);
-    println!("filter: throughput, Loupe run active:   {:>5.1} Gbit/s  [{}]", run.0, run.1);
-    println!(
-        "filter: throughput ratio of the medians idle/none {:.3}, run/none {:.3}",
-        idle.0 / none.0,
-        run.0 / none.0
-    );
+    for (i, label) in ["no filter", "empty program", "empty, tcx", "Loupe idle", "Loupe run active"].iter().enumerate()
+    {
+        println!(
+            "filter: throughput, {:<17} {:>5.1} Gbit/s  [{}]",
+            format!("{label}:"),
+            median_f64(gbps[i].clone()),
+            all(&gbps[i])
+        );
+    }
     // Each round's own ratio (its configurations ran back to back, so slow drift of the host
-    // cancels), then the median of those and their spread.
-    // run/idle is the run's own cost: both have the tc hook, only the run counts.
-    for (label, i, base) in [("idle_over_none", 1, 0), ("run_over_none", 2, 0), ("run_over_idle", 2, 1)] {
+    // cancels), then the median of those and their spread. empty/none is what the tc hook
+    // costs whatever it runs; run/empty is the filter's own cost above that floor, the
+    // end-to-end view of part 1's "+N ns"; run/idle is the run's cost alone.
+    let pairs = [
+        ("empty_over_none", 1, 0),
+        ("empty_tcx_over_none", 2, 0),
+        ("idle_over_none", 3, 0),
+        ("run_over_none", 4, 0),
+        ("run_over_empty", 4, 1),
+        ("run_over_idle", 4, 3),
+    ];
+    for (label, i, base) in pairs {
         let mut ratios: Vec<f64> = gbps[i].iter().zip(&gbps[base]).map(|(c, n)| c / n).collect();
         ratios.sort_by(f64::total_cmp);
         let q = |f: f64| ratios[((ratios.len() - 1) as f64 * f).round() as usize];
+        let (lo, hi) = median_ci95(&ratios);
         println!(
-            "filter: per-round {}: median {:.3}, interquartile {:.3}–{:.3}, range {:.3}–{:.3} ({ROUNDS} rounds)",
+            "filter: per-round {}: median {:.3} (95 % CI {lo:.3}–{hi:.3}), interquartile {:.3}–{:.3}, range {:.3}–{:.3} ({rounds} rounds)",
             label.replace("_over_", "/"),
             q(0.5),
             q(0.25),

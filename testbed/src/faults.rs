@@ -10,7 +10,7 @@ use aya::{
     },
 };
 pub use loupe_testbed_common::{FaultConfig, FaultTally};
-use loupe_testbed_common::{MAP_FAULT_CONFIG, MAP_FAULT_TALLY, PROG_CE_MARK, PROG_DROP, PROG_NOOP};
+use loupe_testbed_common::{MAP_FAULT_CONFIG, MAP_FAULT_TALLY, PROG_CE_MARK, PROG_CLOCK, PROG_DROP, PROG_NOOP};
 
 /// tc priority of fault injectors: after Loupe's filter (priority 1) on the same hook.
 pub const FAULT_PRIORITY: u16 = 10;
@@ -23,6 +23,8 @@ pub enum FaultKind {
     Drop,
     /// Do nothing (a cost floor for benchmarks).
     Noop,
+    /// Read the clock and do nothing else (what timestamping a packet costs, for benchmarks).
+    Clock,
 }
 
 impl FaultKind {
@@ -31,6 +33,7 @@ impl FaultKind {
             Self::CeMark => PROG_CE_MARK,
             Self::Drop => PROG_DROP,
             Self::Noop => PROG_NOOP,
+            Self::Clock => PROG_CLOCK,
         }
     }
 }

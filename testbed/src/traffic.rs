@@ -82,9 +82,45 @@ pub struct TcpReport {
 
 /// Sends `total` bytes over `client` to the peer accepted on `listener`, reads them all on the
 /// other side, closes both ends, and returns the sender's final `TCP_INFO` (FINs included).
-pub fn tcp_transfer(listener: TcpListener, mut client: TcpStream, total: u64) -> Result<TcpReport> {
+pub fn tcp_transfer(listener: TcpListener, client: TcpStream, total: u64) -> Result<TcpReport> {
+    transfer(listener, client, total, None)
+}
+
+/// [`tcp_transfer`] with the sending thread on CPU `sender` and the receiving one on CPU
+/// `receiver`; the caller's own affinity is left alone (the sender is a thread of its own).
+///
+/// On a veth the sender's CPU also runs the receive path up to the socket, so an unpinned
+/// transfer's throughput depends on where the scheduler happens to put the two threads: on a
+/// 2-CPU VM it swings between ~10 and ~23 Gbit/s from one transfer to the next, which buries a
+/// difference of 1 % between configurations. Pinned, that choice is the same every time.
+pub fn tcp_transfer_pinned(
+    listener: TcpListener,
+    client: TcpStream,
+    total: u64,
+    sender: usize,
+    receiver: usize,
+) -> Result<TcpReport> {
+    thread::scope(|s| {
+        s.spawn(|| {
+            pin_current_thread(sender)?;
+            transfer(listener, client, total, Some(receiver))
+        })
+        .join()
+        .expect("sender thread")
+    })
+}
+
+fn transfer(
+    listener: TcpListener,
+    mut client: TcpStream,
+    total: u64,
+    receiver_cpu: Option<usize>,
+) -> Result<TcpReport> {
     let started = Instant::now();
     let reader = thread::spawn(move || -> io::Result<u64> {
+        if let Some(cpu) = receiver_cpu {
+            pin_current_thread(cpu).map_err(io::Error::other)?;
+        }
         let (mut conn, _) = listener.accept()?;
         let mut buf = vec![0u8; 1 << 16];
         let mut got = 0u64;

@@ -4,6 +4,7 @@
 pub const PROG_CE_MARK: &str = "tb_ce_mark";
 pub const PROG_DROP: &str = "tb_drop";
 pub const PROG_NOOP: &str = "tb_noop";
+pub const PROG_CLOCK: &str = "tb_clock";
 pub const MAP_FAULT_CONFIG: &str = "FAULT_CONFIG";
 pub const MAP_FAULT_TALLY: &str = "FAULT_TALLY";
 

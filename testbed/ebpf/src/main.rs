@@ -5,6 +5,8 @@
 //! * `tb_drop` drops chosen TCP data segments, forcing the sender to retransmit (this kernel has
 //!   no netem).
 //! * `tb_noop` does nothing: the floor that the filter's per-packet cost is measured against.
+//! * `tb_clock` reads the clock and does nothing else: the part of that cost which any program
+//!   that puts packets into time slots pays (the filter's first helper call during a run).
 //!
 //! Each tallies what it did in a per-CPU array, the ground truth the tests compare with.
 #![no_std]
@@ -12,7 +14,7 @@
 
 use aya_ebpf::{
     bindings::{TC_ACT_SHOT, TC_ACT_UNSPEC},
-    helpers::bpf_skb_ecn_set_ce,
+    helpers::{bpf_ktime_get_ns, bpf_skb_ecn_set_ce},
     macros::{classifier, map},
     maps::{Array, PerCpuArray},
     programs::TcContext,
@@ -28,6 +30,14 @@ static FAULT_TALLY: PerCpuArray<FaultTally> = PerCpuArray::with_max_entries(1, 0
 #[classifier]
 pub fn tb_noop(_ctx: TcContext) -> i32 {
     TC_ACT_UNSPEC
+}
+
+#[classifier]
+pub fn tb_clock(_ctx: TcContext) -> i32 {
+    // SAFETY: bpf_ktime_get_ns takes no arguments and cannot fail.
+    let now = unsafe { bpf_ktime_get_ns() };
+    // The time is used (it is never 0 after boot), so the call cannot be optimized away.
+    if now == 0 { TC_ACT_SHOT as i32 } else { TC_ACT_UNSPEC }
 }
 
 #[classifier]
