@@ -25,14 +25,15 @@ fn burst_detector_finds_the_bytes_the_testbed_sent() {
     let sender = pair.a.run(|| UdpSocket::bind((A_V4, 0))).unwrap().unwrap();
     let run = Command::new("ip")
         .args(["netns", "exec", &pair.b.name, env!("CARGO_BIN_EXE_loupe"), "run", "--iface", B_IF])
-        .args(["--interval", "1ms", "--samples", "400", "--at", "+300ms", "--json", "--data-dir"])
+        // Time for the debug binary to open the store and attach (~0.3 s here) before the start.
+        .args(["--interval", "1ms", "--samples", "400", "--at", "+700ms", "--json", "--data-dir"])
         .arg(&data)
         .env("RUST_LOG", "off")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    thread::sleep(Duration::from_millis(380));
+    thread::sleep(Duration::from_millis(780));
     let to = SocketAddr::new(B_V4.into(), 7002);
     let first = traffic::udp_send(&sender, to, 120, 1000, Duration::ZERO).unwrap();
     thread::sleep(Duration::from_millis(60));

@@ -21,9 +21,9 @@
 //!    test-run packets really went through the counting path (so "run" measures what it claims).
 //!
 //! 2. **TCP throughput over a veth pair** in five configurations: no filter (no tc hook at all),
-//!    the empty program on both hooks of both ends (attached as Loupe attaches, clsact and
-//!    cls_bpf, and once more with tcx), Loupe attached on both ends but idle, and Loupe with a
-//!    run active on both ends. This is the end-to-end view: with GSO the filter sees one skb of
+//!    the empty program on both hooks of both ends (attached with tcx as Loupe attaches, and
+//!    once more through clsact and cls_bpf, Loupe's fallback on kernels without tcx), Loupe
+//!    attached on both ends but idle, and Loupe with a run active on both ends. This is the end-to-end view: with GSO the filter sees one skb of
 //!    up to 64 KiB where the wire would carry ~45 segments, so its share of the stack's cost is
 //!    much smaller than (1) alone suggests. Sender and receiver run on one CPU
 //!    ([`TRANSFER_CPU`]): left to the scheduler, a 2-CPU VM's transfers swing between 10 and
@@ -318,19 +318,19 @@ fn unpin(previous: &libc::cpu_set_t) -> Result<()> {
 enum Config {
     /// No tc filter (and no clsact qdisc) on either end.
     NoFilter,
-    /// The testbed's empty program (`tb_noop`) on ingress and egress of a0 and b0, where
-    /// Loupe's filter goes: what the tc hook itself costs, whatever program it runs.
-    EmptyProgram,
-    /// The same empty program attached with tcx (the kernel's newer tc hook, no qdisc) instead
-    /// of a clsact qdisc and cls_bpf, as Loupe attaches: what that older path costs.
+    /// The testbed's empty program (`tb_noop`) on ingress and egress of a0 and b0, attached
+    /// with tcx as Loupe attaches: what the hook itself costs, whatever program it runs.
     EmptyTcx,
+    /// The same empty program through a clsact qdisc and cls_bpf, Loupe's fallback where the
+    /// kernel has no tcx: what that older path costs.
+    EmptyClsBpf,
     /// Loupe attached on a0 and b0, no run.
     Idle,
     /// Loupe attached on a0 and b0, a run active on both.
     Running,
 }
 
-const CONFIGS: [Config; 5] = [Config::NoFilter, Config::EmptyProgram, Config::EmptyTcx, Config::Idle, Config::Running];
+const CONFIGS: [Config; 5] = [Config::NoFilter, Config::EmptyTcx, Config::EmptyClsBpf, Config::Idle, Config::Running];
 
 /// What a configuration attached; dropping it detaches the tc filters.
 enum Attached {
@@ -352,7 +352,7 @@ fn set_up(pair: &VethPair, config: Config) -> Result<Attached> {
     }
     match config {
         Config::NoFilter => Ok(Attached::Nothing),
-        Config::EmptyProgram => {
+        Config::EmptyClsBpf => {
             let mut faults = Vec::new();
             for (ns, dev) in [(&pair.a, A_IF), (&pair.b, B_IF)] {
                 for direction in [TcAttachType::Ingress, TcAttachType::Egress] {
@@ -366,7 +366,7 @@ fn set_up(pair: &VethPair, config: Config) -> Result<Attached> {
             for (ns, dev) in [(&pair.a, A_IF), (&pair.b, B_IF)] {
                 for direction in [TcAttachType::Ingress, TcAttachType::Egress] {
                     let mut noop = Fault::load(FaultKind::Noop, FaultConfig::default())?;
-                    let tcx = TcAttachOptions::TcxOrder(LinkOrder::default());
+                    let tcx = TcAttachOptions::TcxOrder(LinkOrder::first());
                     ns.run(|| noop.program_mut().attach_with_options(dev, direction, tcx))?
                         .context("attaching tb_noop with tcx")?;
                     faults.push(noop);
@@ -466,7 +466,7 @@ fn throughput(run_cost_ns: i64) -> Result<()> {
         "filter: veth TCP a0 -> b0, {} MiB per transfer, sender and receiver on CPU {TRANSFER_CPU}, median of {rounds} interleaved rounds",
         TRANSFER_BYTES >> 20
     );
-    for (i, label) in ["no filter", "empty program", "empty, tcx", "Loupe idle", "Loupe run active"].iter().enumerate()
+    for (i, label) in ["no filter", "empty, tcx", "empty, cls_bpf", "Loupe idle", "Loupe run active"].iter().enumerate()
     {
         println!(
             "filter: throughput, {:<17} {:>5.1} Gbit/s  [{}]",
@@ -481,7 +481,7 @@ fn throughput(run_cost_ns: i64) -> Result<()> {
     // end-to-end view of part 1's "+N ns"; run/idle is the run's cost alone.
     let pairs = [
         ("empty_over_none", 1, 0),
-        ("empty_tcx_over_none", 2, 0),
+        ("empty_cls_bpf_over_none", 2, 0),
         ("idle_over_none", 3, 0),
         ("run_over_none", 4, 0),
         ("run_over_empty", 4, 1),

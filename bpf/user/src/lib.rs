@@ -33,7 +33,7 @@ pub use stacks::{
 };
 pub use traffic::{
     CpuCounters, MAX_CAPACITY, MAX_INTERVAL, MIN_INTERVAL, PendingRun, RunCounters, RunRequest, SamplerOptions,
-    StartAt, TrafficSampler, parse_prefix,
+    StartAt, TcHook, TrafficSampler, parse_prefix,
 };
 
 /// The stack sampler's compiled kernel object, embedded at build time.

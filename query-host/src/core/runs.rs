@@ -93,6 +93,7 @@ impl RunScheduler {
         let mut workers = HashMap::new();
         for iface in ifaces {
             let sampler = TrafficSampler::attach(iface, options)?;
+            tracing::info!(iface, hook = %sampler.hook(), "tc filter attached");
             let worker = Worker::spawn(sampler, schedule.clone(), store.clone(), host.clone(), Arc::clone(shutdown));
             workers.insert(iface.clone(), worker);
         }
