@@ -27,7 +27,8 @@
 //!    up to 64 KiB where the wire would carry ~45 segments, so its share of the stack's cost is
 //!    much smaller than (1) alone suggests. Sender and receiver run on one CPU
 //!    ([`TRANSFER_CPU`]): left to the scheduler, a 2-CPU VM's transfers swing between 10 and
-//!    23 Gbit/s depending on where the two threads land, which buries a 1 % effect.
+//!    23 Gbit/s depending on where the two threads land, which buries a 1 % effect. Each
+//!    transfer starts 300 ms after its configuration was attached ([`settle`]).
 //!    Configurations are interleaved over 21 rounds (rotating their order; set
 //!    `LOUPE_FILTER_ROUNDS` for more), and each round's own ratios are printed as a median with
 //!    a distribution-free 95 % confidence interval, interquartile range and range: the
@@ -82,6 +83,15 @@ const ROUNDS: usize = 21;
 /// throughput comes from (measured here: ~17 Gbit/s pinned to one CPU or spread over two, but
 /// per-transfer spread 15.6–18.2 instead of 10–23 Gbit/s).
 const TRANSFER_CPU: usize = 1;
+
+/// Wait between attaching a configuration and its transfer, so the transfer measures the
+/// steady state rather than the attach: loading Loupe's object parses the kernel's BTF and
+/// allocates its maps, and attaching flips static keys and waits for RCU.
+/// `LOUPE_FILTER_SETTLE_MS` overrides the 300 ms.
+fn settle() -> Duration {
+    let ms = std::env::var("LOUPE_FILTER_SETTLE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    Duration::from_millis(ms)
+}
 
 /// [`ROUNDS`], or `LOUPE_FILTER_ROUNDS` for a longer, tighter measurement.
 fn rounds() -> usize {
@@ -447,6 +457,7 @@ fn throughput(run_cost_ns: i64) -> Result<()> {
             // Rotate the order each round so no configuration always runs first or last.
             let i = (round + k) % CONFIGS.len();
             let mut attached = set_up(&pair, CONFIGS[i])?;
+            std::thread::sleep(settle());
             let t = transfer(&pair, next_port())?;
             gbps[i].push(t.gbps);
             if CONFIGS[i] == Config::Running {

@@ -44,9 +44,8 @@ const END_GRACE: Duration = Duration::from_millis(2);
 ///
 /// *Why tcx first:* tcx programs run before a clsact qdisc's filters and Loupe's links are
 /// first among them, so Loupe counts a packet before another tcx program (a CNI's) can redirect
-/// or drop it, and before any filter that drops. The hook itself is also cheaper: with an empty
-/// program, veth TCP throughput was 0.991–0.993 of no hook through tcx and 0.975–0.988 through
-/// clsact + cls_bpf (`cargo bench -p loupe-testbed --bench filter`; `docs/hot-paths.md`).
+/// or drop it, and before any filter that drops. Neither hook was measurably cheaper end to end
+/// on a veth (`docs/hot-paths.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TcHook {
     /// tcx links (Linux 6.6+): `bpftool net show dev <iface>` lists them; they go away with the
