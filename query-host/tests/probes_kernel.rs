@@ -13,7 +13,7 @@ use std::{
 };
 
 use loupe_testbed::nf::{self as probing, Build, FUNCS, Nf, build_nf, expected_calls};
-use loupe_testbed::require_root;
+use loupe_testbed::{bpftool, require_root};
 use serde_json::Value;
 
 const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");
@@ -458,25 +458,11 @@ fn assert_programs_go(what: &str) {
 
 /// Loupe's probe programs the kernel holds (`bpftool prog show`).
 fn probe_programs() -> usize {
-    let out = Command::new("bpftool").args(["prog", "show"]).output().expect("bpftool (scripts/setup installs it)");
-    String::from_utf8_lossy(&out.stdout).matches("loupe_fn_").count()
+    bpftool::program_ids(&["loupe_fn_"]).len()
 }
 
-/// The kernel's links of Loupe's probe programs (`bpftool link show`, each naming its program:
-/// one `uprobe_multi` session link per file and process, or a `perf_event` link per uprobe).
+/// The kernel's links of Loupe's probe programs (`bpftool link show`: one `uprobe_multi` session
+/// link per file and process, or a `perf_event` link per uprobe).
 fn probe_links() -> usize {
-    let progs = Command::new("bpftool").args(["prog", "show"]).output().expect("bpftool");
-    let ids: Vec<String> = String::from_utf8_lossy(&progs.stdout)
-        .lines()
-        .filter(|l| l.contains("name loupe_fn_"))
-        .filter_map(|l| l.split(':').next().map(|id| id.trim().to_string()))
-        .collect();
-    let links = Command::new("bpftool").args(["link", "show"]).output().expect("bpftool");
-    String::from_utf8_lossy(&links.stdout)
-        .lines()
-        .filter(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.iter().position(|&w| w == "prog").and_then(|i| f.get(i + 1)).is_some_and(|id| ids.iter().any(|i| i == id))
-        })
-        .count()
+    bpftool::links_of(&["loupe_fn_"]).len()
 }

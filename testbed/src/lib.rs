@@ -11,6 +11,7 @@
 //! * [`synthetic`] — stored data with known answers (API and browser tests, `loupe-synth`).
 //! * [`wasm`] — where the analyses built from `udf-sdk/` are ([`wasm_component`]).
 
+pub mod bpftool;
 pub mod faults;
 pub mod netns;
 pub mod nf;

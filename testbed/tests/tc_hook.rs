@@ -5,35 +5,19 @@
 //! ingress as a cls_bpf filter, and b0's retransmitted bytes are only right if Loupe saw the
 //! segments it dropped.
 
-use std::process::Command;
-
 use loupe_bpf::{SamplerOptions, TcHook, TrafficSampler};
-use loupe_testbed::require_root;
 use loupe_testbed::topology::{A_IF, VethPair};
+use loupe_testbed::{bpftool, require_root};
 
-/// The kernel's tcx links whose program is one of Loupe's filters (`bpftool link show` names
-/// each link's program by id; `bpftool prog show` names the ids).
+/// The kernel's tcx links whose program is one of Loupe's filters. Older bpftools print the
+/// link type as a number: BPF_LINK_TYPE_TCX is 11.
 fn loupe_tcx_links() -> Vec<String> {
-    let progs = Command::new("bpftool").args(["prog", "show"]).output().expect("bpftool (scripts/setup installs it)");
-    let ids: Vec<String> = String::from_utf8_lossy(&progs.stdout)
-        .lines()
-        .filter(|l| l.contains("name loupe_ingress") || l.contains("name loupe_egress"))
-        .filter_map(|l| l.split(':').next().map(|id| id.trim().to_string()))
-        .collect();
-    let links = Command::new("bpftool").args(["link", "show"]).output().expect("bpftool");
-    String::from_utf8_lossy(&links.stdout)
-        .lines()
+    bpftool::links_of(&["loupe_ingress", "loupe_egress"])
+        .into_iter()
         .filter(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            // Older bpftools print the link type as a number: BPF_LINK_TYPE_TCX is 11.
-            let tcx = f.get(1) == Some(&"tcx") || f.get(1..3) == Some(&["type", "11"][..]);
-            tcx && f
-                .iter()
-                .position(|&w| w == "prog")
-                .and_then(|i| f.get(i + 1))
-                .is_some_and(|id| ids.contains(&id.to_string()))
+            f.get(1) == Some(&"tcx") || f.get(1..3) == Some(&["type", "11"][..])
         })
-        .map(str::to_string)
         .collect()
 }
 

@@ -14,7 +14,7 @@ mod parse;
 
 use aya_ebpf::{
     bindings::TC_ACT_UNSPEC,
-    helpers::{bpf_ktime_get_ns, bpf_ktime_get_tai_ns, bpf_sk_fullsock, bpf_tcp_sock},
+    helpers::{bpf_ktime_get_ns, bpf_ktime_get_tai_ns, bpf_tcp_sock},
     macros::{classifier, map},
     maps::{Array, LpmTrie, PerCpuArray, lpm_trie::Key},
     programs::TcContext,
@@ -158,11 +158,9 @@ fn egress_retx(ctx: &TcContext, pkt: &Packet) -> u32 {
         if sk.is_null() {
             return 0; // forwarded traffic has no local socket
         }
-        let full = bpf_sk_fullsock(sk);
-        if full.is_null() {
-            return 0; // request or timewait socket
-        }
-        let tp = bpf_tcp_sock(full);
+        // One helper: `bpf_tcp_sock` takes any socket and returns NULL unless it is a full TCP
+        // socket (not a request or timewait one), so no `bpf_sk_fullsock` before it.
+        let tp = bpf_tcp_sock(sk);
         if tp.is_null() {
             return 0;
         }
