@@ -61,7 +61,7 @@ use std::{
 };
 
 use anyhow::{Context, Result, bail};
-use aya::programs::{LinkOrder, SchedClassifier, TcAttachType, tc::TcAttachOptions};
+use aya::programs::{SchedClassifier, TcAttachType};
 use loupe_bpf::{RunCounters, RunRequest, SamplerOptions, SlotCounters, StartAt, TrafficSampler};
 use loupe_testbed::{
     faults::{Fault, FaultConfig, FaultKind},
@@ -362,24 +362,12 @@ fn set_up(pair: &VethPair, config: Config) -> Result<Attached> {
     }
     match config {
         Config::NoFilter => Ok(Attached::Nothing),
-        Config::EmptyClsBpf => {
+        Config::EmptyClsBpf | Config::EmptyTcx => {
+            let attach = if config == Config::EmptyTcx { Fault::attach_tcx } else { Fault::attach };
             let mut faults = Vec::new();
             for (ns, dev) in [(&pair.a, A_IF), (&pair.b, B_IF)] {
                 for direction in [TcAttachType::Ingress, TcAttachType::Egress] {
-                    faults.push(ns.run(|| Fault::attach(FaultKind::Noop, dev, direction, FaultConfig::default()))??);
-                }
-            }
-            Ok(Attached::Empty(faults))
-        }
-        Config::EmptyTcx => {
-            let mut faults = Vec::new();
-            for (ns, dev) in [(&pair.a, A_IF), (&pair.b, B_IF)] {
-                for direction in [TcAttachType::Ingress, TcAttachType::Egress] {
-                    let mut noop = Fault::load(FaultKind::Noop, FaultConfig::default())?;
-                    let tcx = TcAttachOptions::TcxOrder(LinkOrder::first());
-                    ns.run(|| noop.program_mut().attach_with_options(dev, direction, tcx))?
-                        .context("attaching tb_noop with tcx")?;
-                    faults.push(noop);
+                    faults.push(ns.run(|| attach(FaultKind::Noop, dev, direction, FaultConfig::default()))??);
                 }
             }
             Ok(Attached::Empty(faults))

@@ -5,7 +5,7 @@ use aya::{
     Ebpf,
     maps::{Array, MapData, PerCpuArray},
     programs::{
-        SchedClassifier, TcAttachType,
+        LinkOrder, SchedClassifier, TcAttachType,
         tc::{self, NlOptions, TcAttachOptions},
     },
 };
@@ -63,6 +63,19 @@ impl Fault {
         let _ = tc::qdisc_add_clsact(iface);
         let options = TcAttachOptions::Netlink(NlOptions { priority: FAULT_PRIORITY, ..Default::default() });
         fault.program_mut().attach_with_options(iface, direction, options).context("attaching fault injector")?;
+        Ok(fault)
+    }
+
+    /// Loads the injector and attaches it to `iface` with tcx, first among the hook's tcx
+    /// programs (as Loupe's filter attaches), instead of a clsact qdisc and cls_bpf: for
+    /// measuring what each hook costs.
+    pub fn attach_tcx(kind: FaultKind, iface: &str, direction: TcAttachType, config: FaultConfig) -> Result<Self> {
+        let mut fault = Self::load(kind, config)?;
+        let options = TcAttachOptions::TcxOrder(LinkOrder::first());
+        fault
+            .program_mut()
+            .attach_with_options(iface, direction, options)
+            .context("attaching fault injector with tcx")?;
         Ok(fault)
     }
 

@@ -824,14 +824,21 @@ mod tests {
         bytes.len()
     }
 
+    /// 100 samples of one CPU at 10 Hz with up to 5 µs of timer latency (nanosecond times),
+    /// and their entries, all from CPU 1's partition of a 120-entry `table`.
+    fn periodic_block(base: u64, x: &mut u64) -> (Vec<u64>, Vec<u32>) {
+        let times = (0..100u64).map(|i| base + 5_000 + i * 100_000_000 + lcg(x) % 5_000).collect();
+        let entries = (0..100).map(|_| 40 + (lcg(x) % 40) as u32).collect();
+        (times, entries)
+    }
+
     #[test]
     fn block_times_roundtrip_any_shape() {
         let mut x = 7;
         let base = 1_700_000_000_000_000_000u64;
         let t = table(120);
         // Periodic with µs jitter: compact.
-        let times: Vec<u64> = (0..100u64).map(|i| base + 5_000 + i * 100_000_000 + lcg(&mut x) % 5_000).collect();
-        let entries: Vec<u32> = (0..100).map(|_| 40 + (lcg(&mut x) % 40) as u32).collect();
+        let (times, entries) = periodic_block(base, &mut x);
         let size = check_block(base, &times, &entries, &t, 1);
         assert!(size < 260, "periodic block took {size} bytes");
         // Entries from other partitions (imports) too.
@@ -869,9 +876,8 @@ mod tests {
         let mut x = 9;
         let base = 1_700_000_000_000_123_000u64;
         let t = table(120);
-        let ns: Vec<u64> = (0..100u64).map(|i| base + 5_000 + i * 100_000_000 + lcg(&mut x) % 5_000).collect();
+        let (ns, entries) = periodic_block(base, &mut x);
         let us: Vec<u64> = ns.iter().map(|t| t - t % 1_000).collect();
-        let entries: Vec<u32> = (0..100).map(|_| 40 + (lcg(&mut x) % 40) as u32).collect();
         let (ns_size, us_size) = (check_block(base, &ns, &entries, &t, 1), check_block(base, &us, &entries, &t, 1));
         // ~10 bits fewer for each of 99 residuals.
         assert!(us_size + 100 < ns_size, "µs times took {us_size} bytes, ns times {ns_size}");
