@@ -1,6 +1,6 @@
-//! A dictionary record (`d`: frame, comm, stack or thread), key and value, decoded and loaded
-//! into a dictionary cache as `ensure_dict` does. The id counters are those of a store with
-//! 65,536 of each kind allocated. Input: `[key][value]`.
+//! A dictionary record (`d`: frame, comm, stack, thread or a process's name for a stack), key
+//! and value, decoded and loaded into a dictionary cache as `ensure_dict` does. The id counters
+//! are those of a store with 65,536 of each kind allocated. Input: `[key][value]`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -10,7 +10,7 @@ use loupe_store::samples::codec;
 fuzz_target!(|data: &[u8]| {
     let [key, table, block] = loupe_fuzz::split::<3>(data);
     let (start, cpu, _) = keys::parse_block_key(key).unwrap_or((0, 0, 0));
-    let Ok(table) = codec::decode_table(table) else { return };
+    let Ok(table) = codec::decode_table(table, &loupe_fuzz::NamesAreStacks) else { return };
     let entries = codec::decode_block(block, start, &table, cpu, false);
     let Ok(full) = codec::decode_block(block, start, &table, cpu, true) else { return };
     // Readers index the table with these (`table.entries[e]`) and count them per entry.

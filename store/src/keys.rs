@@ -65,6 +65,8 @@ pub const DICT_FRAME: u8 = b'f';
 pub const DICT_COMM: u8 = b'c';
 pub const DICT_STACK: u8 = b's';
 pub const DICT_THREAD: u8 = b't';
+/// A process's stack vocabulary: `d v ++ pid:u32 ++ local:u32 → stack id`.
+pub const DICT_VOCAB: u8 = b'v';
 /// The single key holding the sample totals.
 pub const SAMPLE_TOTALS: &[u8] = b"x";
 
@@ -246,6 +248,24 @@ pub fn parse_dict_key(key: &[u8]) -> Option<(u8, u32)> {
     Some((key[1], u32::from_be_bytes(key[2..6].try_into().ok()?)))
 }
 
+/// `d v ++ pid ++ local`: the key of the `local`-th stack of process `pid`'s vocabulary.
+pub fn vocab_key(pid: u32, local: u32) -> [u8; 10] {
+    let mut k = [0u8; 10];
+    k[0] = DICT;
+    k[1] = DICT_VOCAB;
+    k[2..6].copy_from_slice(&pid.to_be_bytes());
+    k[6..].copy_from_slice(&local.to_be_bytes());
+    k
+}
+
+/// Splits a vocabulary key into `(pid, local)`.
+pub fn parse_vocab_key(key: &[u8]) -> Option<(u32, u32)> {
+    if key.len() != 10 || key[0] != DICT || key[1] != DICT_VOCAB {
+        return None;
+    }
+    Some((u32::from_be_bytes(key[2..6].try_into().ok()?), u32::from_be_bytes(key[6..10].try_into().ok()?)))
+}
+
 /// Running totals of the sample records, kept under [`SAMPLE_TOTALS`] and updated in the same
 /// batch as every sample write and delete. Also holds the dictionary id counters (ids are
 /// never reused) and the longest batch span seen (how far before a query's start a batch that
@@ -279,6 +299,10 @@ pub struct SampleTotals {
     /// existed, when there were none.
     #[serde(default)]
     pub rollup_bytes: u64,
+    /// Records of the per-process stack vocabularies (`d v`). Absent (0) in a record written
+    /// before vocabularies existed, when there were none.
+    #[serde(default)]
+    pub vocab: u64,
 }
 
 impl SampleTotals {
@@ -417,6 +441,9 @@ mod tests {
         assert!(batch_bound(BATCH, 7).as_slice() > batch_key(BATCH, 6, u64::MAX).as_slice());
         assert_eq!(parse_batch_key(&batch_key(TABLE, 8, 3)), Some((8, 3)));
         assert_eq!(parse_dict_key(&dict_key(DICT_STACK, 70000)), Some((DICT_STACK, 70000)));
+        assert_eq!(parse_vocab_key(&vocab_key(4242, 70000)), Some((4242, 70000)));
+        assert_eq!(parse_vocab_key(&dict_key(DICT_VOCAB, 7)), None);
+        assert_eq!(parse_dict_key(&vocab_key(1, 2)), None);
         let t = SampleTotals { batches: 1, next_stack: u64::MAX, lost: Some(7), ..Default::default() };
         assert_eq!(SampleTotals::decode(&t.encode()), Some(t));
         // A record written before `lost` existed: the same array, one element shorter.

@@ -16,8 +16,14 @@
 //!   are gap-coded between groups, stack ids between the entries of a group.
 //!
 //! Columns: partition CPU gaps and sizes; per group the thread (absolute for a partition's
-//! first group, else the gap), idle flag, entry count − 1 and first stack id; per entry the
+//! first group, else the gap), idle flag, entry count − 1 and first stack; per entry the
 //! stack gap − 1 and count − 1.
+//!
+//! A stack is written as its dictionary id (format 2: hour rollups, and batches written before
+//! format 3) or as the name the entry's process gives it in its vocabulary (format 3, batches):
+//! the decoder looks up the thread's pid and the process's name through a [`Vocabulary`], the
+//! dictionary cache. Within a group, entries are then sorted by name. A process uses few
+//! stacks, named in order of first use, so names are small and a group's gaps short.
 //!
 //! ## Per-CPU block (`b` record)
 //! One CPU's samples of one batch in time order: the imported entries (sorted, gap-coded),
@@ -142,7 +148,33 @@ struct TableRow<'a> {
     bits: Blob<'a>,
 }
 
-const TABLE_FORMAT: u8 = 2;
+/// Format 2 names each entry's stack by its dictionary id; format 3 by its place in the
+/// vocabulary of the entry's process (`d v` records), which [`decode_table`] resolves through
+/// a [`Vocabulary`]. Batches are written in format 3, hour rollups in format 2; both decode.
+const TABLE_FORMAT_IDS: u8 = 2;
+const TABLE_FORMAT_VOCAB: u8 = 3;
+
+/// What a format-3 table needs to name its stacks: each thread's process, and each process's
+/// stack vocabulary. The store's dictionary cache is one.
+pub trait Vocabulary {
+    /// The pid of a thread dictionary id.
+    fn pid_of(&self, thread: u32) -> Option<u32>;
+    /// The stack id `pid`'s vocabulary names `local`.
+    fn stack_named(&self, pid: u32, local: u32) -> Option<u32>;
+}
+
+/// No vocabulary at all: enough for format-2 tables (hour rollups); a format-3 table is
+/// refused.
+pub struct NoVocabulary;
+
+impl Vocabulary for NoVocabulary {
+    fn pid_of(&self, _: u32) -> Option<u32> {
+        None
+    }
+    fn stack_named(&self, _: u32, _: u32) -> Option<u32> {
+        None
+    }
+}
 
 /// Gap coding of an ascending list: first value, then `next - prev - 1` (strict) or
 /// `next - prev` (non-strict).
@@ -157,15 +189,24 @@ fn gaps(values: impl IntoIterator<Item = u64>, strict: bool, out: &mut Vec<u64>)
     }
 }
 
-pub fn encode_table(t: &Table) -> Vec<u8> {
+/// Encodes a table. With `locals` (entry `i`'s place in its process's vocabulary, for every
+/// entry) it is format 3, and each partition must be sorted by `(thread, idle, local)`;
+/// without, format 2, each partition sorted by [`Entry`].
+pub fn encode_table(t: &Table, locals: Option<&[u32]>) -> Vec<u8> {
+    debug_assert!(locals.is_none_or(|l| l.len() == t.entries.len()));
+    let named = |i: usize| u64::from(locals.map_or(t.entries[i].stack, |l| l[i]));
     let mut part_cpu = Vec::with_capacity(t.parts.len());
     gaps(t.parts.iter().map(|p| u64::from(p.cpu)), true, &mut part_cpu);
     let part_len: Vec<u64> = t.parts.iter().map(|p| u64::from(p.len) - 1).collect();
     let (mut first_thread, mut thread_gap, mut idle, mut group_len) = (vec![], vec![], vec![], vec![]);
     let (mut first_stack, mut stack_gap) = (vec![], vec![]);
     for p in &t.parts {
-        let es = &t.entries[p.start as usize..(p.start + p.len) as usize];
-        debug_assert!(es.windows(2).all(|w| w[0] < w[1]));
+        let (lo, hi) = (p.start as usize, (p.start + p.len) as usize);
+        let es = &t.entries[lo..hi];
+        debug_assert!((lo + 1..hi).all(|i| {
+            let key = |i: usize| (t.entries[i].thread, t.entries[i].idle, named(i));
+            key(i - 1) < key(i)
+        }));
         let mut g = 0;
         while g < es.len() {
             let e = es[g];
@@ -177,7 +218,7 @@ pub fn encode_table(t: &Table) -> Vec<u8> {
             }
             idle.push(u64::from(e.idle));
             group_len.push((end - g - 1) as u64);
-            gaps(es[g..end].iter().map(|x| u64::from(x.stack)), true, &mut stack_gap);
+            gaps((lo + g..lo + end).map(named), true, &mut stack_gap);
             first_stack.push(stack_gap.remove(stack_gap.len() - (end - g)));
             g = end;
         }
@@ -189,7 +230,7 @@ pub fn encode_table(t: &Table) -> Vec<u8> {
         write_column(&mut w, col);
     }
     to_msgpack(&TableRow {
-        format: TABLE_FORMAT,
+        format: if locals.is_some() { TABLE_FORMAT_VOCAB } else { TABLE_FORMAT_IDS },
         entries: t.entries.len() as u32,
         groups: idle.len() as u32,
         parts: t.parts.len() as u32,
@@ -197,13 +238,18 @@ pub fn encode_table(t: &Table) -> Vec<u8> {
     })
 }
 
+fn table_row(bytes: &[u8]) -> Result<TableRow<'_>, String> {
+    let row: TableRow = from_msgpack(bytes)?;
+    if row.format != TABLE_FORMAT_IDS && row.format != TABLE_FORMAT_VOCAB {
+        return Err(format!("unknown table format {}", row.format));
+    }
+    Ok(row)
+}
+
 /// The thread id of every group of a table (with repeats), decoding only the columns that
 /// come before the stacks and counts: what `pids()` needs from a batch wholly in range.
 pub fn table_threads(bytes: &[u8]) -> Result<Vec<u32>, String> {
-    let row: TableRow = from_msgpack(bytes)?;
-    if row.format != TABLE_FORMAT {
-        return Err(format!("unknown table format {}", row.format));
-    }
+    let row = table_row(bytes)?;
     let (ne, ng, np) = (row.entries as usize, row.groups as usize, row.parts as usize);
     if np > ng || ng > ne {
         return Err(format!("{np} partitions, {ng} groups for {ne} entries"));
@@ -236,11 +282,11 @@ pub fn table_threads(bytes: &[u8]) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
-pub fn decode_table(bytes: &[u8]) -> Result<Table, String> {
-    let row: TableRow = from_msgpack(bytes)?;
-    if row.format != TABLE_FORMAT {
-        return Err(format!("unknown table format {}", row.format));
-    }
+/// Decodes a table of either format; a format-3 table's stacks are resolved through `vocab`,
+/// and a thread or vocabulary entry it does not know is an error.
+pub fn decode_table(bytes: &[u8], vocab: &dyn Vocabulary) -> Result<Table, String> {
+    let row = table_row(bytes)?;
+    let by_vocab = row.format == TABLE_FORMAT_VOCAB;
     let (ne, ng, np) = (row.entries as usize, row.groups as usize, row.parts as usize);
     if np > ng || ng > ne || (ne > 0 && np == 0) {
         return Err(format!("{np} partitions, {ng} groups for {ne} entries"));
@@ -260,6 +306,8 @@ pub fn decode_table(bytes: &[u8]) -> Result<Table, String> {
     let mut parts = Vec::with_capacity(np);
     let (mut g, mut tg, mut sg) = (0usize, thread_gap.into_iter(), stack_gap.into_iter());
     let mut cpu: Option<u64> = None;
+    // The vocabulary's pid of the previous group's thread: consecutive groups share it often.
+    let mut pid_of: Option<(u32, u32)> = None;
     for p in 0..np {
         let c = match cpu {
             None => part_cpu[p],
@@ -270,38 +318,65 @@ pub fn decode_table(bytes: &[u8]) -> Result<Table, String> {
         let start = entries.len();
         let mut thread = first_thread[p];
         let mut first = true;
+        let mut prev = (0u32, false);
         while ((entries.len() - start) as u64) < len {
             if g >= ng {
                 return Err("partitions need more groups than the table has".into());
             }
             if !first {
+                // A gap of 0 is another idle flag of the same thread, checked below.
                 thread = thread.checked_add(tg.next().ok_or("thread gaps run out")?).ok_or("thread id overflows")?;
             }
-            first = false;
             if idle[g] > 1 {
                 return Err(format!("idle flag {}", idle[g]));
             }
+            // Groups are sorted by (thread, idle) and distinct: a thread's second group is its
+            // idle one. A group's stacks rise strictly by construction.
+            if !first && thread == u64::from(prev.0) && (prev.1 || idle[g] == 0) {
+                return Err(format!("partition {p} is not sorted and distinct"));
+            }
+            first = false;
             let n_in_group = group_len[g].checked_add(1).ok_or("group length overflows")?;
             if n_in_group > (ne - entries.len()) as u64 {
                 return Err("groups hold more entries than the table".into());
             }
             let thread = small(thread, "thread id")?;
             let is_idle = idle[g] == 1;
-            let mut stack = first_stack[g];
-            entries.push(Entry { thread, idle: is_idle, stack: small(stack, "stack id")? });
+            prev = (thread, is_idle);
+            let pid = match pid_of {
+                _ if !by_vocab => 0,
+                Some((t, pid)) if t == thread => pid,
+                _ => {
+                    let pid =
+                        vocab.pid_of(thread).ok_or_else(|| format!("thread {thread} is not in the dictionary"))?;
+                    pid_of = Some((thread, pid));
+                    pid
+                }
+            };
+            let stack_of = |named: u64| -> Result<u32, String> {
+                let named = small(named, "stack")?;
+                if !by_vocab {
+                    return Ok(named);
+                }
+                vocab
+                    .stack_named(pid, named)
+                    .ok_or_else(|| format!("process {pid} has no stack {named} in its vocabulary"))
+            };
+            let mut named = first_stack[g];
+            entries.push(Entry { thread, idle: is_idle, stack: stack_of(named)? });
             for _ in 1..n_in_group {
                 let gap = sg.next().ok_or("stack gaps run out")?;
-                stack = stack.saturating_add(gap).saturating_add(1);
-                entries.push(Entry { thread, idle: is_idle, stack: small(stack, "stack id")? });
+                named = named.saturating_add(gap).saturating_add(1);
+                entries.push(Entry { thread, idle: is_idle, stack: stack_of(named)? });
             }
             g += 1;
         }
         if (entries.len() - start) as u64 != len {
             return Err(format!("partition {p} holds {} entries, header says {len}", entries.len() - start));
         }
-        if entries[start..].windows(2).any(|w| w[0] >= w[1]) {
-            return Err(format!("partition {p} is not sorted and distinct"));
-        }
+        // Sorted and distinct by (thread, idle, stack as named), as checked above; a format-3
+        // table's entries stay distinct once resolved, since a vocabulary names each stack of
+        // its process once (the dictionary refuses a second name).
         parts.push(Part { cpu: small(c, "cpu")?, start: start as u32, len: len as u32 });
     }
     if entries.len() != ne || g != ng || tg.next().is_some() || sg.next().is_some() {
@@ -649,7 +724,7 @@ pub fn encode_rollup(row: &RollupRow, table: &Table) -> Vec<u8> {
         end: row.end,
         samples: row.samples,
         lost: row.lost,
-        table: Blob(Cow::Owned(encode_table(table))),
+        table: Blob(Cow::Owned(encode_table(table, None))),
     })
 }
 
@@ -671,7 +746,7 @@ pub fn decode_rollup_row(bytes: &[u8]) -> Result<RollupRow, String> {
 pub fn decode_rollup(bytes: &[u8]) -> Result<(RollupRow, Table), String> {
     let r: RollupRecord = from_msgpack(bytes)?;
     let row = rollup_header(&r)?;
-    let table = decode_table(&r.table.0)?;
+    let table = decode_table(&r.table.0, &NoVocabulary)?;
     if table.parts.len() > 1 {
         return Err(format!("a rollup table in {} partitions", table.parts.len()));
     }
@@ -769,11 +844,18 @@ pub enum DictRecord {
     Comm(u32, String),
     Stack(u32, Vec<u32>),
     Thread(u32, ThreadRec),
+    /// `(pid, local, stack)`: the `local`-th stack of the process's vocabulary.
+    Vocab(u32, u32, u32),
 }
 
 /// Decodes a dictionary record, key and value: what loading the dictionary cache and
 /// `verify` read.
 pub fn decode_dict_record(key: &[u8], value: &[u8]) -> Result<DictRecord, String> {
+    if let Some((pid, local)) = crate::keys::parse_vocab_key(key) {
+        return from_msgpack::<u32>(value)
+            .map(|stack| DictRecord::Vocab(pid, local, stack))
+            .map_err(|d| format!("vocabulary entry {pid}/{local}: {d}"));
+    }
     let (kind, id) = crate::keys::parse_dict_key(key).ok_or_else(|| format!("dictionary key {key:?}"))?;
     let what = |d: String| format!("dictionary entry {}/{id}: {d}", kind.escape_ascii());
     match kind {
@@ -784,6 +866,11 @@ pub fn decode_dict_record(key: &[u8], value: &[u8]) -> Result<DictRecord, String
         _ => Err("unknown kind".into()),
     }
     .map_err(what)
+}
+
+/// A vocabulary entry's value: the stack id.
+pub fn encode_vocab(stack: u32) -> Vec<u8> {
+    to_msgpack(&stack)
 }
 
 pub fn encode_stack(frames: &[u32]) -> Vec<u8> {
@@ -957,24 +1044,121 @@ mod tests {
         }
         let counts: Vec<u64> = entries.iter().map(|_| 1 + lcg(&mut x) % 5).collect();
         let t = Table { entries, counts, parts };
-        let bytes = encode_table(&t);
-        assert_eq!(decode_table(&bytes).unwrap(), t);
+        let bytes = encode_table(&t, None);
+        assert_eq!(decode_table(&bytes, &NoVocabulary).unwrap(), t);
         let mut threads = table_threads(&bytes).unwrap();
         threads.dedup();
         let mut want: Vec<u32> = t.entries.iter().map(|e| e.thread).collect();
         want.dedup();
         assert_eq!(threads, want);
         let empty = Table::default();
-        assert_eq!(decode_table(&encode_table(&empty)).unwrap(), empty);
+        assert_eq!(decode_table(&encode_table(&empty, None), &NoVocabulary).unwrap(), empty);
         for cut in 0..bytes.len().min(300) {
-            let _ = decode_table(&bytes[..cut]);
+            let _ = decode_table(&bytes[..cut], &NoVocabulary);
         }
         let mut y = 5;
         for _ in 0..500 {
             let mut b = bytes.clone();
             let i = (lcg(&mut y) as usize) % b.len();
             b[i] ^= 1 << (lcg(&mut y) % 8);
-            let _ = decode_table(&b);
+            let _ = decode_table(&b, &NoVocabulary);
+        }
+    }
+
+    /// Processes are `thread % 7`; each has its stacks in a list.
+    struct TestVocabulary(Vec<Vec<u32>>);
+
+    impl Vocabulary for TestVocabulary {
+        fn pid_of(&self, thread: u32) -> Option<u32> {
+            Some(thread % 7)
+        }
+        fn stack_named(&self, pid: u32, local: u32) -> Option<u32> {
+            self.0.get(pid as usize)?.get(local as usize).copied()
+        }
+    }
+
+    /// Format 3: stacks named by their place in their process's vocabulary decode to the same
+    /// table, and take fewer bytes than the dictionary ids when a process uses few of the
+    /// store's many stacks (the reason for the format).
+    #[test]
+    fn table_by_vocabulary_roundtrip() {
+        let mut x = 17;
+        let mut vocab = TestVocabulary(vec![Vec::new(); 7]);
+        let (mut entries, mut locals, mut parts) = (Vec::new(), Vec::new(), Vec::new());
+        for cpu in [0u32, 1, 4, 95] {
+            let mut es: Vec<(Entry, u32)> = Vec::new();
+            for _ in 0..1 + lcg(&mut x) % 400 {
+                let thread = (lcg(&mut x) % 60) as u32;
+                let pid = thread % 7;
+                // Each process draws from its own 30 of 200,000 stacks.
+                let stack = pid * 28_571 + (lcg(&mut x) % 30) as u32 * 7;
+                let v = &mut vocab.0[pid as usize];
+                let local = v.iter().position(|&s| s == stack).unwrap_or_else(|| {
+                    v.push(stack);
+                    v.len() - 1
+                }) as u32;
+                es.push((Entry { thread, idle: lcg(&mut x).is_multiple_of(9), stack }, local));
+            }
+            es.sort_unstable_by_key(|(e, l)| (e.thread, e.idle, *l));
+            es.dedup();
+            parts.push(Part { cpu, start: entries.len() as u32, len: es.len() as u32 });
+            entries.extend(es.iter().map(|p| p.0));
+            locals.extend(es.iter().map(|p| p.1));
+        }
+        let counts: Vec<u64> = entries.iter().map(|_| 1 + lcg(&mut x) % 5).collect();
+        let t = Table { entries, counts, parts };
+        let by_vocab = encode_table(&t, Some(&locals));
+        assert_eq!(decode_table(&by_vocab, &vocab).unwrap(), t);
+        // Without the vocabulary, or with one that lacks a stack, it is an error, not a guess.
+        let err = decode_table(&by_vocab, &NoVocabulary).unwrap_err();
+        assert!(err.contains("not in the dictionary"), "{err}");
+        let mut short = TestVocabulary(vocab.0.clone());
+        short.0[3].truncate(1);
+        let err = decode_table(&by_vocab, &short).unwrap_err();
+        assert!(err.contains("process 3 has no stack"), "{err}");
+        // Sorted by dictionary id, the same table is format 2 and larger.
+        let mut sorted: Vec<usize> = (0..t.entries.len()).collect();
+        sorted.sort_by_key(|&i| (t.parts.iter().position(|p| (i as u32) < p.start + p.len), t.entries[i]));
+        let by_id = Table {
+            entries: sorted.iter().map(|&i| t.entries[i]).collect(),
+            counts: sorted.iter().map(|&i| t.counts[i]).collect(),
+            parts: t.parts.clone(),
+        };
+        let by_id_bytes = encode_table(&by_id, None);
+        assert_eq!(decode_table(&by_id_bytes, &vocab).unwrap(), by_id);
+        assert_eq!(table_threads(&by_vocab).unwrap(), table_threads(&by_id_bytes).unwrap());
+        assert!(by_vocab.len() * 10 < by_id_bytes.len() * 9, "{} vs {} bytes", by_vocab.len(), by_id_bytes.len());
+        let mut y = 5;
+        for _ in 0..500 {
+            let mut b = by_vocab.clone();
+            let i = (lcg(&mut y) as usize) % b.len();
+            b[i] ^= 1 << (lcg(&mut y) % 8);
+            let _ = decode_table(&b, &vocab);
+        }
+    }
+
+    /// Two groups of one `(thread, idle)` in a partition would be two entries that may name
+    /// the same stack: refused in both formats.
+    #[test]
+    fn table_with_a_repeated_group_is_refused() {
+        let bytes = |format: u8, idle: [u64; 2]| {
+            let mut w = BitWriter::new();
+            // part_cpu, part_len − 1, first_thread, thread_gap, idle, group_len − 1,
+            // first_stack, stack_gap, count − 1
+            let cols: [&[u64]; 9] = [&[0], &[1], &[4], &[0], &idle, &[0, 0], &[5, 5], &[], &[0, 0]];
+            for c in cols {
+                write_column(&mut w, c);
+            }
+            let row = TableRow { format, entries: 2, groups: 2, parts: 1, bits: Blob(Cow::Owned(w.finish())) };
+            to_msgpack(&row)
+        };
+        let vocab = TestVocabulary(vec![vec![0; 8]; 7]);
+        for format in [TABLE_FORMAT_IDS, TABLE_FORMAT_VOCAB] {
+            assert!(decode_table(&bytes(format, [0, 1]), &vocab).is_ok());
+            for idle in [[0, 0], [1, 1], [1, 0]] {
+                let err = decode_table(&bytes(format, idle), &vocab).unwrap_err();
+                assert!(err.contains("not sorted"), "{format} {idle:?}: {err}");
+            }
         }
     }
 
@@ -985,7 +1169,7 @@ mod tests {
     #[test]
     fn huge_table_header_is_refused() {
         let header = |n: u32| {
-            let mut v = vec![0x95, TABLE_FORMAT];
+            let mut v = vec![0x95, TABLE_FORMAT_IDS];
             for _ in 0..3 {
                 v.push(0xce);
                 v.extend(n.to_be_bytes());
@@ -994,11 +1178,11 @@ mod tests {
             v.extend([0u8; 11]);
             v
         };
-        let err = decode_table(&header(1 << 26)).unwrap_err();
+        let err = decode_table(&header(1 << 26), &NoVocabulary).unwrap_err();
         assert!(err.contains("limit"), "{err}");
         assert!(table_threads(&header(1 << 26)).is_err());
         // The same shape within the limit is a valid table: one entry per partition.
-        let t = decode_table(&header(1000)).unwrap();
+        let t = decode_table(&header(1000), &NoVocabulary).unwrap();
         assert_eq!((t.entries.len(), t.parts.len(), t.parts[999].cpu), (1000, 1000, 999));
     }
 

@@ -112,7 +112,7 @@ impl Inner {
         };
         let d = self.dict_read();
         let filter = Filter::new(q, &d);
-        let table = self.read_table(start, id)?;
+        let table = self.read_table(start, id, &*d)?;
         let mut out = Vec::new();
         for &cpu in &row.cpus {
             if q.cpu.is_some_and(|c| c != cpu) {

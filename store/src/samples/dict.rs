@@ -1,9 +1,15 @@
 //! The stack, frame, comm and thread dictionaries, and their in-memory cache.
 //!
 //! Stored as `d` records (`d f id` → frame, `d c id` → comm, `d s id` → frame ids, leaf
-//! first, `d t id` → thread: pid, tid, comm id, cgroup id). Ids are dense and allocated from counters in the sample totals, in order of first
-//! appearance, so the popular stacks (seen first) get the smallest ids and the cheapest codes
-//! in blocks and tables. Identity is by content: the cache maps content to id with a fast hash
+//! first, `d t id` → thread: pid, tid, comm id, cgroup id). Ids are dense and allocated from
+//! counters in the sample totals, in order of first appearance, so the popular stacks (seen
+//! first) get the smallest ids and the cheapest codes in blocks and tables.
+//!
+//! Each process also has a *vocabulary* (`d v pid local` → stack id): its own dense names for
+//! the stacks it used, in order of first use, which batch tables write instead of stack ids
+//! (they are much smaller: a process uses a few dozen of thousands of stacks). A name is only
+//! given below the stack counter, so loading never allocates more than the counter allows; a
+//! name the sweep freed may be given again, since no table uses it. Identity is by content: the cache maps content to id with a fast hash
 //! and exact comparison, so two different stacks never share an id whatever their hash.
 //!
 //! The cache is loaded whole on first use (one prefix scan; a few MB even for 100k stacks) and
@@ -104,6 +110,23 @@ pub struct Dict {
     pub stack_ids: FxMap<Arc<[u32]>, u32>,
     pub threads: Vec<Option<ThreadRec>>,
     pub thread_ids: FxMap<ThreadRec, u32>,
+    /// Per-process stack vocabularies: pid → local id → stack id ([`NO_STACK`] where the
+    /// sweep deleted an entry).
+    pub vocab: FxMap<u32, Vec<u32>>,
+    /// `(pid, stack)` → local id.
+    pub vocab_ids: FxMap<(u32, u32), u32>,
+}
+
+/// A vocabulary slot whose entry was swept.
+pub const NO_STACK: u32 = u32::MAX;
+
+impl codec::Vocabulary for Dict {
+    fn pid_of(&self, thread: u32) -> Option<u32> {
+        Some(self.thread(thread)?.pid)
+    }
+    fn stack_named(&self, pid: u32, local: u32) -> Option<u32> {
+        self.vocab.get(&pid)?.get(local as usize).copied().filter(|&s| s != NO_STACK)
+    }
 }
 
 fn put<T>(v: &mut Vec<Option<T>>, id: u32, x: T) {
@@ -132,6 +155,49 @@ impl Dict {
                 check(id, totals.next_stack, "stack").map(|_| self.insert_stack(id, Arc::from(s)))
             }
             DictRecord::Thread(id, t) => check(id, totals.next_thread, "thread").map(|_| self.insert_thread(id, t)),
+            DictRecord::Vocab(pid, local, stack) => {
+                check(stack, totals.next_stack, "stack")?;
+                // A process has at most as many names as there are stacks (see
+                // `Staged::local_id`), which bounds the vocabulary vectors.
+                if u64::from(local) >= totals.next_stack {
+                    return Err(format!(
+                        "process {pid} names a stack as {local}, not below the stack counter {}",
+                        totals.next_stack
+                    ));
+                }
+                if let Some(&other) = self.vocab_ids.get(&(pid, stack)) {
+                    return Err(format!("process {pid} names stack {stack} twice, as {other} and {local}"));
+                }
+                self.insert_vocab(pid, local, stack);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn insert_vocab(&mut self, pid: u32, local: u32, stack: u32) {
+        let v = self.vocab.entry(pid).or_default();
+        if v.len() <= local as usize {
+            v.resize(local as usize + 1, NO_STACK);
+        }
+        let old = std::mem::replace(&mut v[local as usize], stack);
+        if old != NO_STACK {
+            self.vocab_ids.remove(&(pid, old));
+        }
+        self.vocab_ids.insert((pid, stack), local);
+    }
+
+    pub fn remove_vocab(&mut self, pid: u32, local: u32) {
+        let Some(v) = self.vocab.get_mut(&pid) else { return };
+        let Some(slot) = v.get_mut(local as usize) else { return };
+        let stack = std::mem::replace(slot, NO_STACK);
+        if stack != NO_STACK {
+            self.vocab_ids.remove(&(pid, stack));
+        }
+        while v.last() == Some(&NO_STACK) {
+            v.pop();
+        }
+        if v.is_empty() {
+            self.vocab.remove(&pid);
         }
     }
 
@@ -195,6 +261,11 @@ pub struct Staged {
     stack_ids: FxMap<Arc<[u32]>, u32>,
     pub threads: Vec<(u32, ThreadRec)>,
     thread_ids: FxMap<ThreadRec, u32>,
+    /// `(pid, local, stack)`
+    pub vocab: Vec<(u32, u32, u32)>,
+    vocab_ids: FxMap<(u32, u32), u32>,
+    /// The next local id of each process this batch named a new stack of.
+    vocab_next: FxMap<u32, u32>,
     pub next_frame: u64,
     pub next_comm: u64,
     pub next_stack: u64,
@@ -212,6 +283,9 @@ impl Staged {
             stack_ids: FxMap::default(),
             threads: Vec::new(),
             thread_ids: FxMap::default(),
+            vocab: Vec::new(),
+            vocab_ids: FxMap::default(),
+            vocab_next: FxMap::default(),
             next_frame,
             next_comm,
             next_stack,
@@ -266,8 +340,38 @@ impl Staged {
         Ok(id)
     }
 
+    /// The place of `stack` in the vocabulary of `pid`, giving it the next one if the process
+    /// has not used it before. Local ids are dense per process, in order of first use, so a
+    /// process's popular stacks take the smallest. A slot the sweep emptied is taken again
+    /// only when the next would reach the stack counter: that keeps every local id below the
+    /// stack counter (a process cannot name more stacks than exist, so some slot below is
+    /// then free), which bounds what loading the dictionary allocates.
+    pub fn local_id(&mut self, dict: &Dict, pid: u32, stack: u32) -> Result<u32, String> {
+        if let Some(&local) = dict.vocab_ids.get(&(pid, stack)).or_else(|| self.vocab_ids.get(&(pid, stack))) {
+            return Ok(local);
+        }
+        let stored = dict.vocab.get(&pid).map_or(&[][..], Vec::as_slice);
+        let next = self.vocab_next.entry(pid).or_insert(stored.len() as u32);
+        let local = if u64::from(*next) < self.next_stack {
+            *next += 1;
+            *next - 1
+        } else {
+            let staged = &self.vocab;
+            (0..stored.len() as u32)
+                .find(|&l| stored[l as usize] == NO_STACK && !staged.iter().any(|&(p, sl, _)| p == pid && sl == l))
+                .ok_or_else(|| format!("process {pid}'s stack vocabulary has no free slot"))?
+        };
+        self.vocab_ids.insert((pid, stack), local);
+        self.vocab.push((pid, local, stack));
+        Ok(local)
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.frames.is_empty() && self.comms.is_empty() && self.stacks.is_empty() && self.threads.is_empty()
+        self.frames.is_empty()
+            && self.comms.is_empty()
+            && self.stacks.is_empty()
+            && self.threads.is_empty()
+            && self.vocab.is_empty()
     }
 
     /// Moves the staged entries into the cache (after they were written).
@@ -283,6 +387,9 @@ impl Staged {
         }
         for (id, t) in self.threads {
             dict.insert_thread(id, t);
+        }
+        for (pid, local, stack) in self.vocab {
+            dict.insert_vocab(pid, local, stack);
         }
     }
 }
@@ -336,6 +443,35 @@ mod tests {
         );
         assert!(codec::decode_dict_record(&key[..5], &codec::encode_stack(&[1])).is_err());
         assert!(codec::decode_dict_record(&keys::dict_key(b'?', 1), &codec::encode_stack(&[1])).is_err());
+    }
+
+    /// Names are dense per process in order of first use; once the next would reach the stack
+    /// counter, a slot the sweep emptied is taken instead, so names stay below the counter.
+    #[test]
+    fn names_stay_below_the_stack_counter() {
+        let mut dict = Dict::default();
+        dict.insert_vocab(1, 0, 0);
+        dict.insert_vocab(1, 1, 1);
+        dict.remove_vocab(1, 0); // swept
+        let mut st = Staged::new(0, 0, 2, 0);
+        assert_eq!(st.local_id(&dict, 1, 1).unwrap(), 1, "already named");
+        assert_eq!(st.local_id(&dict, 1, 0).unwrap(), 0, "the emptied slot, as 2 is not below the counter");
+        assert_eq!(st.local_id(&dict, 2, 1).unwrap(), 0);
+        assert_eq!(st.local_id(&dict, 2, 0).unwrap(), 1);
+        assert_eq!(st.local_id(&dict, 2, 1).unwrap(), 0, "staged names dedup too");
+        let err = st.local_id(&dict, 1, 5).unwrap_err();
+        assert!(err.contains("no free slot"), "{err}");
+        st.commit(&mut dict);
+        use codec::Vocabulary;
+        assert_eq!(
+            (dict.stack_named(1, 0), dict.stack_named(1, 1), dict.stack_named(2, 1)),
+            (Some(0), Some(1), Some(0))
+        );
+        // Emptying a process's last slots shortens its vocabulary; emptying all forgets it.
+        dict.remove_vocab(2, 1);
+        assert_eq!(dict.vocab[&2], [1]);
+        dict.remove_vocab(2, 0);
+        assert!(!dict.vocab.contains_key(&2) && dict.vocab_ids.len() == 2);
     }
 
     #[test]

@@ -21,6 +21,8 @@
 //!                                           start in that clock hour, summed
 //! d ++ f|c|s|t ++ id:u32                  → dictionary: frame, comm, stack (frame ids),
 //!                                           thread (pid, tid, comm id, cgroup id)
+//! d ++ v ++ pid:u32 ++ local:u32          → a process's stack vocabulary: its name `local`
+//!                                           for a stack id
 //! x                                       → sample totals and dictionary id counters
 //! ```
 //!
@@ -37,6 +39,12 @@
 //!   Content → id lookups use a hash in memory (the cache is the whole dictionary, see
 //!   `dict`). New dictionary records go into the same atomic sled batch as the first batch
 //!   that uses them, so a stored block never refers to a missing stack, whatever the crash.
+//! - **Each process names its stacks in its own vocabulary**, and a batch table names a stack
+//!   by that name (table format 3): a process uses a few dozen of the store's thousands of
+//!   stacks, so its names are small numbers where a stack id is not. On the benchmark's day
+//!   this took the tables' stack columns from 4.75 to ~2.9 bits a sample, for ~36,000 names
+//!   (one record each) a day. Names are given in order of first use, in the same atomic batch
+//!   as the first table that uses them, so a batch still decodes alone against the dictionary.
 //! - **The batch table is the pre-aggregated histogram.** Across all CPUs of a 10-s batch the
 //!   same `(thread, idle, stack)` recurs, so the batch stores each distinct entry once, with
 //!   its count. A `profile()` over a long range reads one table per batch (8,640 a day,
@@ -58,7 +66,7 @@
 //! - **Columns are bit-packed** (`bits`) inside a MessagePack `bin`, each with the shortest
 //!   of fixed-width / Exp-Golomb / Rice / sparse codes, after delta, zigzag, move-to-front
 //!   and grid (timer period) transforms. Times are kept to the microsecond and take ~3.5
-//!   bits, the entry index ~6 (the batch table ~8.3 more per sample; `docs/hot-paths.md`).
+//!   bits, the entry index ~6 (the batch table ~6.5 more per sample; `docs/hot-paths.md`).
 //!   General-purpose compression is not used: the columns are already entropy-coded and the
 //!   records small, and measured on the benchmark's blocks and tables, zstd -3 and lz4 made
 //!   them 0–5 % *larger*.
@@ -70,9 +78,11 @@
 //! goes; by bytes, the older of the oldest run and the oldest batch goes until the total of
 //! runs, batches, rollups *and* dictionary fits the cap. Dictionary entries outlive the batches that
 //! used them; once the batches deleted since the last sweep reach a third of those left, the
-//! writer sweeps: it collects the threads and stacks still referenced by some batch table, and
-//! the comms and frames those use, and deletes the rest (in atomic chunks, each with the
-//! totals; a crash mid-sweep only leaves unreferenced entries behind). Ids are never reused.
+//! writer sweeps: it collects the threads and stacks still referenced by some batch table, the
+//! names processes give them there, and the comms and frames those use, and deletes the rest
+//! (in atomic chunks, each with the totals, names first; a crash mid-sweep only leaves
+//! unreferenced entries behind). Ids are never reused; a name no table uses any more may be
+//! given again (see `dict`).
 //! The sweep reads every table (~1 s per stored day); it runs about once per third of the
 //! retention period.
 //!

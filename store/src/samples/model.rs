@@ -240,6 +240,10 @@ pub struct SampleStats {
     pub comms: u64,
     /// Distinct threads `(pid, tid, comm, cgroup)` in the dictionary.
     pub threads: u64,
+    /// Names in the processes' stack vocabularies: one per `(pid, stack)` a stored batch uses
+    /// (see `samples::codec`, table format 3).
+    #[serde(default)]
+    pub vocabulary: u64,
     /// The dictionaries' share of `stored_bytes`.
     pub dictionary_bytes: u64,
     /// The hour rollups' share of `stored_bytes` (see `samples::rollup`).

@@ -84,6 +84,7 @@ impl Inner {
     /// filter.
     fn visit_counts(
         &self,
+        d: &Dict,
         range: TimeRange,
         cpu: Option<u32>,
         mut lost: impl FnMut(u64),
@@ -120,7 +121,7 @@ impl Inner {
                 };
                 // The batch's time within the range: the data's span, to a batch's resolution.
                 widen(start.max(range.from_unix_ns), row.end.min(range.to_unix_ns.saturating_sub(1)));
-                let table: Table = self.read_table(start, id)?;
+                let table: Table = self.read_table(start, id, d)?;
                 if cpu.is_none() && matches!(cut, Cut::Inside) {
                     for (e, &n) in table.entries.iter().zip(&table.counts) {
                         visit(e, n);
@@ -164,6 +165,7 @@ impl Inner {
         let mut per_stack: Vec<u64> = Vec::new();
         let (mut lost, mut samples) = (0u64, 0u64);
         let span = self.visit_counts(
+            &d,
             q.range,
             q.cpu,
             |n| lost += n,
@@ -238,7 +240,7 @@ impl Inner {
                     threads.into_iter().for_each(&mut mark);
                     return Ok(());
                 }
-                let table = self.read_table(start, id)?;
+                let table = self.read_table(start, id, &*d)?;
                 for &cpu in &row.cpus {
                     let block = self.read_block(start, cpu, id, &table, true)?;
                     for (&t, &e) in block.times.iter().zip(&block.entries) {
@@ -271,7 +273,7 @@ impl Inner {
             &[],
             |_| {},
             |start, id, row, _| {
-                let table = self.read_table(start, id)?;
+                let table = self.read_table(start, id, &*d)?;
                 for &cpu in &row.cpus {
                     if q.cpu.is_some_and(|c| c != cpu) {
                         continue;

@@ -8,7 +8,7 @@
 use crate::keys;
 use crate::{Inner, Store, StoreError, TimeRange};
 
-use super::codec::{self, BatchRow, Table};
+use super::codec::{self, BatchRow, Table, Vocabulary};
 use super::model::SampleBatchMeta;
 
 impl Store {
@@ -64,14 +64,15 @@ impl Inner {
         keys::parse_batch_key(k).ok_or_else(|| self.corrupt("sample batch key".into(), format!("{k:?}")))
     }
 
-    pub(crate) fn read_table(&self, start: u64, id: u64) -> Result<Table, StoreError> {
+    /// A batch's table; `vocab` (the dictionary cache) names the stacks of a format-3 table.
+    pub(crate) fn read_table(&self, start: u64, id: u64, vocab: &dyn Vocabulary) -> Result<Table, StoreError> {
         let what = || format!("sample batch {id} table");
         let v = self
             .runs
             .get(keys::batch_key(keys::TABLE, start, id))
             .map_err(|e| self.storage("read a sample batch table", e))?
             .ok_or_else(|| self.corrupt(what(), "missing".into()))?;
-        codec::decode_table(&v).map_err(|d| self.corrupt(what(), d))
+        codec::decode_table(&v, vocab).map_err(|d| self.corrupt(what(), d))
     }
 
     pub(crate) fn read_block(

@@ -47,10 +47,10 @@ impl Store {
             }
             Ok(())
         })?;
-        for (start, id) in batches {
-            stacks.extend(inner.read_table(start, id)?.entries.iter().map(|e| e.stack));
-        }
         let d = inner.dict_read();
+        for (start, id) in batches {
+            stacks.extend(inner.read_table(start, id, &*d)?.entries.iter().map(|e| e.stack));
+        }
         let mut seen: HashSet<u32> = HashSet::new();
         let mut out = Vec::new();
         for s in stacks {

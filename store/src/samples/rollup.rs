@@ -33,7 +33,7 @@
 use crate::keys;
 use crate::{Inner, StoreError, TimeRange};
 
-use super::codec::{self, Entry, RollupRow, Table};
+use super::codec::{self, Entry, RollupRow, Table, Vocabulary};
 use super::dict::FxMap;
 
 /// One hour, in nanoseconds.
@@ -179,7 +179,9 @@ impl Inner {
         if self.runs.contains_key(key).map_err(|e| self.storage("read a sample hour rollup", e))? {
             return Ok(false);
         }
-        let Some((row, table)) = self.sum_hour(hour)? else { return Ok(false) };
+        self.ensure_dict()?;
+        let summed = self.sum_hour(hour, &*self.dict_read())?;
+        let Some((row, table)) = summed else { return Ok(false) };
         let value = codec::encode_rollup(&row, &table);
         let mut t = self.sample_totals()?;
         t.rollup_bytes += (key.len() + value.len()) as u64;
@@ -193,7 +195,7 @@ impl Inner {
     /// What the rollup of `hour` is from the stored batches: `None` when the hour has no
     /// batch, is the last one before `u64::MAX` (which a batch key cannot bound), or would
     /// exceed a column's limit.
-    pub(crate) fn sum_hour(&self, hour: u64) -> Result<Option<(RollupRow, Table)>, StoreError> {
+    pub(crate) fn sum_hour(&self, hour: u64, vocab: &dyn Vocabulary) -> Result<Option<(RollupRow, Table)>, StoreError> {
         let Some(next) = hour.checked_add(HOUR_NS) else { return Ok(None) };
         let mut row = RollupRow { first: u64::MAX, ..RollupRow::default() };
         let mut tables = Vec::new();
@@ -213,7 +215,7 @@ impl Inner {
         }
         let mut sums: FxMap<Entry, u64> = FxMap::default();
         for (start, id) in tables {
-            let table = self.read_table(start, id)?;
+            let table = self.read_table(start, id, vocab)?;
             for (e, &n) in table.entries.iter().zip(&table.counts) {
                 *sums.entry(*e).or_default() += n;
             }

@@ -4,13 +4,17 @@
 //! rewritten for every batch that uses the stack (thousands per batch), while entries that
 //! outlive their batches only cost bytes until the next sweep. Once the batches deleted since
 //! the last sweep reach a third of those left, the writer collects the threads and stacks still
-//! referenced by some batch table, and the comms and frames those use, and deletes the rest in
-//! atomic chunks, each with the totals (see [`super`]).
+//! referenced by some batch table, the names the processes' vocabularies give them, and the
+//! comms and frames those use, and deletes the rest in atomic chunks, each with the totals
+//! (see [`super`]).
 
 use crate::keys;
 use crate::{Inner, Store, StoreError};
 
 use super::codec;
+use super::dict::{FxBuild, NO_STACK};
+
+type FxSet<T> = std::collections::HashSet<T, FxBuild>;
 
 impl Store {
     /// Deletes dictionary entries no stored batch refers to any more; returns how many.
@@ -40,22 +44,40 @@ impl Inner {
         let mut live_stacks = vec![false; t.next_stack as usize];
         let mut live_threads = vec![false; t.next_thread as usize];
         let mut live_comms = vec![false; t.next_comm as usize];
-        for item in self.runs.scan_prefix([keys::TABLE]) {
-            let (k, v) = item.map_err(|e| self.storage("sweep the sample dictionary", e))?;
-            let (_, id) = self.decode_batch_key(&k)?;
-            let table = codec::decode_table(&v).map_err(|d| self.corrupt(format!("sample batch {id} table"), d))?;
-            for e in &table.entries {
-                if let Some(s) = live_stacks.get_mut(e.stack as usize) {
-                    *s = true;
-                }
-                if let Some(th) = live_threads.get_mut(e.thread as usize) {
-                    *th = true;
-                }
-            }
-        }
-        let mut dead: Vec<(u8, u32, u64)> = Vec::new(); // kind, id, record bytes
+        // (pid, stack) pairs some table uses: the vocabulary entries to keep.
+        let mut live_names: FxSet<(u32, u32)> = FxSet::default();
+        // kind, id (the pid of a vocabulary entry), local id of a vocabulary entry, record bytes
+        let mut dead: Vec<(u8, u32, u32, u64)> = Vec::new();
         {
             let d = self.dict_read();
+            for item in self.runs.scan_prefix([keys::TABLE]) {
+                let (k, v) = item.map_err(|e| self.storage("sweep the sample dictionary", e))?;
+                let (_, id) = self.decode_batch_key(&k)?;
+                let what = || format!("sample batch {id} table");
+                let table = codec::decode_table(&v, &*d).map_err(|e| self.corrupt(what(), e))?;
+                let mut pid_of = (u32::MAX, 0);
+                for e in &table.entries {
+                    if let Some(s) = live_stacks.get_mut(e.stack as usize) {
+                        *s = true;
+                    }
+                    if let Some(th) = live_threads.get_mut(e.thread as usize) {
+                        *th = true;
+                    }
+                    if pid_of.0 != e.thread {
+                        pid_of = (e.thread, d.thread(e.thread).map_or(u32::MAX, |t| t.pid));
+                    }
+                    live_names.insert((pid_of.1, e.stack));
+                }
+            }
+            // Names first: chunks land in order, so a crash mid-sweep never leaves a name for a
+            // deleted stack.
+            for (&pid, stacks) in &d.vocab {
+                for (local, &stack) in stacks.iter().enumerate() {
+                    if stack != NO_STACK && !live_names.contains(&(pid, stack)) {
+                        dead.push((keys::DICT_VOCAB, pid, local as u32, 10 + codec::encode_vocab(stack).len() as u64));
+                    }
+                }
+            }
             for (id, th) in d.threads.iter().enumerate() {
                 let Some(th) = th else { continue };
                 if live_threads.get(id).copied().unwrap_or(false) {
@@ -63,7 +85,7 @@ impl Inner {
                         *c = true;
                     }
                 } else {
-                    dead.push((keys::DICT_THREAD, id as u32, 6 + codec::encode_thread(th).len() as u64));
+                    dead.push((keys::DICT_THREAD, id as u32, 0, 6 + codec::encode_thread(th).len() as u64));
                 }
             }
             let mut live_frames = vec![false; t.next_frame as usize];
@@ -76,21 +98,21 @@ impl Inner {
                         }
                     }
                 } else {
-                    dead.push((keys::DICT_STACK, id as u32, 6 + codec::encode_stack(s).len() as u64));
+                    dead.push((keys::DICT_STACK, id as u32, 0, 6 + codec::encode_stack(s).len() as u64));
                 }
             }
             for (id, f) in d.frames.iter().enumerate() {
                 if let Some(f) = f
                     && !live_frames.get(id).copied().unwrap_or(false)
                 {
-                    dead.push((keys::DICT_FRAME, id as u32, 6 + codec::encode_frame(f).len() as u64));
+                    dead.push((keys::DICT_FRAME, id as u32, 0, 6 + codec::encode_frame(f).len() as u64));
                 }
             }
             for (id, c) in d.comms.iter().enumerate() {
                 if let Some(c) = c
                     && !live_comms.get(id).copied().unwrap_or(false)
                 {
-                    dead.push((keys::DICT_COMM, id as u32, 6 + codec::encode_comm(c).len() as u64));
+                    dead.push((keys::DICT_COMM, id as u32, 0, 6 + codec::encode_comm(c).len() as u64));
                 }
             }
         }
@@ -106,10 +128,14 @@ impl Inner {
         for chunk in chunks {
             let mut t = self.sample_totals()?;
             let mut batch = sled::Batch::default();
-            for &(kind, id, bytes) in chunk {
-                batch.remove(&keys::dict_key(kind, id));
+            for &(kind, id, local, bytes) in chunk {
+                match kind {
+                    keys::DICT_VOCAB => batch.remove(&keys::vocab_key(id, local)),
+                    _ => batch.remove(&keys::dict_key(kind, id)),
+                }
                 t.dict_bytes = t.dict_bytes.saturating_sub(bytes);
                 match kind {
+                    keys::DICT_VOCAB => t.vocab = t.vocab.saturating_sub(1),
                     keys::DICT_STACK => t.stacks = t.stacks.saturating_sub(1),
                     keys::DICT_FRAME => t.frames = t.frames.saturating_sub(1),
                     keys::DICT_THREAD => t.threads = t.threads.saturating_sub(1),
@@ -120,8 +146,9 @@ impl Inner {
             batch.insert(keys::SAMPLE_TOTALS, t.encode());
             self.apply_then(batch, "sweep the sample dictionary", || {
                 let mut d = self.dict.write().unwrap_or_else(|e| e.into_inner());
-                for &(kind, id, _) in chunk {
+                for &(kind, id, local, _) in chunk {
                     match kind {
+                        keys::DICT_VOCAB => d.remove_vocab(id, local),
                         keys::DICT_STACK => d.remove_stack(id),
                         keys::DICT_FRAME => d.remove_frame(id),
                         keys::DICT_THREAD => d.remove_thread(id),

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::codec::{self, BatchRow, DictRecord};
+use super::dict::Dict;
 use crate::keys::{self, SampleTotals};
 use crate::{Inner, StoreError, VerifyReport};
 
@@ -23,6 +24,8 @@ pub(crate) struct SampleSeen {
     comms: HashSet<u32>,
     stacks: BTreeMap<u32, Vec<u32>>,
     threads: BTreeMap<u32, codec::ThreadRec>,
+    /// Vocabulary entries: (pid, local) → stack.
+    vocab: BTreeMap<(u32, u32), u32>,
     dict_bytes: u64,
     /// Hour rollups: hour → record bytes.
     rollups: BTreeMap<u64, u64>,
@@ -59,13 +62,14 @@ impl SampleSeen {
                 self.rollups.insert(keys::parse_rollup_key(k).unwrap_or_default(), size);
                 true
             }
-            Some(keys::DICT) if k.len() == 6 => {
+            Some(keys::DICT) if k.len() == 6 || k.len() == 10 => {
                 self.dict_bytes += size;
                 match codec::decode_dict_record(k, v) {
                     Ok(DictRecord::Frame(id, _)) => drop(self.frames.insert(id)),
                     Ok(DictRecord::Comm(id, _)) => drop(self.comms.insert(id)),
                     Ok(DictRecord::Stack(id, s)) => drop(self.stacks.insert(id, s)),
                     Ok(DictRecord::Thread(id, t)) => drop(self.threads.insert(id, t)),
+                    Ok(DictRecord::Vocab(pid, local, stack)) => drop(self.vocab.insert((pid, local), stack)),
                     Err(d) => report.problems.push(format!("sample {d}")),
                 }
                 true
@@ -94,6 +98,27 @@ impl SampleSeen {
             if !self.comms.contains(&t.comm) {
                 p.push(format!("sample thread {id} refers to missing comm {}", t.comm));
             }
+        }
+        let mut named: HashSet<(u32, u32)> = HashSet::new();
+        for (&(pid, local), &stack) in &self.vocab {
+            if !self.stacks.contains_key(&stack) {
+                p.push(format!("sample vocabulary of process {pid} names missing stack {stack} as {local}"));
+            }
+            if !named.insert((pid, stack)) {
+                p.push(format!("sample vocabulary of process {pid} names stack {stack} twice"));
+            }
+            if u64::from(local) >= totals.next_stack {
+                p.push(format!("sample vocabulary of process {pid}: local id {local} is not below the stack counter"));
+            }
+        }
+        // Format-3 tables name stacks through the vocabulary: decode them against what this
+        // scan found, so a missing entry is reported here rather than trusted to the cache.
+        let mut vocab = Dict::default();
+        for (&id, t) in &self.threads {
+            vocab.insert_thread(id, *t);
+        }
+        for (&(pid, local), &stack) in &self.vocab {
+            vocab.insert_vocab(pid, local, stack);
         }
         let mut max_span = 0;
         let mut lost = 0u64;
@@ -129,7 +154,7 @@ impl SampleSeen {
                 p.push(format!("sample batch {id}: no table"));
                 continue;
             }
-            let table = match inner.read_table(start, id) {
+            let table = match inner.read_table(start, id, &vocab) {
                 Ok(t) => t,
                 Err(e) => {
                     p.push(e.to_string());
@@ -166,7 +191,7 @@ impl SampleSeen {
         }
         // Each rollup must be exactly the sum of its hour's stored batches.
         for &hour in self.rollups.keys() {
-            match (inner.read_rollup(hour), inner.sum_hour(hour)) {
+            match (inner.read_rollup(hour), inner.sum_hour(hour, &vocab)) {
                 (Err(e), _) | (_, Err(e)) => p.push(e.to_string()),
                 (Ok(stored), Ok(Some(summed))) if stored == summed => {}
                 (Ok(_), Ok(None)) => p.push(format!(
@@ -184,19 +209,25 @@ impl SampleSeen {
                 totals.rollup_bytes
             ));
         }
-        let dict_counts =
-            (self.stacks.len() as u64, self.frames.len() as u64, self.comms.len() as u64, self.threads.len() as u64);
+        let dict_counts = (
+            self.stacks.len() as u64,
+            self.frames.len() as u64,
+            self.comms.len() as u64,
+            self.threads.len() as u64,
+            self.vocab.len() as u64,
+        );
         let counted = (report.sample_batches, report.samples, report.sample_bytes, self.dict_bytes, dict_counts);
         let recorded = (
             totals.batches,
             totals.samples,
             totals.batch_bytes,
             totals.dict_bytes,
-            (totals.stacks, totals.frames, totals.comms, totals.threads),
+            (totals.stacks, totals.frames, totals.comms, totals.threads, totals.vocab),
         );
         if counted != recorded {
             p.push(format!(
-                "sample totals say (batches, samples, batch bytes, dictionary bytes, (stacks, frames, comms, threads)) = \
+                "sample totals say (batches, samples, batch bytes, dictionary bytes, (stacks, frames, comms, threads, \
+                 vocabulary)) = \
                  {recorded:?}, records add up to {counted:?}"
             ));
         }

@@ -60,6 +60,7 @@ impl Store {
         t.comms += staged.comms.len() as u64;
         t.stacks += staged.stacks.len() as u64;
         t.threads += staged.threads.len() as u64;
+        t.vocab += staged.vocab.len() as u64;
         t.next_thread = staged.next_thread;
         t.next_frame = staged.next_frame;
         t.next_comm = staged.next_comm;
@@ -143,6 +144,9 @@ impl Built {
         for (id, t) in &st.threads {
             dict.push((keys::dict_key(keys::DICT_THREAD, *id).to_vec(), codec::encode_thread(t)));
         }
+        for &(pid, local, stack) in &st.vocab {
+            dict.push((keys::vocab_key(pid, local).to_vec(), codec::encode_vocab(stack)));
+        }
         (meta_of(start, id, &row), Writes { records, dict, staged: self.staged })
     }
 }
@@ -168,6 +172,7 @@ impl Inner {
         let mut stack_of: FxMap<&[Frame], u32> = FxMap::default();
         let mut comm_of: FxMap<&str, u32> = FxMap::default();
         let mut thread_of: FxMap<ThreadRec, u32> = FxMap::default();
+        let mut pid_of: FxMap<u32, u32> = FxMap::default();
         let mut entry_of: FxMap<Entry, u32> = FxMap::default();
         let mut entries: Vec<Entry> = Vec::new();
         let mut counts: Vec<u64> = Vec::new();
@@ -201,6 +206,7 @@ impl Inner {
                 None => {
                     let id = staged.thread_id(&dict, &rec).map_err(full)?;
                     thread_of.insert(rec, id);
+                    pid_of.insert(id, rec.pid);
                     id
                 }
             };
@@ -215,14 +221,23 @@ impl Inner {
             first_cpu[idx as usize] = first_cpu[idx as usize].min(s.cpu);
             sample_entry.push(idx);
         }
+        // Each entry's stack by its place in its process's vocabulary, in order of first use.
+        let mut locals: Vec<u32> = Vec::with_capacity(entries.len());
+        for e in &entries {
+            locals.push(staged.local_id(&dict, pid_of[&e.thread], e.stack).map_err(full)?);
+        }
         drop(dict);
         if samples.is_empty() {
             let blocks = Vec::new();
             return Ok(Built { start: now_unix_ns, end: now_unix_ns, lost, samples: 0, blocks, table: None, staged });
         }
-        // Table order: partitions by lowest CPU, sorted within; and each sample's entry in it.
+        // Table order: partitions by lowest CPU, sorted within by (thread, idle, local); and
+        // each sample's entry in it.
         let mut order: Vec<u32> = (0..entries.len() as u32).collect();
-        order.sort_unstable_by_key(|&i| (first_cpu[i as usize], entries[i as usize]));
+        order.sort_unstable_by_key(|&i| {
+            let (e, local) = (entries[i as usize], locals[i as usize]);
+            (first_cpu[i as usize], e.thread, e.idle, local)
+        });
         let mut remap = vec![0u32; entries.len()];
         for (new, &old) in order.iter().enumerate() {
             remap[old as usize] = new as u32;
@@ -266,7 +281,10 @@ impl Inner {
             lost,
             samples: samples.len() as u64,
             blocks,
-            table: Some(codec::encode_table(&table)),
+            table: Some(codec::encode_table(
+                &table,
+                Some(&order.iter().map(|&i| locals[i as usize]).collect::<Vec<_>>()),
+            )),
             staged,
         })
     }
