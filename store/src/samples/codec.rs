@@ -27,9 +27,12 @@
 //!
 //! ## Per-CPU block (`b` record)
 //! One CPU's samples of one batch in time order: the imported entries (sorted, gap-coded),
-//! then one index per sample into "own partition ++ imports" (move-to-front transformed when
-//! that is shorter: a CPU that keeps running the same thing gives runs of zeros), then the
-//! times. Times use a *grid* model: perf's timer fires every `P` ns (100 ms at 10 Hz) plus an
+//! then which entry of "own partition ++ imports" each sample is, then the times. Every entry
+//! of that local list is used, so the entries are written as first uses apart (a flag per
+//! sample; a first use's rank among the entries not used yet; another sample's move-to-front
+//! position among those used: a CPU that keeps running the same thing gives runs of zeros),
+//! or, where shorter, as one column of local positions or move-to-front positions (the only
+//! coding of blocks written before). Times use a *grid* model: perf's timer fires every `P` ns (100 ms at 10 Hz) plus an
 //! interrupt latency of microseconds, so each time is stored as `t0 + k·P + base + r` with the
 //! step `k − k_prev` (almost always 1, which the sparse code makes nearly free) and a small
 //! non-negative residual `r` (a few µs: ~3 bits with a Rice code, ~13 if kept to the ns).
@@ -395,17 +398,75 @@ struct BlockRow<'a> {
     #[serde(borrow)]
     bits: Blob<'a>,
     /// Every time is `batch_start + unit · v`: the bits hold the `v`. Absent (1) in blocks
-    /// written before the store kept times to the microsecond.
-    #[serde(default = "one", skip_serializing_if = "is_one")]
+    /// written before the store kept times to the microsecond; always written now, as a field
+    /// follows it.
+    #[serde(default = "one")]
     unit: u64,
+    /// How the bits name each sample's entry: [`INDEX_LIST`] (absent: blocks written before
+    /// first uses were coded apart) or [`INDEX_FIRST_USE`].
+    #[serde(default, skip_serializing_if = "is_list")]
+    index: u8,
+}
+
+/// Each sample's entry as one column: its place in the local list (own partition ++ imports)
+/// or, when the block's first bit says so, its move-to-front position.
+const INDEX_LIST: u8 = 0;
+/// First uses apart. Every entry of the local list is used by the block, so each is used a
+/// first time: a flag per sample after the first says whether it is a first use; a first use
+/// is written as its rank among the entries not used yet (in ⌈log2 unused⌉ bits: the order
+/// of first uses is all it carries), any other sample as its move-to-front position among the
+/// entries used so far. Measured on the benchmark's day: 5.45 bits a sample against 6.14 for
+/// the move-to-front column.
+const INDEX_FIRST_USE: u8 = 1;
+
+fn is_list(v: &u8) -> bool {
+    *v == INDEX_LIST
+}
+
+/// Bits of a first use's rank among `unused` entries.
+fn rank_bits(unused: usize) -> u32 {
+    if unused <= 1 { 0 } else { 64 - ((unused - 1) as u64).leading_zeros() }
+}
+
+/// [`INDEX_FIRST_USE`]'s columns for local-list positions `idx` (< `m`, every one of `0..m`
+/// present): flags (after the first sample), move-to-front positions of repeats, ranks of
+/// first uses.
+struct FirstUses {
+    flags: Vec<u64>,
+    repeats: Vec<u64>,
+    ranks: Vec<u64>,
+    rank_bits: u64,
+}
+
+fn first_uses(idx: &[u64], m: usize) -> FirstUses {
+    let mut out =
+        FirstUses { flags: Vec::with_capacity(idx.len()), repeats: Vec::new(), ranks: Vec::new(), rank_bits: 0 };
+    let mut used: Vec<u64> = Vec::with_capacity(m);
+    let mut unused: Vec<u64> = (0..m as u64).collect();
+    for (i, &v) in idx.iter().enumerate() {
+        let pos = used.iter().position(|&u| u == v);
+        if i > 0 {
+            out.flags.push(u64::from(pos.is_none()));
+        }
+        match pos {
+            Some(p) => {
+                out.repeats.push(p as u64);
+                used[..=p].rotate_right(1);
+            }
+            None => {
+                let r = unused.binary_search(&v).expect("every position is below m");
+                out.rank_bits += u64::from(rank_bits(unused.len()));
+                out.ranks.push(r as u64);
+                unused.remove(r);
+                used.insert(0, v);
+            }
+        }
+    }
+    out
 }
 
 fn one() -> u64 {
     1
-}
-
-fn is_one(v: &u64) -> bool {
-    *v == 1
 }
 
 /// The largest unit every time is a whole multiple of, counted from `batch_start` (1 if none
@@ -499,6 +560,18 @@ const BASE_K: u32 = 8;
 /// Encodes one CPU's samples. `times` ascending and ≥ `batch_start`; `entries` are indexes
 /// into the batch table, `own` the range of entries this CPU used first (its partition).
 pub fn encode_block(batch_start: u64, times: &[u64], entries: &[u32], own: std::ops::Range<usize>) -> Vec<u8> {
+    encode_block_as(batch_start, times, entries, own, None)
+}
+
+/// [`encode_block`] with the index coding given (tests: blocks as written before
+/// [`INDEX_FIRST_USE`]) or chosen (`None`: the shorter).
+fn encode_block_as(
+    batch_start: u64,
+    times: &[u64],
+    entries: &[u32],
+    own: std::ops::Range<usize>,
+    force: Option<u8>,
+) -> Vec<u8> {
     debug_assert_eq!(times.len(), entries.len());
     debug_assert!(!times.is_empty() && times.windows(2).all(|w| w[0] <= w[1]) && times[0] >= batch_start);
     let unit = time_unit(batch_start, times);
@@ -520,8 +593,13 @@ pub fn encode_block(batch_start: u64, times: &[u64], entries: &[u32], own: std::
             }
         })
         .collect();
-    let mtf = move_to_front(&idx, own_len + imports.len());
+    let m = own_len + imports.len();
+    let mtf = move_to_front(&idx, m);
     let use_mtf = column_bits(&mtf) < column_bits(&idx);
+    let firsts = first_uses(&idx, m);
+    let first_use_bits = column_bits(&firsts.flags) + column_bits(&firsts.repeats) + firsts.rank_bits;
+    let list_bits = column_bits(if use_mtf { &mtf } else { &idx });
+    let index = force.unwrap_or(if first_use_bits < list_bits { INDEX_FIRST_USE } else { INDEX_LIST });
     let mut import_col = Vec::with_capacity(imports.len());
     gaps(imports.iter().map(|&e| u64::from(e)), true, &mut import_col);
 
@@ -554,12 +632,22 @@ pub fn encode_block(batch_start: u64, times: &[u64], entries: &[u32], own: std::
     let (_, period, base, col_a, col_b) = best;
 
     let mut w = BitWriter::new();
-    w.put(u64::from(use_mtf), 1);
+    w.put(u64::from(use_mtf && index == INDEX_LIST), 1);
     w.put(u64::from(period != 0), 1);
     w.put_eg(times[0], order_for(T0_K, unit));
     w.put_eg(imports.len() as u64, 0);
     write_column(&mut w, &import_col);
-    write_column(&mut w, if use_mtf { &mtf } else { &idx });
+    if index == INDEX_FIRST_USE {
+        write_column(&mut w, &firsts.flags);
+        write_column(&mut w, &firsts.repeats);
+        let mut unused = m;
+        for &r in &firsts.ranks {
+            w.put(r, rank_bits(unused));
+            unused -= 1;
+        }
+    } else {
+        write_column(&mut w, if use_mtf { &mtf } else { &idx });
+    }
     if period != 0 {
         w.put_eg(period, order_for(PERIOD_K, unit));
         w.put_eg(zigzag(base), order_for(BASE_K, unit));
@@ -568,7 +656,54 @@ pub fn encode_block(batch_start: u64, times: &[u64], entries: &[u32], own: std::
     } else {
         write_column(&mut w, &col_a);
     }
-    to_msgpack(&BlockRow { n: times.len() as u32, bits: Blob(Cow::Owned(w.finish())), unit })
+    to_msgpack(&BlockRow { n: times.len() as u32, bits: Blob(Cow::Owned(w.finish())), unit, index })
+}
+
+/// Reads [`INDEX_FIRST_USE`]'s columns for `n` samples against the block's local list.
+fn decode_first_uses(r: &mut BitReader<'_>, n: usize, local: &[u32], entries: &mut Vec<u32>) -> Result<(), String> {
+    let m = local.len();
+    let flags = read_column(r, n - 1)?;
+    let mut firsts = 1usize;
+    for &f in &flags {
+        match f {
+            0 => {}
+            1 => firsts += 1,
+            _ => return Err(format!("first-use flag {f}")),
+        }
+    }
+    if firsts > m {
+        return Err(format!("{firsts} first uses of a local list of {m} entries"));
+    }
+    let repeats = read_column(r, n - firsts)?;
+    let mut ranks = Vec::with_capacity(firsts);
+    for j in 0..firsts {
+        ranks.push(r.get(rank_bits(m - j))?);
+    }
+    let (mut ranks, mut repeats) = (ranks.into_iter(), repeats.into_iter());
+    // Positions in `local`: those used, most recent first, and those not used yet, in order.
+    let mut used: Vec<u32> = Vec::with_capacity(m);
+    let mut unused: Vec<u32> = (0..m as u32).collect();
+    for i in 0..n {
+        let v = if i == 0 || flags[i - 1] == 1 {
+            let rank = ranks.next().ok_or("first-use ranks run out")? as usize;
+            if rank >= unused.len() {
+                return Err(format!("first-use rank {rank} ≥ {} entries not used yet", unused.len()));
+            }
+            let v = unused.remove(rank);
+            used.insert(0, v);
+            v
+        } else {
+            let p = repeats.next().ok_or("repeats run out")? as usize;
+            if p >= used.len() {
+                return Err(format!("move-to-front position {p} ≥ {} entries used", used.len()));
+            }
+            let v = used[p];
+            used[..=p].rotate_right(1);
+            v
+        };
+        entries.push(local[v as usize]);
+    }
+    Ok(())
 }
 
 fn move_to_front(idx: &[u64], m: usize) -> Vec<u64> {
@@ -625,9 +760,13 @@ pub fn decode_block(
         acc = Some(e);
     }
     let m = local.len();
-    let idx = read_column(&mut r, n)?;
     let mut entries = Vec::with_capacity(n);
-    if use_mtf {
+    if row.index == INDEX_FIRST_USE {
+        decode_first_uses(&mut r, n, &local, &mut entries)?;
+    } else if row.index != INDEX_LIST {
+        return Err(format!("unknown index coding {}", row.index));
+    } else if use_mtf {
+        let idx = read_column(&mut r, n)?;
         let mut order = local;
         for v in idx {
             let pos = v as usize;
@@ -639,7 +778,7 @@ pub fn decode_block(
             entries.push(e);
         }
     } else {
-        for v in idx {
+        for v in read_column(&mut r, n)? {
             entries.push(*local.get(v as usize).ok_or_else(|| format!("local index {v} ≥ {m}"))?);
         }
     }
@@ -902,6 +1041,14 @@ mod tests {
     }
 
     fn check_block(start: u64, times: &[u64], entries: &[u32], t: &Table, cpu: u32) -> usize {
+        // Both index codings decode, whichever the writer would choose.
+        for index in [INDEX_LIST, INDEX_FIRST_USE] {
+            let bytes = encode_block_as(start, times, entries, t.own_range(cpu), Some(index));
+            let row: BlockRow = from_msgpack(&bytes).unwrap();
+            assert_eq!(row.index, index);
+            let b = decode_block(&bytes, start, t, cpu, true).unwrap();
+            assert_eq!((b.times.as_slice(), b.entries.as_slice()), (times, entries), "index coding {index}");
+        }
         let bytes = encode_block(start, times, entries, t.own_range(cpu));
         let b = decode_block(&bytes, start, t, cpu, true).unwrap();
         assert_eq!(b.times, times);
@@ -917,6 +1064,61 @@ mod tests {
         let times = (0..100u64).map(|i| base + 5_000 + i * 100_000_000 + lcg(x) % 5_000).collect();
         let entries = (0..100).map(|_| 40 + (lcg(x) % 40) as u32).collect();
         (times, entries)
+    }
+
+    /// A busy CPU's block: it often keeps running what it ran, and uses each of its 44 entries
+    /// a first time somewhere. Coding first uses apart is chosen, and is shorter than the
+    /// move-to-front column the block would have had before.
+    #[test]
+    fn first_uses_apart_are_chosen_for_a_busy_cpu() {
+        let mut x = 29;
+        let base = 1_700_000_000_000_000_000u64;
+        let t = table(132); // CPU 1's partition: entries 44..88
+        let (times, _) = periodic_block(base, &mut x);
+        let (mut entries, mut unused): (Vec<u32>, Vec<u32>) = (Vec::new(), (44..88).collect());
+        for i in 0..100 {
+            let e = match lcg(&mut x) % 4 {
+                _ if i == 0 || (unused.len() as u64) * 2 > 100 - i => {
+                    unused.remove((lcg(&mut x) as usize) % unused.len())
+                }
+                0 | 1 => entries[i as usize - 1],
+                2 if !unused.is_empty() => unused.remove((lcg(&mut x) as usize) % unused.len()),
+                _ => entries[(lcg(&mut x) as usize) % entries.len()],
+            };
+            entries.push(e);
+        }
+        check_block(base, &times, &entries, &t, 1);
+        let auto = encode_block(base, &times, &entries, t.own_range(1));
+        let list = encode_block_as(base, &times, &entries, t.own_range(1), Some(INDEX_LIST));
+        assert_eq!(from_msgpack::<BlockRow>(&auto).unwrap().index, INDEX_FIRST_USE);
+        assert!(auto.len() + 4 <= list.len(), "{} bytes against {}", auto.len(), list.len());
+    }
+
+    /// A first-use rank past the entries not used yet, a repeat before any use, or a flag
+    /// other than 0 or 1 is an error, not a wrong entry or a panic.
+    #[test]
+    fn first_use_columns_out_of_range_are_errors() {
+        let local: Vec<u32> = (10..14).collect();
+        let run = |flags: &[u64], repeats: &[u64], ranks: &[(u64, u32)], n: usize| {
+            let mut w = BitWriter::new();
+            write_column(&mut w, flags);
+            write_column(&mut w, repeats);
+            for &(r, b) in ranks {
+                w.put(r, b);
+            }
+            let bytes = w.finish();
+            let mut out = Vec::new();
+            decode_first_uses(&mut BitReader::new(&bytes), n, &local, &mut out).map(|_| out)
+        };
+        // Ranks take 2, 2, 1 bits (4, 3, 2 entries not used yet).
+        assert_eq!(run(&[0, 1, 1], &[0], &[(3, 2), (0, 2), (1, 1)], 4).unwrap(), [13, 13, 10, 12]);
+        let err = run(&[0, 1, 1], &[0], &[(3, 2), (3, 2), (1, 1)], 4).unwrap_err();
+        assert!(err.contains("rank 3"), "{err}");
+        let err = run(&[0, 1], &[1], &[(0, 2), (0, 2)], 3).unwrap_err();
+        assert!(err.contains("move-to-front position 1"), "{err}");
+        assert!(run(&[2, 0], &[0], &[(0, 2)], 3).unwrap_err().contains("flag 2"));
+        let err = run(&[1, 1, 1, 1], &[], &[(0, 2), (0, 2), (0, 1), (0, 0), (0, 0)], 5).unwrap_err();
+        assert!(err.contains("5 first uses"), "{err}");
     }
 
     #[test]
@@ -968,9 +1170,13 @@ mod tests {
         let (ns_size, us_size) = (check_block(base, &ns, &entries, &t, 1), check_block(base, &us, &entries, &t, 1));
         // ~10 bits fewer for each of 99 residuals.
         assert!(us_size + 100 < ns_size, "µs times took {us_size} bytes, ns times {ns_size}");
-        // A block in nanoseconds has no unit field: what blocks written before units look like.
-        assert_eq!(encode_block(base, &ns, &entries, t.own_range(1))[0], 0x92, "a two-field array");
-        assert_eq!(encode_block(base, &us, &entries, t.own_range(1))[0], 0x93);
+        // Blocks written before units were `[n, bits]`: they still read, in nanoseconds.
+        let list = encode_block_as(base, &ns, &entries, t.own_range(1), Some(INDEX_LIST));
+        assert_eq!((list[0], list[list.len() - 1]), (0x93, 1), "[n, bits, unit 1]");
+        let mut old = list[..list.len() - 1].to_vec();
+        old[0] = 0x92;
+        let b = decode_block(&old, base, &t, 1, true).unwrap();
+        assert_eq!((b.times, b.entries), (ns.clone(), entries.clone()));
         // Any unit, up to the top of the clock.
         for unit in [2u64, 3, 1_000, 7_919, 1 << 40] {
             let start = (u64::MAX / 2) / unit * unit;

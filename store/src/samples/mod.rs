@@ -66,7 +66,7 @@
 //! - **Columns are bit-packed** (`bits`) inside a MessagePack `bin`, each with the shortest
 //!   of fixed-width / Exp-Golomb / Rice / sparse codes, after delta, zigzag, move-to-front
 //!   and grid (timer period) transforms. Times are kept to the microsecond and take ~3.5
-//!   bits, the entry index ~6 (the batch table ~6.5 more per sample; `docs/hot-paths.md`).
+//!   bits, the entry index ~5.5 (the batch table ~6.5 more per sample; `docs/hot-paths.md`).
 //!   General-purpose compression is not used: the columns are already entropy-coded and the
 //!   records small, and measured on the benchmark's blocks and tables, zstd -3 and lz4 made
 //!   them 0–5 % *larger*.
