@@ -62,14 +62,6 @@ fn rollup_hours(dir: &Path) -> Vec<u64> {
     tree.scan_prefix([keys::ROLLUP]).keys().map(|k| keys::parse_rollup_key(&k.unwrap()).unwrap()).collect()
 }
 
-/// Changes the store's records with sled itself (the store must be closed).
-fn with_tree(dir: &Path, f: impl FnOnce(&sled::Tree)) {
-    let db = open_sled(dir);
-    let tree = db.open_tree("runs").unwrap();
-    f(&tree);
-    db.flush().unwrap();
-}
-
 #[test]
 fn profiles_over_whole_hours_read_rollups_and_match_brute_force() {
     let f = fixture();

@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::time::Duration;
 
 use common::samples::*;
@@ -112,14 +111,6 @@ fn names_are_swept_with_their_batches_and_given_again() {
     sort_samples(&mut want);
     assert_eq!(stored_samples(&store), want);
     assert_sound(&store);
-}
-
-/// Changes the store's records with sled itself (the store must be closed).
-fn with_tree(dir: &Path, f: impl FnOnce(&sled::Tree)) {
-    let db = open_sled(dir);
-    let tree = db.open_tree("runs").unwrap();
-    f(&tree);
-    db.flush().unwrap();
 }
 
 #[test]

@@ -32,7 +32,9 @@
 //! sample; a first use's rank among the entries not used yet; another sample's move-to-front
 //! position among those used: a CPU that keeps running the same thing gives runs of zeros),
 //! or, where shorter, as one column of local positions or move-to-front positions (the only
-//! coding of blocks written before). Times use a *grid* model: perf's timer fires every `P` ns (100 ms at 10 Hz) plus an
+//! coding of blocks written before).
+//!
+//! Times use a *grid* model: perf's timer fires every `P` ns (100 ms at 10 Hz) plus an
 //! interrupt latency of microseconds, so each time is stored as `t0 + k·P + base + r` with the
 //! step `k − k_prev` (almost always 1, which the sparse code makes nearly free) and a small
 //! non-negative residual `r` (a few µs: ~3 bits with a Rice code, ~13 if kept to the ns).
@@ -1029,6 +1031,18 @@ mod tests {
         *x >> 33
     }
 
+    /// Calls `f` on `rounds` copies of `bytes`, each with one bit flipped (decoders must not
+    /// panic on them).
+    fn with_one_bit_flipped(bytes: &[u8], seed: u64, rounds: usize, mut f: impl FnMut(&[u8])) {
+        let mut x = seed;
+        for _ in 0..rounds {
+            let mut b = bytes.to_vec();
+            let i = (lcg(&mut x) as usize) % b.len();
+            b[i] ^= 1 << (lcg(&mut x) % 8);
+            f(&b);
+        }
+    }
+
     /// A table of `n` entries in partitions for CPUs 0, 1 and 5.
     fn table(n: u32) -> Table {
         let entries: Vec<Entry> = (0..n).map(|i| Entry { thread: i, idle: false, stack: 0 }).collect();
@@ -1217,13 +1231,7 @@ mod tests {
         for cut in 0..bytes.len() {
             let _ = decode_block(&bytes[..cut], 0, &t, 0, true);
         }
-        let mut x = 3;
-        for _ in 0..2000 {
-            let mut b = bytes.clone();
-            let i = (lcg(&mut x) as usize) % b.len();
-            b[i] ^= 1 << (lcg(&mut x) % 8);
-            let _ = decode_block(&b, 0, &t, 0, true);
-        }
+        with_one_bit_flipped(&bytes, 3, 2000, |b| drop(decode_block(b, 0, &t, 0, true)));
     }
 
     #[test]
@@ -1262,13 +1270,7 @@ mod tests {
         for cut in 0..bytes.len().min(300) {
             let _ = decode_table(&bytes[..cut], &NoVocabulary);
         }
-        let mut y = 5;
-        for _ in 0..500 {
-            let mut b = bytes.clone();
-            let i = (lcg(&mut y) as usize) % b.len();
-            b[i] ^= 1 << (lcg(&mut y) % 8);
-            let _ = decode_table(&b, &NoVocabulary);
-        }
+        with_one_bit_flipped(&bytes, 5, 500, |b| drop(decode_table(b, &NoVocabulary)));
     }
 
     /// Processes are `thread % 7`; each has its stacks in a list.
@@ -1334,13 +1336,7 @@ mod tests {
         assert_eq!(decode_table(&by_id_bytes, &vocab).unwrap(), by_id);
         assert_eq!(table_threads(&by_vocab).unwrap(), table_threads(&by_id_bytes).unwrap());
         assert!(by_vocab.len() * 10 < by_id_bytes.len() * 9, "{} vs {} bytes", by_vocab.len(), by_id_bytes.len());
-        let mut y = 5;
-        for _ in 0..500 {
-            let mut b = by_vocab.clone();
-            let i = (lcg(&mut y) as usize) % b.len();
-            b[i] ^= 1 << (lcg(&mut y) % 8);
-            let _ = decode_table(&b, &vocab);
-        }
+        with_one_bit_flipped(&by_vocab, 5, 500, |b| drop(decode_table(b, &vocab)));
     }
 
     /// Two groups of one `(thread, idle)` in a partition would be two entries that may name

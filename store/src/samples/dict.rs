@@ -3,14 +3,15 @@
 //! Stored as `d` records (`d f id` → frame, `d c id` → comm, `d s id` → frame ids, leaf
 //! first, `d t id` → thread: pid, tid, comm id, cgroup id). Ids are dense and allocated from
 //! counters in the sample totals, in order of first appearance, so the popular stacks (seen
-//! first) get the smallest ids and the cheapest codes in blocks and tables.
+//! first) get the smallest ids and the cheapest codes in blocks and tables. Identity is by
+//! content: the cache maps content to id with a fast hash and exact comparison, so two
+//! different stacks never share an id whatever their hash.
 //!
 //! Each process also has a *vocabulary* (`d v pid local` → stack id): its own dense names for
 //! the stacks it used, in order of first use, which batch tables write instead of stack ids
 //! (they are much smaller: a process uses a few dozen of thousands of stacks). A name is only
 //! given below the stack counter, so loading never allocates more than the counter allows; a
-//! name the sweep freed may be given again, since no table uses it. Identity is by content: the cache maps content to id with a fast hash
-//! and exact comparison, so two different stacks never share an id whatever their hash.
+//! name the sweep freed may be given again, since no table uses it.
 //!
 //! The cache is loaded whole on first use (one prefix scan; a few MB even for 100k stacks) and
 //! then kept in step by the writer: new entries of a batch are *staged* while the batch is

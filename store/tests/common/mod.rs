@@ -11,7 +11,7 @@ pub mod samples;
 pub mod timeline;
 
 #[allow(unused_imports)] // each test binary uses some of them
-pub use open::{open_sled, open_store, try_open_store};
+pub use open::{open_sled, open_store, try_open_store, with_tree};
 
 pub const T0: u64 = 1_700_000_000_000_000_000; // 2023-11-14T22:13:20Z
 pub const SEC: u64 = 1_000_000_000;

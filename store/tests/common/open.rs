@@ -41,3 +41,11 @@ pub fn open_sled(dir: &Path) -> sled::Db {
     }
     panic!("{} stayed locked for 10 s", dir.display());
 }
+
+/// Changes the store's records (its `runs` tree) with sled itself, once the store is closed.
+pub fn with_tree(dir: &Path, f: impl FnOnce(&sled::Tree)) {
+    let db = open_sled(dir);
+    let tree = db.open_tree("runs").unwrap();
+    f(&tree);
+    db.flush().unwrap();
+}
