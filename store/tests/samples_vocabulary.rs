@@ -36,6 +36,20 @@ fn assert_sound(store: &Store) {
     assert!(report.is_ok(), "{:?}", report.problems);
 }
 
+/// The store holds exactly `want` (as stored) and verifies.
+fn assert_holds(store: &Store, mut want: Vec<StackSample>) {
+    sort_samples(&mut want);
+    assert_eq!(stored_samples(store), want);
+    assert_sound(store);
+}
+
+/// Process `pid` on `cpu` using the stack `[name, main]` of each name, one a second from `from`.
+fn uses(pid: u32, comm: &str, cpu: u32, from: u64, names: &[&str]) -> Vec<StackSample> {
+    let f = |n: &str| Frame::user(n, "app");
+    let at = |i: usize| from + i as u64 * SEC;
+    names.iter().enumerate().map(|(i, n)| sample(at(i), cpu, pid, comm, vec![f(n), f("main")])).collect()
+}
+
 #[test]
 fn every_process_names_each_of_its_stacks_once_across_batches_and_reopening() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,43 +69,29 @@ fn every_process_names_each_of_its_stacks_once_across_batches_and_reopening() {
     assert_eq!(stats.vocabulary, names(&batches[..3]).len() as u64, "{stats:?}");
     // Processes share stacks (idle ones, library ones) but each names them on its own.
     assert!(stats.vocabulary > stats.stacks, "{stats:?}");
-    assert_sound(&store);
     let mut want: Vec<StackSample> = batches[..3].iter().flat_map(|b| as_stored(b)).collect();
-    sort_samples(&mut want);
-    assert_eq!(stored_samples(&store), want);
+    assert_holds(&store, want.clone());
     drop(store);
     // Reopened, the names come from disk, and a new batch extends them.
     let store = open_store(dir.path(), retention());
-    assert_eq!(stored_samples(&store), want);
+    assert_holds(&store, want.clone());
     store.put_samples(&batches[3], 0, T0).unwrap();
     assert_eq!(store.sample_stats().unwrap().vocabulary, names(&batches).len() as u64);
     want.extend(as_stored(&batches[3]));
-    sort_samples(&mut want);
-    assert_eq!(stored_samples(&store), want);
-    assert_sound(&store);
+    assert_holds(&store, want);
 }
 
 #[test]
 fn names_are_swept_with_their_batches_and_given_again() {
     let dir = tempfile::tempdir().unwrap();
     let store = open_store(dir.path(), retention());
-    let f = |n: &str| Frame::user(n, "app");
     // Process 7 uses stacks a, b, c in an old batch; process 8 only a.
-    let old: Vec<StackSample> = ["a", "b", "c"]
-        .iter()
-        .enumerate()
-        .map(|(i, n)| sample(T0 + i as u64 * SEC, 0, 7, "seven", vec![f(n), f("main")]))
-        .chain([sample(T0 + 5 * SEC, 1, 8, "eight", vec![f("a"), f("main")])])
-        .collect();
+    let old = [uses(7, "seven", 0, T0, &["a", "b", "c"]), uses(8, "eight", 1, T0 + 5 * SEC, &["a"])].concat();
     store.put_samples(&old, 0, T0).unwrap();
     assert_eq!(store.sample_stats().unwrap().vocabulary, 4);
     // A day later process 7 uses c and d: the old batch expires, the sweep keeps 7's name
     // for c only, and d gets a name of its own.
-    let new: Vec<StackSample> = ["c", "d"]
-        .iter()
-        .enumerate()
-        .map(|(i, n)| sample(T0 + DAY + i as u64 * SEC, 0, 7, "seven", vec![f(n), f("main")]))
-        .collect();
+    let new = uses(7, "seven", 0, T0 + DAY, &["c", "d"]);
     store.put_samples(&new, 0, T0 + DAY).unwrap();
     let stats = store.sample_stats().unwrap();
     assert_eq!((stats.batches, stats.vocabulary), (1, 2), "{stats:?}");
@@ -99,18 +99,12 @@ fn names_are_swept_with_their_batches_and_given_again() {
     drop(store);
     // After reopening, process 7 takes up a, b and c again, and 8 comes back with a.
     let store = open_store(dir.path(), retention());
-    let again: Vec<StackSample> = ["a", "b", "c"]
-        .iter()
-        .enumerate()
-        .map(|(i, n)| sample(T0 + DAY + (10 + i as u64) * SEC, 1, 7, "seven", vec![f(n), f("main")]))
-        .chain([sample(T0 + DAY + 20 * SEC, 0, 8, "eight", vec![f("a"), f("main")])])
-        .collect();
+    let again =
+        [uses(7, "seven", 1, T0 + DAY + 10 * SEC, &["a", "b", "c"]), uses(8, "eight", 0, T0 + DAY + 20 * SEC, &["a"])]
+            .concat();
     store.put_samples(&again, 0, T0 + DAY).unwrap();
     assert_eq!(store.sample_stats().unwrap().vocabulary, 5);
-    let mut want: Vec<StackSample> = as_stored(&new).chain(as_stored(&again)).collect();
-    sort_samples(&mut want);
-    assert_eq!(stored_samples(&store), want);
-    assert_sound(&store);
+    assert_holds(&store, as_stored(&new).chain(as_stored(&again)).collect());
 }
 
 #[test]
@@ -162,13 +156,8 @@ fn a_corrupt_name_is_refused_when_the_dictionary_loads() {
     for (what, damage, says) in cases {
         let dir = tempfile::tempdir().unwrap();
         let store = open_store(dir.path(), retention());
-        let f = |n: &str| Frame::user(n, "app");
         // Stacks 0 and 1 of process 7 (its names 0 and 1), stack 2 of process 8.
-        let s = vec![
-            sample(T0, 0, 7, "seven", vec![f("a")]),
-            sample(T0 + SEC, 0, 7, "seven", vec![f("b")]),
-            sample(T0 + 2 * SEC, 0, 8, "eight", vec![f("z")]),
-        ];
+        let s = [uses(7, "seven", 0, T0, &["a", "b"]), uses(8, "eight", 0, T0 + 2 * SEC, &["z"])].concat();
         store.put_samples(&s, 0, T0).unwrap();
         drop(store);
         with_tree(dir.path(), damage);
