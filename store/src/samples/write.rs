@@ -273,7 +273,7 @@ impl Inner {
                 idx.push(remap[sample_entry[i as usize] as usize]);
             }
             let cpu = samples[group[0] as usize].cpu;
-            blocks.push((cpu, codec::encode_block(start, &times, &idx, table.own_range(cpu))));
+            blocks.push((cpu, codec::encode_block(start, &times, &idx, &table, cpu)));
         }
         Ok(Built {
             start,
