@@ -279,7 +279,10 @@ fn main() {
                 add("run_columns", join(&[by_key[mk.as_slice()], k, v, counts]));
             }
             keys::BATCH => add("sample_batch", v.clone()),
-            keys::TABLE => add("sample_table", v.clone()),
+            keys::TABLE => {
+                add("sample_table", v.clone());
+                add("sample_block", join(&[k, v, &[]]));
+            }
             keys::ROLLUP => add("sample_rollup", v.clone()),
             keys::BLOCK => {
                 let (start, _, batch) = keys::parse_block_key(k).unwrap();

@@ -21,8 +21,8 @@
 //! | kind | key                                        | value                              |
 //! |------|--------------------------------------------|------------------------------------|
 //! | `B`  | `B` start:u64 batch:u64                    | batch metadata (MessagePack)       |
-//! | `h`  | `h` start:u64 batch:u64                    | batch table = histogram            |
-//! | `b`  | `b` start:u64 cpu:u32 batch:u64            | one CPU's samples of the batch     |
+//! | `h`  | `h` start:u64 batch:u64                    | batch table = histogram, and every CPU's samples of the batch |
+//! | `b`  | `b` start:u64 cpu:u32 batch:u64            | one CPU's samples of the batch (batches written before they moved into `h`) |
 //! | `H`  | `H` hour:u64                               | hour rollup: the hour's batch tables summed |
 //! | `d`  | `d` kind:u8 id:u32 (`f` frame, `c` comm, `s` stack, `t` thread) | dictionary entry |
 //! | `x`  | `x`                                        | sample totals, lost, id counters   |

@@ -154,6 +154,29 @@ struct TableRow<'a> {
     parts: u32,
     #[serde(borrow)]
     bits: Blob<'a>,
+    /// The batch's per-CPU blocks (see [`encode_batch_record`]); absent from rollups and from
+    /// batches written before, whose blocks are `b` records of their own.
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    blocks: Option<BlocksRow<'a>>,
+}
+
+/// A batch's per-CPU blocks in its table record: one record a batch instead of one a CPU.
+/// Measured on the benchmark's day: a `b` record's key and MessagePack header took 21 + ~9
+/// bytes for ~100 samples (~2.4 bits a sample); here a block costs its directory entry (CPU
+/// gap, samples, index coding, unit, payload bytes: ~2 bytes) and the padding of its payload
+/// to a whole byte.
+#[derive(Serialize, Deserialize)]
+struct BlocksRow<'a> {
+    count: u32,
+    /// The distinct time units of the blocks (almost always one: 1,000 ns).
+    units: Vec<u64>,
+    /// Bit-packed columns of `count` values each, in CPU order: the CPU (the first, then gaps
+    /// − 1), samples − 1, index coding, unit (its place in `units`), payload bytes.
+    #[serde(borrow)]
+    dir: Blob<'a>,
+    /// The payloads one after another: each is what a `b` record's `bits` holds.
+    #[serde(borrow)]
+    bits: Blob<'a>,
 }
 
 /// Format 2 names each entry's stack by its dictionary id; format 3 by its place in the
@@ -201,6 +224,38 @@ fn gaps(values: impl IntoIterator<Item = u64>, strict: bool, out: &mut Vec<u64>)
 /// entry) it is format 3, and each partition must be sorted by `(thread, idle, local)`;
 /// without, format 2, each partition sorted by [`Entry`].
 pub fn encode_table(t: &Table, locals: Option<&[u32]>) -> Vec<u8> {
+    encode_table_row(t, locals, None)
+}
+
+/// A batch's record: its table in format 3 (`locals` as for [`encode_table`]) with its
+/// per-CPU blocks (ascending CPUs, each encoded by [`encode_block_payload`] against `t`).
+pub fn encode_batch_record(t: &Table, locals: &[u32], blocks: &[BlockPayload]) -> Vec<u8> {
+    debug_assert!(blocks.windows(2).all(|w| w[0].cpu < w[1].cpu));
+    let mut units: Vec<u64> = blocks.iter().map(|b| b.unit).collect();
+    units.sort_unstable();
+    units.dedup();
+    let mut cols: [Vec<u64>; 5] = Default::default();
+    gaps(blocks.iter().map(|b| u64::from(b.cpu)), true, &mut cols[0]);
+    for b in blocks {
+        cols[1].push(u64::from(b.n) - 1);
+        cols[2].push(u64::from(b.index));
+        cols[3].push(units.binary_search(&b.unit).expect("every unit is listed") as u64);
+        cols[4].push(b.bits.len() as u64);
+    }
+    let mut w = BitWriter::new();
+    for col in &cols {
+        write_column(&mut w, col);
+    }
+    let row = BlocksRow {
+        count: blocks.len() as u32,
+        units,
+        dir: Blob(Cow::Owned(w.finish())),
+        bits: Blob(Cow::Owned(blocks.iter().flat_map(|b| b.bits.iter().copied()).collect())),
+    };
+    encode_table_row(t, Some(locals), Some(row))
+}
+
+fn encode_table_row(t: &Table, locals: Option<&[u32]>, blocks: Option<BlocksRow<'_>>) -> Vec<u8> {
     debug_assert!(locals.is_none_or(|l| l.len() == t.entries.len()));
     let named = |i: usize| u64::from(locals.map_or(t.entries[i].stack, |l| l[i]));
     let mut part_cpu = Vec::with_capacity(t.parts.len());
@@ -243,7 +298,120 @@ pub fn encode_table(t: &Table, locals: Option<&[u32]>) -> Vec<u8> {
         groups: idle.len() as u32,
         parts: t.parts.len() as u32,
         bits: Blob(Cow::Owned(w.finish())),
+        blocks,
     })
+}
+
+/// A batch's records as batches were written before their blocks moved into the table record.
+pub struct RecordPerCpu {
+    /// The table record alone.
+    pub table: Vec<u8>,
+    /// Each CPU's `b` record value, ascending CPUs.
+    pub blocks: Vec<(u32, Vec<u8>)>,
+}
+
+/// A batch record split as batches were written before their blocks moved into it: what tests
+/// of stores written before need, and a tool that converts a store back.
+pub fn split_batch_record(record: &[u8]) -> Result<RecordPerCpu, String> {
+    let dir = decode_block_dir(record)?.ok_or("the record has no blocks")?;
+    let payloads = &record[dir.payloads.clone()];
+    let blocks = dir
+        .blocks
+        .iter()
+        .map(|b| {
+            let bits = Blob(Cow::Borrowed(&payloads[b.bytes.clone()]));
+            (b.cpu, to_msgpack(&BlockRow { n: b.n, bits, unit: b.unit, index: b.index }))
+        })
+        .collect();
+    Ok(RecordPerCpu { table: to_msgpack(&TableRow { blocks: None, ..table_row(record)? }), blocks })
+}
+
+/// Where one CPU's block lies in a batch record's payloads, with what its decoder needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockAt {
+    pub cpu: u32,
+    n: u32,
+    unit: u64,
+    index: u8,
+    bytes: std::ops::Range<usize>,
+}
+
+/// The blocks of a batch record, by CPU (ascending), and where their payloads lie in the
+/// record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockDir {
+    pub blocks: Vec<BlockAt>,
+    payloads: std::ops::Range<usize>,
+}
+
+impl BlockDir {
+    pub fn cpus(&self) -> impl Iterator<Item = u32> + '_ {
+        self.blocks.iter().map(|b| b.cpu)
+    }
+
+    pub fn get(&self, cpu: u32) -> Option<&BlockAt> {
+        self.blocks.binary_search_by_key(&cpu, |b| b.cpu).ok().map(|i| &self.blocks[i])
+    }
+
+    /// Decodes the block `at` of `record` (the one this directory was read from) against its
+    /// batch's table, as [`decode_block`] does a `b` record.
+    pub fn decode(
+        &self,
+        record: &[u8],
+        at: &BlockAt,
+        batch_start: u64,
+        table: &Table,
+        with_times: bool,
+    ) -> Result<Block, String> {
+        let payload = record
+            .get(self.payloads.clone())
+            .and_then(|p| p.get(at.bytes.clone()))
+            .ok_or("block payload outside the record")?;
+        decode_payload(payload, at.n as usize, at.unit, at.index, batch_start, table, at.cpu, with_times)
+    }
+}
+
+/// The blocks of a batch record: `None` for a record without blocks (a rollup, or a batch
+/// written before, whose blocks are `b` records).
+pub fn decode_block_dir(record: &[u8]) -> Result<Option<BlockDir>, String> {
+    let Some(row) = table_row(record)?.blocks else { return Ok(None) };
+    // The payloads are borrowed from the record: find where.
+    let Cow::Borrowed(payloads) = row.bits.0 else { return Err("block payloads not in the record".into()) };
+    let offset = (payloads.as_ptr() as usize).wrapping_sub(record.as_ptr() as usize);
+    let payloads_at = offset..offset + payloads.len();
+    if record.get(payloads_at.clone()).is_none_or(|p| p.as_ptr() != payloads.as_ptr()) {
+        return Err("block payloads not in the record".into());
+    }
+    // Every payload takes a byte at least (two flag bits and a sample), which bounds what a
+    // hostile count makes the reader allocate.
+    let count = row.count as usize;
+    if count > payloads.len() {
+        return Err(format!("{count} blocks in {} bytes of payloads", payloads.len()));
+    }
+    let mut r = BitReader::new(&row.dir.0);
+    let mut col = || read_column(&mut r, count);
+    let (cpu_gaps, ns, indexes, units, lens) = (col()?, col()?, col()?, col()?, col()?);
+    let (mut out, mut cpu, mut at) = (Vec::with_capacity(count), None::<u64>, 0usize);
+    for (i, &gap) in cpu_gaps.iter().enumerate() {
+        let c = match cpu {
+            None => gap,
+            Some(p) => p.checked_add(gap).and_then(|c| c.checked_add(1)).ok_or("block cpu overflows")?,
+        };
+        cpu = Some(c);
+        let n = ns[i].checked_add(1).filter(|&n| n <= bits::MAX_COLUMN as u64).ok_or("block too long")?;
+        let index = u8::try_from(indexes[i]).map_err(|_| format!("index coding {}", indexes[i]))?;
+        let unit =
+            *row.units.get(units[i] as usize).ok_or_else(|| format!("unit {} of {}", units[i], row.units.len()))?;
+        let end = usize::try_from(lens[i]).ok().and_then(|len| at.checked_add(len)).filter(|&e| e <= payloads.len());
+        let end = end.ok_or_else(|| format!("block payloads run past the record's {} bytes", payloads.len()))?;
+        let cpu = u32::try_from(c).map_err(|_| format!("block cpu {c} out of range"))?;
+        out.push(BlockAt { cpu, n: n as u32, unit, index, bytes: at..end });
+        at = end;
+    }
+    if at != payloads.len() {
+        return Err(format!("block payloads take {at} of the record's {} bytes", payloads.len()));
+    }
+    Ok(Some(BlockDir { blocks: out, payloads: payloads_at }))
 }
 
 fn table_row(bytes: &[u8]) -> Result<TableRow<'_>, String> {
@@ -751,8 +919,22 @@ pub fn encode_block(batch_start: u64, times: &[u64], entries: &[u32], table: &Ta
     encode_block_as(batch_start, times, entries, table, cpu, None)
 }
 
-/// [`encode_block`] with the index coding given (tests: blocks as written before) or chosen
-/// (`None`: the shortest).
+/// One CPU's block as [`encode_batch_record`] takes it: its payload and what a `b` record
+/// would hold beside it.
+#[derive(Clone, Debug)]
+pub struct BlockPayload {
+    pub cpu: u32,
+    n: u32,
+    unit: u64,
+    index: u8,
+    bits: Vec<u8>,
+}
+
+/// [`encode_block`]'s block as a payload for a batch record.
+pub fn encode_block_payload(batch_start: u64, times: &[u64], entries: &[u32], table: &Table, cpu: u32) -> BlockPayload {
+    payload_as(batch_start, times, entries, table, cpu, None)
+}
+
 fn encode_block_as(
     batch_start: u64,
     times: &[u64],
@@ -761,6 +943,20 @@ fn encode_block_as(
     cpu: u32,
     force: Option<u8>,
 ) -> Vec<u8> {
+    let b = payload_as(batch_start, times, entries, table, cpu, force);
+    to_msgpack(&BlockRow { n: b.n, bits: Blob(Cow::Owned(b.bits)), unit: b.unit, index: b.index })
+}
+
+/// A block's payload with the index coding given (tests: blocks as written before) or chosen
+/// (`None`: the shortest).
+fn payload_as(
+    batch_start: u64,
+    times: &[u64],
+    entries: &[u32],
+    table: &Table,
+    cpu: u32,
+    force: Option<u8>,
+) -> BlockPayload {
     let own = table.own_range(cpu);
     debug_assert_eq!(times.len(), entries.len());
     debug_assert!(!times.is_empty() && times.windows(2).all(|w| w[0] <= w[1]) && times[0] >= batch_start);
@@ -861,7 +1057,7 @@ fn encode_block_as(
     } else {
         write_column(&mut w, &col_a);
     }
-    to_msgpack(&BlockRow { n: times.len() as u32, bits: Blob(Cow::Owned(w.finish())), unit, index })
+    BlockPayload { cpu, n: times.len() as u32, unit, index, bits: w.finish() }
 }
 
 /// Reads [`INDEX_FIRST_USE`]'s columns for `n` samples against the block's local list.
@@ -982,14 +1178,27 @@ pub fn decode_block(
     with_times: bool,
 ) -> Result<Block, String> {
     let row: BlockRow = from_msgpack(bytes)?;
-    let n = row.n as usize;
+    decode_payload(&row.bits.0, row.n as usize, row.unit, row.index, batch_start, table, cpu, with_times)
+}
+
+/// Decodes a block's payload of `n` samples (from a `b` record or a batch record).
+#[allow(clippy::too_many_arguments)]
+fn decode_payload(
+    payload: &[u8],
+    n: usize,
+    unit: u64,
+    index: u8,
+    batch_start: u64,
+    table: &Table,
+    cpu: u32,
+    with_times: bool,
+) -> Result<Block, String> {
     if n == 0 || n > bits::MAX_COLUMN {
         return Err(format!("block of {n} samples"));
     }
     let table_len = table.entries.len();
     let own = table.own_range(cpu);
-    let mut r = BitReader::new(&row.bits.0);
-    let unit = row.unit;
+    let mut r = BitReader::new(payload);
     if unit == 0 {
         return Err("time unit 0".into());
     }
@@ -1016,12 +1225,12 @@ pub fn decode_block(
     }
     let m = local.len();
     let mut entries = Vec::with_capacity(n);
-    if row.index == INDEX_GROUPED {
+    if index == INDEX_GROUPED {
         decode_grouped(&mut r, n, table, &local, &mut entries)?;
-    } else if row.index == INDEX_FIRST_USE {
+    } else if index == INDEX_FIRST_USE {
         decode_first_uses(&mut r, n, &local, &mut entries)?;
-    } else if row.index != INDEX_LIST {
-        return Err(format!("unknown index coding {}", row.index));
+    } else if index != INDEX_LIST {
+        return Err(format!("unknown index coding {index}"));
     } else if use_mtf {
         let idx = read_column(&mut r, n)?;
         let mut order = local;
@@ -1650,6 +1859,107 @@ mod tests {
         }
     }
 
+    /// `(cpu, times, entries)`.
+    type CpuSamples = (u32, Vec<u64>, Vec<u32>);
+
+    /// A batch of four CPUs (CPU 3 without a partition of its own) as its record with the
+    /// blocks in it: the table, each block `(cpu, times, entries)`, the record.
+    fn batch_of_four(x: &mut u64) -> (Table, Vec<CpuSamples>, Vec<u8>) {
+        let base = 1_700_000_000_000_000_000u64;
+        let t = table(120); // partitions of CPUs 0, 1 and 5
+        let mut blocks = Vec::new();
+        for cpu in [0u32, 1, 3, 5] {
+            let (times, _) = periodic_block(base, x);
+            let mut entries: Vec<u32> = t.own_range(cpu).map(|e| e as u32).collect();
+            while entries.len() < times.len() {
+                entries.push((lcg(x) % 120) as u32);
+            }
+            blocks.push((cpu, times, entries));
+        }
+        let all: Vec<u32> = blocks.iter().flat_map(|b| b.2.iter().copied()).collect();
+        let t = counted(&t, &all, 0);
+        let payloads: Vec<BlockPayload> =
+            blocks.iter().map(|(cpu, times, entries)| encode_block_payload(base, times, entries, &t, *cpu)).collect();
+        let record = encode_batch_record(&t, &vec![0; t.entries.len()], &payloads);
+        (t, blocks, record)
+    }
+
+    #[test]
+    fn batch_record_holds_its_blocks() {
+        let mut x = 41;
+        let base = 1_700_000_000_000_000_000u64;
+        let (t, blocks, record) = batch_of_four(&mut x);
+        let vocab = TestVocabulary(vec![vec![0]; 7]);
+        assert_eq!(decode_table(&record, &vocab).unwrap(), t);
+        assert_eq!(table_threads(&record).unwrap().len(), 120);
+        let dir = decode_block_dir(&record).unwrap().unwrap();
+        assert_eq!(dir.cpus().collect::<Vec<_>>(), [0, 1, 3, 5]);
+        assert!(dir.get(2).is_none());
+        for (cpu, times, entries) in &blocks {
+            let b = dir.decode(&record, dir.get(*cpu).unwrap(), base, &t, true).unwrap();
+            assert_eq!((&b.times, &b.entries), (times, entries), "cpu {cpu}");
+        }
+        // A table alone (a rollup's, or a batch's written before) has no directory.
+        assert_eq!(decode_block_dir(&encode_table(&t, Some(&vec![0; 120]))).unwrap(), None);
+        // Split as written before: the same table, and `b` values that decode to the blocks.
+        let RecordPerCpu { table: alone, blocks: old } = split_batch_record(&record).unwrap();
+        assert_eq!(decode_table(&alone, &vocab).unwrap(), t);
+        assert_eq!(decode_block_dir(&alone).unwrap(), None);
+        assert_eq!(old.len(), 4);
+        for ((cpu, bytes), (want_cpu, times, entries)) in old.iter().zip(&blocks) {
+            assert_eq!(cpu, want_cpu);
+            let b = decode_block(bytes, base, &t, *cpu, true).unwrap();
+            assert_eq!((&b.times, &b.entries), (times, entries));
+        }
+        // One record takes ~20 bytes a block less than a table and four `b` records.
+        let apart = alone.len() + old.iter().map(|(_, v)| v.len() + 21).sum::<usize>();
+        assert!(record.len() + 4 * 20 < apart, "{} bytes against {apart}", record.len());
+    }
+
+    /// A directory that does not fit its record is an error naming what is wrong: more
+    /// blocks than payload bytes, payloads past the record's end or short of it, a unit not
+    /// listed; and no corruption of the record panics.
+    #[test]
+    fn batch_record_with_a_bad_directory_is_an_error() {
+        let mut x = 43;
+        let (t, _, record) = batch_of_four(&mut x);
+        let row = table_row(&record).unwrap();
+        let blocks = row.blocks.as_ref().unwrap();
+        let with = |count: u32, units: Vec<u64>, cols: [Vec<u64>; 5], bits: &[u8]| {
+            let mut w = BitWriter::new();
+            for col in &cols {
+                write_column(&mut w, col);
+            }
+            let dir = Blob(Cow::Owned(w.finish()));
+            let blocks = Some(BlocksRow { count, units, dir, bits: Blob(Cow::Borrowed(bits)) });
+            let r = TableRow { blocks, bits: Blob(Cow::Borrowed(&row.bits.0)), ..table_row(&record).unwrap() };
+            decode_block_dir(&to_msgpack(&r))
+        };
+        let bits = &blocks.bits.0;
+        let err = with(u32::MAX, vec![1000], Default::default(), bits).unwrap_err();
+        assert!(err.contains("blocks in"), "{err}");
+        let cols = || [vec![0, 0], vec![0, 0], vec![0, 0], vec![0, 0], vec![1, 1]];
+        assert!(with(2, vec![1000], cols(), &[0, 0]).unwrap().is_some());
+        let err = with(2, vec![1000], cols(), &[0, 0, 0]).unwrap_err();
+        assert!(err.contains("take 2 of the record's 3 bytes"), "{err}");
+        let mut long = cols();
+        long[4][1] = 2;
+        assert!(with(2, vec![1000], long, &[0, 0]).unwrap_err().contains("run past"));
+        let mut unit = cols();
+        unit[3][1] = 1;
+        assert!(with(2, vec![1000], unit, &[0, 0]).unwrap_err().contains("unit 1 of 1"));
+        for cut in 0..record.len() {
+            let _ = decode_block_dir(&record[..cut]);
+        }
+        with_one_bit_flipped(&record, 5, 3000, |b| {
+            if let Ok(Some(dir)) = decode_block_dir(b) {
+                for at in &dir.blocks {
+                    let _ = dir.decode(b, at, 0, &t, true);
+                }
+            }
+        });
+    }
+
     /// Format 3: stacks named by their place in their process's vocabulary decode to the same
     /// table, and take fewer bytes than the dictionary ids when a process uses few of the
     /// store's many stacks (the reason for the format).
@@ -1716,7 +2026,8 @@ mod tests {
             for c in cols {
                 write_column(&mut w, c);
             }
-            let row = TableRow { format, entries: 2, groups: 2, parts: 1, bits: Blob(Cow::Owned(w.finish())) };
+            let row =
+                TableRow { format, entries: 2, groups: 2, parts: 1, bits: Blob(Cow::Owned(w.finish())), blocks: None };
             to_msgpack(&row)
         };
         let vocab = TestVocabulary(vec![vec![0; 8]; 7]);

@@ -112,13 +112,14 @@ impl Inner {
         };
         let d = self.dict_read();
         let filter = Filter::new(q, &d);
-        let table = self.read_table(start, id, &*d)?;
+        let batch = self.read_batch(start, id, &*d)?;
+        let table = &batch.table;
         let mut out = Vec::new();
         for &cpu in &row.cpus {
             if q.cpu.is_some_and(|c| c != cpu) {
                 continue;
             }
-            let block = self.read_block(start, cpu, id, &table, true)?;
+            let block = self.read_block(&batch, cpu, true)?;
             for (&t, &e) in block.times.iter().zip(&block.entries) {
                 let e: &Entry = &table.entries[e as usize];
                 if !q.range.contains(t) || !filter.wants(e) {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::codec::{BatchRow, Entry, Table, ThreadRec};
+use super::codec::{BatchRow, Entry, ThreadRec};
 use super::dict;
 use super::dict::{Dict, FxMap};
 use super::model::{Frame, IndexedProfile, Profile, ProfileQuery, StackSample};
@@ -121,7 +121,8 @@ impl Inner {
                 };
                 // The batch's time within the range: the data's span, to a batch's resolution.
                 widen(start.max(range.from_unix_ns), row.end.min(range.to_unix_ns.saturating_sub(1)));
-                let table: Table = self.read_table(start, id, d)?;
+                let batch = self.read_batch(start, id, d)?;
+                let table = &batch.table;
                 if cpu.is_none() && matches!(cut, Cut::Inside) {
                     for (e, &n) in table.entries.iter().zip(&table.counts) {
                         visit(e, n);
@@ -132,7 +133,7 @@ impl Inner {
                 tally.resize(table.entries.len(), 0);
                 let with_times = matches!(cut, Cut::Partial);
                 for &c in cpus {
-                    let block = self.read_block(start, c, id, &table, with_times)?;
+                    let block = self.read_block(&batch, c, with_times)?;
                     if with_times {
                         for (&t, &e) in block.times.iter().zip(&block.entries) {
                             if range.contains(t) {
@@ -240,9 +241,10 @@ impl Inner {
                     threads.into_iter().for_each(&mut mark);
                     return Ok(());
                 }
-                let table = self.read_table(start, id, &*d)?;
+                let batch = self.read_batch(start, id, &*d)?;
+                let table = &batch.table;
                 for &cpu in &row.cpus {
-                    let block = self.read_block(start, cpu, id, &table, true)?;
+                    let block = self.read_block(&batch, cpu, true)?;
                     for (&t, &e) in block.times.iter().zip(&block.entries) {
                         if range.contains(t) {
                             mark(table.entries[e as usize].thread);
@@ -273,12 +275,13 @@ impl Inner {
             &[],
             |_| {},
             |start, id, row, _| {
-                let table = self.read_table(start, id, &*d)?;
+                let batch = self.read_batch(start, id, &*d)?;
+                let table = &batch.table;
                 for &cpu in &row.cpus {
                     if q.cpu.is_some_and(|c| c != cpu) {
                         continue;
                     }
-                    let block = self.read_block(start, cpu, id, &table, true)?;
+                    let block = self.read_block(&batch, cpu, true)?;
                     for (&t, &e) in block.times.iter().zip(&block.entries) {
                         let e = &table.entries[e as usize];
                         if !q.range.contains(t) || !filter.wants(e) {

@@ -1,6 +1,9 @@
 //! A sample batch's records by key: listing batches, reading a table or a block, deleting a
 //! batch.
 //!
+//! A batch's blocks are in its table record (`h`); batches written before that have one `b`
+//! record per CPU, and still read: [`Inner::read_block`] takes either.
+//!
 //! *Why apart:* every reader (profiles, raw samples, cursors, days, verify) and the writer's
 //! retention reach the `B`, `h` and `b` records through these few functions, which turn a
 //! missing or undecodable record into [`StoreError::Corrupt`] naming the batch.
@@ -24,6 +27,16 @@ impl Store {
         })?;
         Ok(out)
     }
+}
+
+/// A batch's table, and its blocks' directory when they are in the batch's record (see
+/// [`Inner::read_batch`]).
+pub(crate) struct BatchSamples {
+    pub start: u64,
+    pub id: u64,
+    pub table: Table,
+    pub blocks: Option<codec::BlockDir>,
+    record: sled::IVec,
 }
 
 pub(crate) fn meta_of(start: u64, id: u64, row: &BatchRow) -> SampleBatchMeta {
@@ -75,21 +88,40 @@ impl Inner {
         codec::decode_table(&v, vocab).map_err(|d| self.corrupt(what(), d))
     }
 
+    /// A batch's table and where its blocks are: what a reader of its samples needs.
+    pub(crate) fn read_batch(&self, start: u64, id: u64, vocab: &dyn Vocabulary) -> Result<BatchSamples, StoreError> {
+        let what = || format!("sample batch {id} table");
+        let record = self
+            .runs
+            .get(keys::batch_key(keys::TABLE, start, id))
+            .map_err(|e| self.storage("read a sample batch table", e))?
+            .ok_or_else(|| self.corrupt(what(), "missing".into()))?;
+        let table = codec::decode_table(&record, vocab).map_err(|d| self.corrupt(what(), d))?;
+        let blocks =
+            codec::decode_block_dir(&record).map_err(|d| self.corrupt(format!("sample batch {id} blocks"), d))?;
+        Ok(BatchSamples { start, id, table, blocks, record })
+    }
+
+    /// CPU `cpu`'s block of `batch`: from the batch's record, or from its own `b` record for
+    /// a batch written before blocks moved into the batch's record.
     pub(crate) fn read_block(
         &self,
-        start: u64,
+        batch: &BatchSamples,
         cpu: u32,
-        id: u64,
-        table: &Table,
         with_times: bool,
     ) -> Result<codec::Block, StoreError> {
+        let (start, id) = (batch.start, batch.id);
         let what = || format!("sample batch {id} cpu {cpu} block");
+        if let Some(dir) = &batch.blocks {
+            let at = dir.get(cpu).ok_or_else(|| self.corrupt(what(), "missing from the batch's record".into()))?;
+            return dir.decode(&batch.record, at, start, &batch.table, with_times).map_err(|d| self.corrupt(what(), d));
+        }
         let v = self
             .runs
             .get(keys::block_key(start, cpu, id))
             .map_err(|e| self.storage("read a sample block", e))?
             .ok_or_else(|| self.corrupt(what(), "missing".into()))?;
-        codec::decode_block(&v, start, table, cpu, with_times).map_err(|d| self.corrupt(what(), d))
+        codec::decode_block(&v, start, &batch.table, cpu, with_times).map_err(|d| self.corrupt(what(), d))
     }
 
     /// Deletes every record of a batch in one atomic batch with the totals. Caller holds the

@@ -138,29 +138,45 @@ impl SampleSeen {
                     seen.bytes, meta.stored_bytes
                 ));
             }
-            if seen.cpus != meta.cpus {
-                p.push(format!(
-                    "sample batch {id}: metadata lists cpus {:?}, blocks exist for {:?}",
-                    meta.cpus, seen.cpus
-                ));
-            }
+            let cpus_differ = |p: &mut Vec<String>, cpus: &[u32]| {
+                if cpus != meta.cpus {
+                    p.push(format!(
+                        "sample batch {id}: metadata lists cpus {:?}, blocks exist for {cpus:?}",
+                        meta.cpus
+                    ));
+                }
+            };
             if meta.samples == 0 {
+                cpus_differ(p, &seen.cpus);
                 if seen.table {
                     p.push(format!("sample batch {id}: a table but no samples"));
                 }
                 continue;
             }
             if !seen.table {
+                cpus_differ(p, &seen.cpus);
                 p.push(format!("sample batch {id}: no table"));
                 continue;
             }
-            let table = match inner.read_table(start, id, &vocab) {
-                Ok(t) => t,
+            let batch = match inner.read_batch(start, id, &vocab) {
+                Ok(b) => b,
                 Err(e) => {
                     p.push(e.to_string());
                     continue;
                 }
             };
+            // Blocks in the batch's record, or (written before) one `b` record a CPU.
+            let cpus: Vec<u32> = match &batch.blocks {
+                Some(dir) => {
+                    if !seen.cpus.is_empty() {
+                        p.push(format!("sample batch {id}: blocks in its record and in records of their own"));
+                    }
+                    dir.cpus().collect()
+                }
+                None => seen.cpus.clone(),
+            };
+            cpus_differ(p, &cpus);
+            let table = &batch.table;
             for e in &table.entries {
                 if !self.stacks.contains_key(&e.stack) {
                     p.push(format!("sample batch {id} refers to missing stack {}", e.stack));
@@ -173,8 +189,8 @@ impl SampleSeen {
                 p.push(format!("sample batch {id}: table counts do not add up to {} samples", meta.samples));
             }
             let mut tally = vec![0u64; table.entries.len()];
-            for &cpu in &seen.cpus {
-                match inner.read_block(start, cpu, id, &table, true) {
+            for &cpu in &cpus {
+                match inner.read_block(&batch, cpu, true) {
                     Ok(b) => {
                         if b.times.first().is_some_and(|&t| t < start) || b.times.last().is_some_and(|&t| t > meta.end)
                         {

@@ -3,9 +3,10 @@
 //!
 //! *Why all in one sled batch:* a block refers to table entries, the table to thread and stack
 //! ids, stacks to frame ids; if any of these could land without the others a crash would leave
-//! a batch that names a missing stack. So the batch's `B`, `h`, `b` records, the dictionary
-//! entries it adds and the `x` totals go in one atomic batch, and the new entries enter the
-//! in-memory dictionary only after that batch was applied ([`super::dict`]).
+//! a batch that names a missing stack. So the batch's `B` and `h` records (the table, with the
+//! blocks in it), the dictionary entries it adds and the `x` totals go in one atomic batch, and
+//! the new entries enter the in-memory dictionary only after that batch was applied
+//! ([`super::dict`]).
 
 use crate::keys::{self, SampleTotals};
 use crate::retention::Protect;
@@ -98,8 +99,9 @@ struct Built {
     end: u64,
     lost: u64,
     samples: u64,
-    /// (cpu, block value)
-    blocks: Vec<(u32, Vec<u8>)>,
+    /// The CPUs with samples, ascending.
+    cpus: Vec<u32>,
+    /// The table with the blocks (none without samples).
     table: Option<Vec<u8>>,
     staged: Staged,
 }
@@ -113,11 +115,8 @@ struct Writes {
 impl Built {
     fn finish(self, id: u64) -> (SampleBatchMeta, Writes) {
         let start = self.start;
-        let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(self.blocks.len() + 2);
-        let cpus: Vec<u32> = self.blocks.iter().map(|(c, _)| *c).collect();
-        for (cpu, v) in self.blocks {
-            records.push((keys::block_key(start, cpu, id).to_vec(), v));
-        }
+        let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(2);
+        let cpus = self.cpus;
         if let Some(t) = self.table {
             records.push((keys::batch_key(keys::TABLE, start, id).to_vec(), t));
         }
@@ -228,8 +227,8 @@ impl Inner {
         }
         drop(dict);
         if samples.is_empty() {
-            let blocks = Vec::new();
-            return Ok(Built { start: now_unix_ns, end: now_unix_ns, lost, samples: 0, blocks, table: None, staged });
+            let cpus = Vec::new();
+            return Ok(Built { start: now_unix_ns, end: now_unix_ns, lost, samples: 0, cpus, table: None, staged });
         }
         // Table order: partitions by lowest CPU, sorted within by (thread, idle, local); and
         // each sample's entry in it.
@@ -273,18 +272,16 @@ impl Inner {
                 idx.push(remap[sample_entry[i as usize] as usize]);
             }
             let cpu = samples[group[0] as usize].cpu;
-            blocks.push((cpu, codec::encode_block(start, &times, &idx, &table, cpu)));
+            blocks.push(codec::encode_block_payload(start, &times, &idx, &table, cpu));
         }
+        let locals: Vec<u32> = order.iter().map(|&i| locals[i as usize]).collect();
         Ok(Built {
             start,
             end,
             lost,
             samples: samples.len() as u64,
-            blocks,
-            table: Some(codec::encode_table(
-                &table,
-                Some(&order.iter().map(|&i| locals[i as usize]).collect::<Vec<_>>()),
-            )),
+            cpus: blocks.iter().map(|b| b.cpu).collect(),
+            table: Some(codec::encode_batch_record(&table, &locals, &blocks)),
             staged,
         })
     }
