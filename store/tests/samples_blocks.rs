@@ -183,3 +183,37 @@ fn with_tree_get<T>(f: &Fixture, get: impl FnOnce(&sled::Tree) -> T) -> T {
     with_tree(f.dir.path(), |tree| out = Some(get(tree)));
     out.unwrap()
 }
+
+/// A batch whose block directory does not decode: profiles that read only tables still
+/// answer, in full; whatever needs its blocks (a CPU filter, raw samples, verify) gets an error
+/// naming the batch's blocks, not a wrong answer.
+#[test]
+fn a_corrupt_block_directory_fails_only_what_needs_the_blocks() {
+    let f = fixture();
+    let (start, id) = with_tree_get(&f, |tree| batch_ids(tree)[5]);
+    with_tree(f.dir.path(), |tree| {
+        let hk = keys::batch_key(keys::TABLE, start, id);
+        let mut record = tree.get(hk).unwrap().unwrap().to_vec();
+        // The record is the table's record (an array of 5) with the blocks as a sixth element,
+        // `[count, units, directory, payloads]`: say 3 blocks where there are 4.
+        let alone = codec::split_batch_record(&record).unwrap().table;
+        assert_eq!((record[0], alone[0]), (0x96, 0x95));
+        assert_eq!(record[1..alone.len()], alone[1..]);
+        assert_eq!(record[alone.len()..alone.len() + 2], [0x94, 4]);
+        record[alone.len() + 1] = 3;
+        tree.insert(hk, record).unwrap();
+    });
+    let store = open_store(f.dir.path(), retention());
+    let whole = ProfileQuery { include_idle: true, ..ProfileQuery::range(TimeRange::ALL) };
+    assert_profile_matches(&store, &f.all, &f.batches, &whole);
+    let names_blocks = |r: Result<loupe_store::Profile, loupe_store::StoreError>| match r {
+        Err(loupe_store::StoreError::Corrupt { record, .. }) => {
+            assert_eq!(record, format!("sample batch {id} blocks"))
+        }
+        other => panic!("a batch with a corrupt block directory read as {:?}", other.map(|p| p.samples)),
+    };
+    names_blocks(store.profile(&ProfileQuery { cpu: Some(0), ..whole.clone() }));
+    assert!(store.samples(&whole).is_err());
+    let report = store.verify().unwrap();
+    assert!(report.problems.iter().any(|p| p.contains(&format!("sample batch {id} blocks"))), "{:?}", report.problems);
+}

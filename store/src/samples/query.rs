@@ -121,14 +121,16 @@ impl Inner {
                 };
                 // The batch's time within the range: the data's span, to a batch's resolution.
                 widen(start.max(range.from_unix_ns), row.end.min(range.to_unix_ns.saturating_sub(1)));
-                let batch = self.read_batch(start, id, d)?;
-                let table = &batch.table;
                 if cpu.is_none() && matches!(cut, Cut::Inside) {
+                    // The table alone: its blocks are not decoded, nor is their directory.
+                    let table = self.read_table(start, id, d)?;
                     for (e, &n) in table.entries.iter().zip(&table.counts) {
                         visit(e, n);
                     }
                     return Ok(());
                 }
+                let batch = self.read_batch(start, id, d)?;
+                let table = &batch.table;
                 tally.clear();
                 tally.resize(table.entries.len(), 0);
                 let with_times = matches!(cut, Cut::Partial);
