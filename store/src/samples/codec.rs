@@ -1060,9 +1060,10 @@ fn payload_as(
     BlockPayload { cpu, n: times.len() as u32, unit, index, bits: w.finish() }
 }
 
-/// Reads [`INDEX_FIRST_USE`]'s columns for `n` samples against the block's local list.
-fn decode_first_uses(r: &mut BitReader<'_>, n: usize, local: &[u32], entries: &mut Vec<u32>) -> Result<(), String> {
-    let m = local.len();
+/// The first-use flags of `n` samples (one each after the first) and how many first uses they
+/// say, at most `m` (the local list's entries): the first column of [`INDEX_FIRST_USE`] and
+/// [`INDEX_GROUPED`].
+fn first_use_flags(r: &mut BitReader<'_>, n: usize, m: usize) -> Result<(Vec<u64>, usize), String> {
     let flags = read_column(r, n - 1)?;
     let mut firsts = 1usize;
     for &f in &flags {
@@ -1075,6 +1076,13 @@ fn decode_first_uses(r: &mut BitReader<'_>, n: usize, local: &[u32], entries: &m
     if firsts > m {
         return Err(format!("{firsts} first uses of a local list of {m} entries"));
     }
+    Ok((flags, firsts))
+}
+
+/// Reads [`INDEX_FIRST_USE`]'s columns for `n` samples against the block's local list.
+fn decode_first_uses(r: &mut BitReader<'_>, n: usize, local: &[u32], entries: &mut Vec<u32>) -> Result<(), String> {
+    let m = local.len();
+    let (flags, firsts) = first_use_flags(r, n, m)?;
     let repeats = read_column(r, n - firsts)?;
     let mut ranks = Vec::with_capacity(firsts);
     for j in 0..firsts {
@@ -1116,18 +1124,7 @@ fn decode_grouped(
     entries: &mut Vec<u32>,
 ) -> Result<(), String> {
     let m = local.len();
-    let flags = read_column(r, n - 1)?;
-    let mut firsts = 1usize;
-    for &f in &flags {
-        match f {
-            0 => {}
-            1 => firsts += 1,
-            _ => return Err(format!("first-use flag {f}")),
-        }
-    }
-    if firsts > m {
-        return Err(format!("{firsts} first uses of a local list of {m} entries"));
-    }
+    let (flags, firsts) = first_use_flags(r, n, m)?;
     let mut repeats = read_column(r, n - firsts)?.into_iter();
     let mut s = Grouped::new(table, local);
     for i in 0..n {
@@ -1584,11 +1581,16 @@ mod tests {
         check_block(base, &times, &entries, &t, 1);
         // Against the table of a batch whose other CPUs used these entries too, so the
         // counts tell nothing, and every entry its own thread, so the groups neither.
-        let t = counted(&t, &entries, 100);
-        let auto = encode_block(base, &times, &entries, &t, 1);
-        let list = encode_block_as(base, &times, &entries, &t, 1, Some(INDEX_LIST));
-        assert_eq!(from_msgpack::<BlockRow>(&auto).unwrap().index, INDEX_FIRST_USE);
-        assert!(auto.len() + 4 <= list.len(), "{} bytes against {}", auto.len(), list.len());
+        assert_chosen(base, &times, &entries, &counted(&t, &entries, 100), 1, INDEX_FIRST_USE, INDEX_LIST);
+    }
+
+    /// The writer chooses index coding `want` for the block, 4 bytes shorter at least than
+    /// `over`.
+    fn assert_chosen(base: u64, times: &[u64], entries: &[u32], t: &Table, cpu: u32, want: u8, over: u8) {
+        let auto = encode_block(base, times, entries, t, cpu);
+        let other = encode_block_as(base, times, entries, t, cpu, Some(over));
+        assert_eq!(from_msgpack::<BlockRow>(&auto).unwrap().index, want);
+        assert!(auto.len() + 4 <= other.len(), "{} bytes against {}", auto.len(), other.len());
     }
 
     /// A busy CPU whose threads run several stacks each, against its batch's table: it mostly
@@ -1622,11 +1624,7 @@ mod tests {
         };
         let seq: Vec<u32> = seq.iter().map(|e| used.binary_search(e).unwrap() as u32).collect();
         check_block(base, &times, &seq, &t, 0);
-        let t = counted(&t, &seq, 0);
-        let auto = encode_block(base, &times, &seq, &t, 0);
-        let firsts = encode_block_as(base, &times, &seq, &t, 0, Some(INDEX_FIRST_USE));
-        assert_eq!(from_msgpack::<BlockRow>(&auto).unwrap().index, INDEX_GROUPED);
-        assert!(auto.len() + 4 <= firsts.len(), "{} bytes against {}", auto.len(), firsts.len());
+        assert_chosen(base, &times, &seq, &counted(&t, &seq, 0), 0, INDEX_GROUPED, INDEX_FIRST_USE);
     }
 
     /// A block that uses an entry more often than its table counts it cannot be written in
@@ -1652,17 +1650,13 @@ mod tests {
             Entry { thread: 1, idle: false, stack: 0 },
         ];
         let t = Table { counts: vec![1; 3], entries, parts: vec![Part { cpu: 0, start: 0, len: 3 }] };
-        let run = |flags: &[u64], repeats: &[u64], codes: &[(u64, u32)], n: usize| {
-            let mut w = BitWriter::new();
-            write_column(&mut w, flags);
-            write_column(&mut w, repeats);
-            for &(v, b) in codes {
-                w.put(v, b);
-            }
-            let bytes = w.finish();
+        let run_against = |t: &Table, flags: &[u64], repeats: &[u64], codes: &[(u64, u32)], n: usize| {
+            let bytes = first_use_bits(flags, repeats, codes);
             let mut out = Vec::new();
-            decode_grouped(&mut BitReader::new(&bytes), n, &t, &[0, 1, 2], &mut out).map(|_| out)
+            decode_grouped(&mut BitReader::new(&bytes), n, t, &[0, 1, 2], &mut out).map(|_| out)
         };
+        let run =
+            |flags: &[u64], repeats: &[u64], codes: &[(u64, u32)], n: usize| run_against(&t, flags, repeats, codes, n);
         // 0 (rank 0 of 3: 2 bits); then inside thread 0 (bit 1), rank 0 of 1 (no bits): 1;
         // then thread 0 has none left, so no bit: rank 0 of 1 outside: 2.
         assert_eq!(run(&[1, 1], &[], &[(0, 2), (1, 1)], 3).unwrap(), [0, 1, 2]);
@@ -1672,14 +1666,19 @@ mod tests {
         let err = run(&[0], &[0], &[(0, 2)], 2).unwrap_err();
         assert!(err.contains("position 0 ≥ 0"), "{err}");
         let counted_twice = Table { counts: vec![2, 1, 1], ..t.clone() };
-        let mut out = Vec::new();
+        assert_eq!(run_against(&counted_twice, &[0], &[0], &[(0, 2)], 2).unwrap(), [0, 0]);
+    }
+
+    /// A first-use coding's bits: the flags and repeats columns, then the raw `(value, bits)`
+    /// codes of the first uses.
+    fn first_use_bits(flags: &[u64], repeats: &[u64], codes: &[(u64, u32)]) -> Vec<u8> {
         let mut w = BitWriter::new();
-        write_column(&mut w, &[0]);
-        write_column(&mut w, &[0]);
-        w.put(0, 2);
-        let bytes = w.finish();
-        decode_grouped(&mut BitReader::new(&bytes), 2, &counted_twice, &[0, 1, 2], &mut out).unwrap();
-        assert_eq!(out, [0, 0]);
+        write_column(&mut w, flags);
+        write_column(&mut w, repeats);
+        for &(v, b) in codes {
+            w.put(v, b);
+        }
+        w.finish()
     }
 
     /// A first-use rank past the entries not used yet, a repeat before any use, or a flag
@@ -1688,13 +1687,7 @@ mod tests {
     fn first_use_columns_out_of_range_are_errors() {
         let local: Vec<u32> = (10..14).collect();
         let run = |flags: &[u64], repeats: &[u64], ranks: &[(u64, u32)], n: usize| {
-            let mut w = BitWriter::new();
-            write_column(&mut w, flags);
-            write_column(&mut w, repeats);
-            for &(r, b) in ranks {
-                w.put(r, b);
-            }
-            let bytes = w.finish();
+            let bytes = first_use_bits(flags, repeats, ranks);
             let mut out = Vec::new();
             decode_first_uses(&mut BitReader::new(&bytes), n, &local, &mut out).map(|_| out)
         };

@@ -77,19 +77,9 @@ impl Inner {
         keys::parse_batch_key(k).ok_or_else(|| self.corrupt("sample batch key".into(), format!("{k:?}")))
     }
 
-    /// A batch's table; `vocab` (the dictionary cache) names the stacks of a format-3 table.
-    pub(crate) fn read_table(&self, start: u64, id: u64, vocab: &dyn Vocabulary) -> Result<Table, StoreError> {
-        let what = || format!("sample batch {id} table");
-        let v = self
-            .runs
-            .get(keys::batch_key(keys::TABLE, start, id))
-            .map_err(|e| self.storage("read a sample batch table", e))?
-            .ok_or_else(|| self.corrupt(what(), "missing".into()))?;
-        codec::decode_table(&v, vocab).map_err(|d| self.corrupt(what(), d))
-    }
-
-    /// A batch's table and where its blocks are: what a reader of its samples needs.
-    pub(crate) fn read_batch(&self, start: u64, id: u64, vocab: &dyn Vocabulary) -> Result<BatchSamples, StoreError> {
+    /// A batch's table record (`h`) and the table in it; `vocab` (the dictionary cache) names
+    /// the stacks of a format-3 table.
+    fn table_record(&self, start: u64, id: u64, vocab: &dyn Vocabulary) -> Result<(sled::IVec, Table), StoreError> {
         let what = || format!("sample batch {id} table");
         let record = self
             .runs
@@ -97,6 +87,17 @@ impl Inner {
             .map_err(|e| self.storage("read a sample batch table", e))?
             .ok_or_else(|| self.corrupt(what(), "missing".into()))?;
         let table = codec::decode_table(&record, vocab).map_err(|d| self.corrupt(what(), d))?;
+        Ok((record, table))
+    }
+
+    /// A batch's table alone (its blocks, if in its record, are not looked at).
+    pub(crate) fn read_table(&self, start: u64, id: u64, vocab: &dyn Vocabulary) -> Result<Table, StoreError> {
+        Ok(self.table_record(start, id, vocab)?.1)
+    }
+
+    /// A batch's table and where its blocks are: what a reader of its samples needs.
+    pub(crate) fn read_batch(&self, start: u64, id: u64, vocab: &dyn Vocabulary) -> Result<BatchSamples, StoreError> {
+        let (record, table) = self.table_record(start, id, vocab)?;
         let blocks =
             codec::decode_block_dir(&record).map_err(|d| self.corrupt(format!("sample batch {id} blocks"), d))?;
         Ok(BatchSamples { start, id, table, blocks, record })
