@@ -33,7 +33,7 @@
 //! position among those used: a CPU that keeps running the same thing gives runs of zeros),
 //! or, where shorter, as one column of local positions or move-to-front positions (the only
 //! coding of blocks written before). Blocks written now also take two things from the table
-//! (see [`INDEX_GROUPED`]): an entry is not repeated more often than its count, and a CPU's
+//! (see `INDEX_GROUPED`): an entry is not repeated more often than its count, and a CPU's
 //! next new entry is usually of the thread it runs or of another, which the table's threads
 //! say.
 //!
