@@ -779,9 +779,8 @@ impl Grouped {
 
 /// [`INDEX_GROUPED`]'s flags (after the first sample) and repeats columns, and the group bits
 /// and ranks of first uses as `(value, bits)`, for a block's `entries` (table indexes, each in
-/// `local`); `None` when
-/// the block uses an entry more often than the table counts it (never for a table built from
-/// the same samples).
+/// `local`). [`grouped_codes`] gives `None` when the block uses an entry more often than the
+/// table counts it (never for a table built from the same samples).
 struct GroupedCodes {
     flags: Vec<u64>,
     repeats: Vec<u64>,
