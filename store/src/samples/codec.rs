@@ -220,6 +220,15 @@ fn gaps(values: impl IntoIterator<Item = u64>, strict: bool, out: &mut Vec<u64>)
     }
 }
 
+/// One value back from strict [`gaps`]: the first as it is, then `prev + gap + 1`; `None` if
+/// that overflows (hostile input).
+fn ungap_strict(prev: Option<u64>, gap: u64) -> Option<u64> {
+    match prev {
+        None => Some(gap),
+        Some(p) => p.checked_add(gap)?.checked_add(1),
+    }
+}
+
 /// Encodes a table. With `locals` (entry `i`'s place in its process's vocabulary, for every
 /// entry) it is format 3, and each partition must be sorted by `(thread, idle, local)`;
 /// without, format 2, each partition sorted by [`Entry`].
@@ -393,10 +402,7 @@ pub fn decode_block_dir(record: &[u8]) -> Result<Option<BlockDir>, String> {
     let (cpu_gaps, ns, indexes, units, lens) = (col()?, col()?, col()?, col()?, col()?);
     let (mut out, mut cpu, mut at) = (Vec::with_capacity(count), None::<u64>, 0usize);
     for (i, &gap) in cpu_gaps.iter().enumerate() {
-        let c = match cpu {
-            None => gap,
-            Some(p) => p.checked_add(gap).and_then(|c| c.checked_add(1)).ok_or("block cpu overflows")?,
-        };
+        let c = ungap_strict(cpu, gap).ok_or("block cpu overflows")?;
         cpu = Some(c);
         let n = ns[i].checked_add(1).filter(|&n| n <= bits::MAX_COLUMN as u64).ok_or("block too long")?;
         let index = u8::try_from(indexes[i]).map_err(|_| format!("index coding {}", indexes[i]))?;
@@ -485,10 +491,7 @@ pub fn decode_table(bytes: &[u8], vocab: &dyn Vocabulary) -> Result<Table, Strin
     // The vocabulary's pid of the previous group's thread: consecutive groups share it often.
     let mut pid_of: Option<(u32, u32)> = None;
     for p in 0..np {
-        let c = match cpu {
-            None => part_cpu[p],
-            Some(prev) => prev.checked_add(part_cpu[p]).and_then(|c| c.checked_add(1)).ok_or("cpu overflows")?,
-        };
+        let c = ungap_strict(cpu, part_cpu[p]).ok_or("cpu overflows")?;
         cpu = Some(c);
         let len = part_len[p].checked_add(1).ok_or("partition length overflows")?;
         let start = entries.len();
@@ -1210,10 +1213,7 @@ fn decode_payload(
     let mut local: Vec<u32> = (own.start as u32..own.end as u32).collect();
     let mut acc: Option<u64> = None;
     for v in import_col {
-        let e = match acc {
-            None => v,
-            Some(p) => p.checked_add(v).and_then(|x| x.checked_add(1)).ok_or("imported entry overflows")?,
-        };
+        let e = ungap_strict(acc, v).ok_or("imported entry overflows")?;
         if e >= table_len as u64 || own.contains(&(e as usize)) {
             return Err(format!("imported entry {e} is in this CPU's own partition or outside a table of {table_len}"));
         }
