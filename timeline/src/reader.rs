@@ -36,6 +36,12 @@
 //! the record (the writer's start sample, its latest, or the reader's sample of this poll). The
 //! error is the sample's ±50 ns plus the slope's relative error times the distance to the
 //! sample; `tests/clock.rs` holds it under the documented bound.
+//!
+//! Neighbouring records can fall either side of the switch to a nearer sample (a new one every
+//! poll, each ±50 ns), and a thread's records are often a few ns apart: converted alone, the
+//! later record could come out earlier. So a thread's record is never given a time before its
+//! previous one's (taking that time instead, which stays inside the same error bound): sorted
+//! by time, a thread's events keep the order it wrote them in.
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -220,6 +226,8 @@ struct Cursor {
     tid: u32,
     /// recent[k]: stamp of the latest event of level ≤ k on the current thread.
     recent: [Option<u64>; 10],
+    /// Wall time given to the current thread's latest record: the next one is never earlier.
+    wall: u64,
 }
 
 /// Tails one ring file. Cheap to poll; never writes to the file.
@@ -591,14 +599,16 @@ impl Tailer {
                     if tid != c.tid {
                         c.tid = tid;
                         c.recent = [None; 10];
+                        c.wall = 0;
                     }
                     let level = def.level;
                     let lag_ticks = c.recent[level as usize].map(|p| ts.saturating_sub(p));
                     for k in level as usize..10 {
                         c.recent[k] = Some(ts);
                     }
+                    c.wall = conv.wall(ts).max(c.wall);
                     out.push(Event {
-                        time_unix_ns: conv.wall(ts),
+                        time_unix_ns: c.wall,
                         ts,
                         pid: self.info.pid,
                         tid,

@@ -115,3 +115,44 @@ fn records_carry_real_cpu_numbers() {
         assert!(ev.iter().all(|e| e.cpu < cpus), "{env:?}: a CPU number ≥ {cpus}");
     }
 }
+
+/// A thread's times never go backwards, even where its records fall either side of the switch
+/// from one calibration sample to a nearer one that disagrees with it: here the writer's latest
+/// sample is rewritten to sit among the records, with the creation sample's wall time, so the
+/// records nearer to it convert ~µs earlier than those before them. Each takes its
+/// predecessor's time instead, so order by time is the order written.
+#[test]
+fn a_threads_times_never_go_back_at_a_calibration_switch() {
+    use loupe_timeline::format::hdr;
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = common::writer(dir.path(), &[], &["count", "1", "200"]);
+    assert_eq!(w.line().as_deref(), Some("done 200"));
+    let path = w.path.clone();
+    w.wait_ok();
+    let mut ev = Vec::new();
+    Tailer::open(&path).unwrap().poll(&mut ev).unwrap();
+    assert_eq!(ev.len(), 200);
+
+    let mut b = std::fs::read(&path).unwrap();
+    let at = |b: &[u8], off: usize| u64::from_le_bytes(b[off..off + 8].try_into().unwrap());
+    let (start_raw, start_real) = (at(&b, hdr::CAL_START), at(&b, hdr::CAL_START + 16));
+    // Midway between the creation sample and the rewritten one: record 100's stamp.
+    let latest_raw = 2 * ev[100].ts - start_raw;
+    b[hdr::CAL_LATEST..hdr::CAL_LATEST + 8].copy_from_slice(&2u64.to_le_bytes()); // seqlock: stable
+    b[hdr::CAL_LATEST + 8..hdr::CAL_LATEST + 16].copy_from_slice(&latest_raw.to_le_bytes());
+    b[hdr::CAL_LATEST + 24..hdr::CAL_LATEST + 32].copy_from_slice(&start_real.to_le_bytes());
+    let skewed = dir.path().join("skewed");
+    std::fs::write(&skewed, &b).unwrap();
+    let mut ev = Vec::new();
+    Tailer::open(&skewed).unwrap().poll(&mut ev).unwrap();
+    assert_eq!(ev.len(), 200);
+    // Before the switch, times rise from the creation sample's wall time; after it, converted
+    // alone, they would start below it.
+    assert!(ev[99].time_unix_ns > start_real, "records before the switch convert from the creation sample");
+    let counters: Vec<u64> = ev.iter().map(|e| e.args[0]).collect();
+    assert_eq!(counters, (0..200).collect::<Vec<_>>());
+    for p in ev.windows(2) {
+        assert!(p[1].time_unix_ns >= p[0].time_unix_ns, "record {} went back in time", p[1].args[0]);
+    }
+    assert_eq!(ev[101].time_unix_ns, ev[99].time_unix_ns.max(ev[100].time_unix_ns), "held at its predecessor's time");
+}

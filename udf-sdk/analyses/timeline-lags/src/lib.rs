@@ -6,9 +6,10 @@
 //!   histogram (64 sub-buckets per power of two: within 1/64 of the exact value; the maximum
 //!   exact), so a day of events costs 32 KiB per event name, not a list of every lag.
 //! - The slowest iterations: the `top` events named `iteration` (default: any level-0 event)
-//!   with the largest lags, each followed by the events of its thread inside it — which step
-//!   made that iteration slow. A thread's recent events are kept in a bounded window
-//!   ([`WINDOW`]), so an iteration with more events than that shows its last ones.
+//!   with the largest lags, each followed by the events of its thread inside it (after the
+//!   event its lag is measured from) — which step made that iteration slow. A thread's recent
+//!   events are kept in a bounded window ([`WINDOW`]), so an iteration with more events than
+//!   that shows its last ones.
 //!
 //! One pass over the events, in time order.
 
@@ -152,8 +153,11 @@ impl Report {
             && self.top > 0
             && (self.slowest.len() < self.top || self.slowest.peek().is_some_and(|s| lag > s.lag))
         {
-            let start = e.time_ns.saturating_sub(lag);
-            let inside: Vec<Ev> = recent.iter().filter(|r| r.time > start).cloned().collect();
+            // After the event the lag is measured from: the thread's previous one of equal or
+            // lower level (all of the window if it has gone). Not by time: converted times of
+            // events a few ns apart carry the clock's ±50 ns, the lag is exact.
+            let after = recent.iter().rposition(|r| r.level <= e.level).map_or(0, |i| i + 1);
+            let inside: Vec<Ev> = recent.iter().skip(after).cloned().collect();
             self.slowest.push(Slow { lag, event: ev.clone(), inside });
             if self.slowest.len() > self.top {
                 self.slowest.pop();
@@ -305,5 +309,20 @@ mod tests {
         assert_eq!((stats.count, stats.max), (3, Some(800)));
         let table = r.table();
         assert_eq!(table.rows.len(), 5 + 3 + 3, "5 event kinds, then 2 iterations of 3 rows");
+    }
+
+    #[test]
+    fn inside_follows_the_threads_order_not_its_clock() {
+        // Times as a reader may give them: the step a few ns after loop_start stamped 40 ns
+        // before it, and the previous iteration's end stamped inside this one's time span.
+        let mut r = Report::new(1, Some("loop_end".into()));
+        r.add(&ev(1_000, 1, "loop_start", 0, None));
+        r.add(&ev(1_100, 1, "loop_end", 0, Some(100)));
+        r.add(&ev(1_060, 1, "loop_start", 0, Some(10)));
+        r.add(&ev(1_020, 1, "step", 1, Some(5)));
+        r.add(&ev(5_000, 1, "loop_end", 0, Some(3_990)));
+        let slow = r.slowest.into_sorted_vec();
+        let inside: Vec<&str> = slow[0].inside.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!((slow[0].lag, inside), (3_990, vec!["step"]));
     }
 }
