@@ -126,7 +126,7 @@ pub use probes::model::{
 };
 pub use probes::{ProbeCallChunks, ProbePos};
 pub use samples::model::{
-    Frame, IndexedProfile, ObjectAddress, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample,
+    Frame, IndexedProfile, Name, ObjectAddress, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample,
 };
 pub use samples::{RawSample, Renamed, SampleCursor};
 pub use timeline::model::{

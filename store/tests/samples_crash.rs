@@ -41,7 +41,7 @@ fn samples_crash_child() {
         if i % 5 == 0 {
             for s in &mut batch {
                 for f in &mut s.frames {
-                    f.function.push_str(&format!("#{round}.{i}"));
+                    f.function = format!("{}#{round}.{i}", f.function).into();
                 }
             }
         }

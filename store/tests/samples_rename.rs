@@ -6,15 +6,15 @@ mod common;
 
 use common::samples::sample;
 use common::{SEC, T0, open_store};
-use loupe_store::{Frame, ObjectAddress, ProfileQuery, Renamed, Retention, Store, TimeRange};
+use loupe_store::{Frame, Name, ObjectAddress, ProfileQuery, Renamed, Retention, Store, TimeRange};
 
 fn at(build_id: &[u8], address: u64) -> ObjectAddress {
     ObjectAddress { build_id: build_id.to_vec(), address }
 }
 
-fn names_in(store: &Store, range: TimeRange) -> Vec<String> {
+fn names_in(store: &Store, range: TimeRange) -> Vec<Name> {
     let p = store.profile(&ProfileQuery::range(range)).unwrap();
-    let mut names: Vec<String> = p.stacks.iter().flat_map(|(f, _)| f.iter().map(|f| f.function.clone())).collect();
+    let mut names: Vec<Name> = p.stacks.iter().flat_map(|(f, _)| f.iter().map(|f| f.function.clone())).collect();
     names.sort();
     names.dedup();
     names
@@ -49,7 +49,7 @@ fn unnamed_frames_are_found_by_range_and_renamed_everywhere() {
     let done = store.rename_frames(&[(hot_id, "__strpbrk_sse42".into())]).unwrap();
     assert_eq!(done, Renamed { renamed: 1, skipped: 0 });
     let names = names_in(&store, first);
-    assert!(names.contains(&"__strpbrk_sse42".to_string()) && !names.contains(&hot.function), "{names:?}");
+    assert!(names.iter().any(|n| n == "__strpbrk_sse42") && !names.contains(&hot.function), "{names:?}");
     // Both stacks that used the frame see the name; module and location stay.
     let p = store.profile(&ProfileQuery::range(first)).unwrap();
     let renamed: Vec<&Frame> =
@@ -62,7 +62,7 @@ fn unnamed_frames_are_found_by_range_and_renamed_everywhere() {
     let mut cursor = store.sample_cursor(ProfileQuery::range(first)).unwrap();
     let page = cursor.next_page().unwrap().unwrap();
     let stacks: Vec<u32> = page.iter().map(|s| s.stack).collect();
-    let leaves: Vec<String> =
+    let leaves: Vec<Name> =
         store.stack_frames(&stacks).unwrap().iter().filter_map(|f| f.first()).map(|f| f.function.clone()).collect();
     assert_eq!(leaves.iter().filter(|n| *n == "__strpbrk_sse42").count(), 2, "{leaves:?}");
     // No longer unnamed; a second rename of it is skipped, as are unknown ids and empty names.
@@ -73,7 +73,7 @@ fn unnamed_frames_are_found_by_range_and_renamed_everywhere() {
     // The dictionary on disk says the same after a reopen, and verifies.
     drop((cursor, store));
     let store = open_store(dir.path(), Retention::default());
-    assert!(names_in(&store, first).contains(&"__strpbrk_sse42".to_string()));
+    assert!(names_in(&store, first).contains(&Name::from("__strpbrk_sse42")));
     assert_eq!(store.unnamed_frames(TimeRange::ALL).unwrap().len(), 1);
     let report = store.verify().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
@@ -82,5 +82,5 @@ fn unnamed_frames_are_found_by_range_and_renamed_everywhere() {
     store.put_samples(&[sample(T0 + 120 * SEC, 0, 10, "prog", vec![hot.clone(), main.clone()])], 0, T0).unwrap();
     let late = TimeRange::new(T0 + 120 * SEC, T0 + 121 * SEC).unwrap();
     assert_eq!(names_in(&store, late), vec!["libc.so.6+0x1750ce".to_string(), "main".to_string()]);
-    assert!(names_in(&store, first).contains(&"__strpbrk_sse42".to_string()));
+    assert!(names_in(&store, first).contains(&Name::from("__strpbrk_sse42")));
 }

@@ -116,7 +116,7 @@ fn dictionary_is_swept_once_its_batches_are_gone() {
     new_synth.next_batch(100, &mut nb);
     for s in &mut nb {
         for f in &mut s.frames {
-            f.function.push_str("-v2"); // different frames from the old ones
+            f.function = format!("{}-v2", f.function).into(); // different frames from the old ones
         }
     }
     let new_meta = store.put_samples(&nb, 0, T0 + DAY).unwrap(); // the old batches expire here

@@ -259,7 +259,7 @@ impl loupe::udf::data::Host for DataHost {
                 .into_iter()
                 .map(|s| {
                     s.into_iter()
-                        .map(|f| wit::Frame { function: f.function, module: f.module, kernel: f.kernel })
+                        .map(|f| wit::Frame { function: f.function.into(), module: f.module.into(), kernel: f.kernel })
                         .collect()
                 })
                 .collect()),
@@ -577,7 +577,12 @@ mod tests {
             comm: format!("comm{}", i % 3),
             cgroup_id: 0,
             idle: i % 5 == 0,
-            frames: vec![Frame { function: format!("f{}", i % 13), module: "m".into(), kernel: false, location: None }],
+            frames: vec![Frame {
+                function: format!("f{}", i % 13).into(),
+                module: "m".into(),
+                kernel: false,
+                location: None,
+            }],
         }
     }
 
@@ -636,6 +641,6 @@ mod tests {
         let comms = host.comms(got.iter().map(|s| s.comm).collect()).unwrap().unwrap();
         assert!(comms.iter().zip(&all).all(|(c, s)| *c == s.comm));
         let stacks = host.stacks(got[..100].iter().map(|s| s.stack).collect()).unwrap().unwrap();
-        assert!(stacks.iter().zip(&all).all(|(f, s)| f[0].function == s.frames[0].function));
+        assert!(stacks.iter().zip(&all).all(|(f, s)| f[0].function == *s.frames[0].function));
     }
 }

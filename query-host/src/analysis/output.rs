@@ -166,7 +166,12 @@ pub fn bounded(o: wit::Output, output_bytes: usize) -> Result<AnalysisOutput, Ud
                     let frames = s
                         .frames
                         .into_iter()
-                        .map(|f| Frame { function: f.function, module: f.module, kernel: f.kernel, location: None })
+                        .map(|f| Frame {
+                            function: f.function.into(),
+                            module: f.module.into(),
+                            kernel: f.kernel,
+                            location: None,
+                        })
                         .collect();
                     (frames, s.count)
                 })

@@ -130,7 +130,7 @@ pub fn pprof(profile: &Profile, period_ns: i64, start_unix_ns: u64, duration_ns:
         for f in frames {
             let id = *locations.entry(f).or_insert_with(|| {
                 let id = location.len() as u64 + 1;
-                let name = if f.kernel { format!("{} [k]", f.function) } else { f.function.clone() };
+                let name = if f.kernel { format!("{} [k]", f.function) } else { f.function.to_string() };
                 let module = crate::model::profile::module_of(f);
                 let build_id = f.location.as_ref().map(|l| &l.build_id[..]).unwrap_or(&[]);
                 let mapping_id = *mapping_ids.entry((module, build_id)).or_insert_with(|| {

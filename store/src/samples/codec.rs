@@ -1403,11 +1403,11 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
     match bytes.first() {
         Some(0x93) => {
             let (function, module, kernel): (String, String, bool) = from_msgpack(bytes)?;
-            Ok(Frame { function, module, kernel, location: None })
+            Ok(Frame { function: function.into(), module: module.into(), kernel, location: None })
         }
         Some(0x94) => {
             let (function, module, kernel, location): (String, String, bool, ObjectAddress) = from_msgpack(bytes)?;
-            Ok(Frame { function, module, kernel, location: Some(location) })
+            Ok(Frame { function: function.into(), module: module.into(), kernel, location: Some(location) })
         }
         _ => Err("a frame is an array of 3 or 4 fields".into()),
     }
@@ -2064,7 +2064,7 @@ mod tests {
         let k = Frame::kernel("do_idle");
         assert_eq!(decode_frame(&encode_frame(&k)).unwrap(), k);
         let u = Frame::unnamed("libc.so.6", ObjectAddress { build_id: vec![0x93, 0xac, 0x61], address: 0x1750ce });
-        assert_eq!(u.function, "libc.so.6+0x1750ce");
+        assert_eq!(&*u.function, "libc.so.6+0x1750ce");
         assert!(u.is_unnamed() && !f.is_unnamed());
         assert_eq!(decode_frame(&encode_frame(&u)).unwrap(), u);
         let named = u.named("__strpbrk_sse42");

@@ -1,6 +1,11 @@
 //! Public types of the stack-sample store.
 
-use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::TimeRange;
 
@@ -9,9 +14,9 @@ use crate::TimeRange;
 pub struct Frame {
     /// Demangled function name, or `"module+0x1a2b"` (see [`Frame::unnamed`]) when it could not
     /// be named.
-    pub function: String,
+    pub function: Name,
     /// File name of the binary or library (`""` for kernel frames, which are `[kernel]`).
-    pub module: String,
+    pub module: Name,
     /// A kernel frame.
     pub kernel: bool,
     /// Where the instruction lies in which file, for a user frame that could not be named when
@@ -19,6 +24,113 @@ pub struct Frame {
     /// pprof's mappings carry. Kept after the frame is named. `None` for frames named at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<ObjectAddress>,
+}
+
+/// A frame's function or module name: text shared by every copy of the frame.
+///
+/// *Why:* a [`Profile`] repeats a frame in every stack that holds it. With owned strings,
+/// building the 10-minute profile of the samples benchmark copied ~59,000 frames (two
+/// allocations each) and took 27 ms against 14 ms for the same stacks by frame index
+/// ([`IndexedProfile`]); sharing the names makes a copy two reference counts. Reads as a
+/// `&str` (`Deref`), compares with strings, and is a plain string in every encoding.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name(Arc<str>);
+
+impl Name {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Name {
+    fn default() -> Name {
+        Name::from("")
+    }
+}
+
+impl Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Name {
+        Name(s.into())
+    }
+}
+
+impl From<String> for Name {
+    fn from(s: String) -> Name {
+        Name(s.into())
+    }
+}
+
+impl From<&String> for Name {
+    fn from(s: &String) -> Name {
+        Name(s.as_str().into())
+    }
+}
+
+impl From<Name> for String {
+    fn from(n: Name) -> String {
+        n.0.to_string()
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Name, D::Error> {
+        String::deserialize(d).map(Name::from)
+    }
 }
 
 /// An instruction's place in an ELF file, independent of where the file was loaded.
@@ -77,32 +189,37 @@ mod serde_bytes_vec {
 
 impl Frame {
     /// A user-space frame.
-    pub fn user(function: impl Into<String>, module: impl Into<String>) -> Frame {
+    pub fn user(function: impl Into<Name>, module: impl Into<Name>) -> Frame {
         Frame { function: function.into(), module: module.into(), kernel: false, location: None }
     }
 
     /// A kernel frame (`module` is empty).
-    pub fn kernel(function: impl Into<String>) -> Frame {
-        Frame { function: function.into(), module: String::new(), kernel: true, location: None }
+    pub fn kernel(function: impl Into<Name>) -> Frame {
+        Frame { function: function.into(), module: Name::default(), kernel: true, location: None }
     }
 
     /// A user frame that could not be named: its function reads `module+0xaddress`.
-    pub fn unnamed(module: impl Into<String>, location: ObjectAddress) -> Frame {
+    pub fn unnamed(module: impl Into<Name>, location: ObjectAddress) -> Frame {
         let module = module.into();
-        Frame { function: format!("{module}+{:#x}", location.address), module, kernel: false, location: Some(location) }
+        Frame {
+            function: format!("{module}+{:#x}", location.address).into(),
+            module,
+            kernel: false,
+            location: Some(location),
+        }
     }
 
     /// Still named by its address, as [`Frame::unnamed`] made it.
     pub fn is_unnamed(&self) -> bool {
         self.location.as_ref().is_some_and(|l| {
             self.function.len() > self.module.len()
-                && self.function.starts_with(&self.module)
+                && self.function.starts_with(&*self.module)
                 && self.function[self.module.len()..] == format!("+{:#x}", l.address)
         })
     }
 
     /// The frame with a name found for it later (its module and location stay).
-    pub fn named(&self, function: impl Into<String>) -> Frame {
+    pub fn named(&self, function: impl Into<Name>) -> Frame {
         Frame { function: function.into(), ..self.clone() }
     }
 }

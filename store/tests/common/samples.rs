@@ -212,7 +212,9 @@ impl Synth {
                     let at = loupe_store::ObjectAddress { build_id: u.build_id.clone(), address };
                     user.push(Frame::unnamed(u.module.clone(), at));
                 }
-                _ => user.push(Frame { function, module, kernel: false, location: None }),
+                _ => {
+                    user.push(Frame { function: function.into(), module: module.into(), kernel: false, location: None })
+                }
             }
         }
         let user_cdf = zipf_cdf(user.len(), 0.8);

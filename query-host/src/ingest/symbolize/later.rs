@@ -35,7 +35,7 @@ pub fn name_stored_frames(
     let mut by_module: BTreeMap<(Vec<u8>, String), Vec<FrameAt>> = BTreeMap::new();
     for (id, frame) in &unnamed {
         if let Some(l) = &frame.location {
-            by_module.entry((l.build_id.clone(), frame.module.clone())).or_default().push((*id, l.address));
+            by_module.entry((l.build_id.clone(), frame.module.to_string())).or_default().push((*id, l.address));
         }
     }
     let mut debug = DebugFiles::new(debug_dirs);

@@ -46,7 +46,7 @@ use blazesym::{
 use debug_files::{Binary, DebugFiles};
 use elf_file::ElfFacts;
 use loupe_bpf::RawStack;
-use loupe_store::{Frame, ObjectAddress, StackSample};
+use loupe_store::{Frame, Name, ObjectAddress, StackSample};
 
 /// How long a `(pid, address)` → frame answer is reused (a PID may be reused, a library
 /// re-mapped, but not many times a minute).
@@ -179,7 +179,7 @@ impl Symbolizer {
                         };
                         self.memo.insert(
                             key(*addr),
-                            Frame { function: sym.name.into_owned(), module, kernel, location: None },
+                            Frame { function: sym.name.as_ref().into(), module: module.into(), kernel, location: None },
                         );
                     }
                     Symbolized::Unknown(_) => unknown.push(*addr),
@@ -196,8 +196,8 @@ impl Symbolizer {
     /// file, else `module+0xaddress` with its location, else `[unknown]+0xaddress`.
     fn unnamed(&mut self, pid: u32, addrs: &[u64], kernel: bool) -> Vec<Frame> {
         let fallback = |a: &u64| Frame {
-            function: format!("[unknown]+{a:#x}"),
-            module: if kernel { "[kernel]".into() } else { String::new() },
+            function: format!("[unknown]+{a:#x}").into(),
+            module: if kernel { "[kernel]".into() } else { Name::default() },
             kernel,
             location: None,
         };
