@@ -65,7 +65,7 @@ static ALLOC: Counting = Counting;
 
 const MB: f64 = 1024.0 * 1024.0;
 /// Bump when the generator or the store's encoding changes, so old stores are not reused.
-const GENERATION: u32 = 8;
+const GENERATION: u32 = 9;
 const TICKS_PER_BATCH: u64 = 100; // 10 s at 10 Hz
 
 fn vm_kb(field: &str) -> u64 {
@@ -290,7 +290,7 @@ fn drop_page_cache() -> bool {
 /// Writes the first 2,000 per-CPU block values and 200 batch-table values as files, reading
 /// the sled tree directly (before the store is opened: sled allows one handle per process).
 fn dump_blocks(dir: &Path, out: &Path) {
-    let db = sled::Config::new().path(dir).open().expect("open sled");
+    let db = loupe_store::open_sled(dir).expect("open sled");
     let tree = db.open_tree("runs").expect("runs tree");
     std::fs::create_dir_all(out).expect("dump dir");
     for (prefix, n) in [(b"b", 2000), (b"h", 200)] {

@@ -1,7 +1,8 @@
 //! Hour rollups (`samples::rollup`): profiles over whole hours read them and still equal a
 //! brute-force count of the samples written; whatever changes an hour's batches (a late batch,
 //! retention) keeps them exact; a store without them gets them at open; a corrupt or wrong one
-//! is reported, never silently summed.
+//! is reported, never silently summed; the threads of one process name count as one, and a
+//! rollup written thread by thread (before that) still verifies and serves.
 
 mod common;
 
@@ -10,6 +11,7 @@ use std::path::Path;
 use common::samples::*;
 use common::*;
 use loupe_store::keys::{self, SampleTotals};
+use loupe_store::samples::codec;
 use loupe_store::{ProfileQuery, Retention, StackSample, StoreError, TimeRange};
 use rand::Rng;
 
@@ -249,4 +251,82 @@ fn a_corrupt_or_wrong_rollup_is_reported() {
     let store = open_store(f.dir.path(), retention());
     let problems = store.verify().unwrap().problems;
     assert!(problems.iter().any(|p| p.contains(&format!("rollup of hour {h2}"))), "{problems:?}");
+}
+
+/// The sample dictionary of a closed store, as the store loads it.
+fn load_dict(tree: &sled::Tree) -> loupe_store::samples::dict::Dict {
+    let totals = SampleTotals::decode(&tree.get(keys::SAMPLE_TOTALS).unwrap().unwrap()).unwrap();
+    let mut dict = loupe_store::samples::dict::Dict::default();
+    for item in tree.scan_prefix([keys::DICT]) {
+        let (k, v) = item.unwrap();
+        dict.load(codec::decode_dict_record(&k, &v).unwrap(), &totals).unwrap();
+    }
+    dict
+}
+
+#[test]
+fn a_rollup_counts_the_threads_of_one_process_name_as_one_and_a_per_thread_one_still_reads() {
+    let f = fixture();
+    let h1 = f.h0 + HOUR;
+    // Hour 1 has a process whose threads share a name (the synthetic `…-w1` workers).
+    let mut threads: std::collections::BTreeMap<(u32, String), std::collections::BTreeSet<u32>> = Default::default();
+    for s in f.all.iter().filter(|s| hour_of(s.time_unix_ns) == h1 && !s.idle) {
+        threads.entry((s.pid, s.comm.clone())).or_default().insert(s.tid);
+    }
+    let (pid, comm) = threads.iter().find(|(_, t)| t.len() >= 2).map(|(k, _)| k.clone()).expect("a shared name");
+
+    let (mut per_thread_entries, mut merged_entries) = (0, 0);
+    with_tree(f.dir.path(), |tree| {
+        let dict = load_dict(tree);
+        let name = |thread: u32| dict.thread(thread).map(|t| (t.pid, t.comm)).unwrap();
+        let v = tree.get(keys::rollup_key(h1)).unwrap().unwrap();
+        let (row, merged) = codec::decode_rollup(&v).unwrap();
+        // One entry per (pid, comm, idle, stack): no two threads of one name.
+        let keys: std::collections::BTreeSet<_> =
+            merged.entries.iter().map(|e| (name(e.thread), e.idle, e.stack)).collect();
+        assert_eq!(keys.len(), merged.entries.len());
+        merged_entries = merged.entries.len();
+        // The same hour summed thread by thread, as rollups were written before.
+        let mut sums = std::collections::BTreeMap::new();
+        for item in tree.range(keys::batch_bound(keys::TABLE, h1)..keys::batch_bound(keys::TABLE, h1 + HOUR)) {
+            let (_, v) = item.unwrap();
+            let t = codec::decode_table(&v, &dict).unwrap();
+            for (e, &n) in t.entries.iter().zip(&t.counts) {
+                *sums.entry(*e).or_insert(0u64) += n;
+            }
+        }
+        let (entries, counts): (Vec<_>, Vec<_>) = sums.into_iter().unzip();
+        per_thread_entries = entries.len();
+        let old = codec::encode_rollup(&row, &codec::single_partition(entries, counts));
+        tree.insert(keys::rollup_key(h1), old.clone()).unwrap();
+        let mut t = SampleTotals::decode(&tree.get(keys::SAMPLE_TOTALS).unwrap().unwrap()).unwrap();
+        t.rollup_bytes = t.rollup_bytes + old.len() as u64 - v.len() as u64;
+        tree.insert(keys::SAMPLE_TOTALS, t.encode()).unwrap();
+    });
+    assert!(merged_entries < per_thread_entries, "{merged_entries} entries merged, {per_thread_entries} per thread");
+
+    // The per-thread rollup verifies and serves whole hours exactly, filters included.
+    let store = open_store(f.dir.path(), retention());
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    let hours = TimeRange::new(h1, h1 + 3 * HOUR).unwrap();
+    for q in [
+        ProfileQuery::range(hours),
+        ProfileQuery { pid: Some(pid), ..ProfileQuery::range(hours) },
+        ProfileQuery { comm: Some(comm.clone()), ..ProfileQuery::range(hours) },
+    ] {
+        assert_profile_matches(&store, &f.all, &f.batches, &q);
+    }
+    // A late batch in hour 1 drops it; the rollup written again is the merged one.
+    let mut late = Vec::new();
+    Synth::new(13, SynthParams::small(2), h1 + 100 * SEC).next_batch(10, &mut late);
+    store.put_samples(&late, 0, T0).unwrap();
+    drop(store);
+    with_tree(f.dir.path(), |tree| {
+        let (_, t) = codec::decode_rollup(&tree.get(keys::rollup_key(h1)).unwrap().unwrap()).unwrap();
+        let dict = load_dict(tree);
+        let keys: std::collections::BTreeSet<_> =
+            t.entries.iter().map(|e| (dict.thread(e.thread).map(|t| (t.pid, t.comm)), e.idle, e.stack)).collect();
+        assert_eq!(keys.len(), t.entries.len());
+    });
 }
