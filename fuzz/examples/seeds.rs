@@ -248,7 +248,7 @@ fn main() {
         }
         store.flush().unwrap();
     }
-    let db = loupe_store::open_sled(dir.path()).expect("reopen with sled");
+    let db = loupe_store::sled_db(dir.path()).expect("reopen with sled");
     let tree = db.open_tree("runs").unwrap();
     let records: Vec<(Vec<u8>, Vec<u8>)> =
         tree.iter().map(|kv| kv.unwrap()).map(|(k, v)| (k.to_vec(), v.to_vec())).collect();

@@ -290,7 +290,7 @@ fn drop_page_cache() -> bool {
 /// Writes the first 2,000 per-CPU block values and 200 batch-table values as files, reading
 /// the sled tree directly (before the store is opened: sled allows one handle per process).
 fn dump_blocks(dir: &Path, out: &Path) {
-    let db = loupe_store::open_sled(dir).expect("open sled");
+    let db = loupe_store::sled_db(dir).expect("open sled");
     let tree = db.open_tree("runs").expect("runs tree");
     std::fs::create_dir_all(out).expect("dump dir");
     for (prefix, n) in [(b"b", 2000), (b"h", 200)] {

@@ -6,14 +6,26 @@
 //! them is an OS error code or a message. [`classify`] is the one place that reads them.
 //!
 //! # Disk full
-//! A failed write leaves every earlier run intact, but sled then refuses further work on that
-//! handle, and needs about one free 512 KiB segment to open: free space, then reopen. Closing
+//! The store refuses a write with [`StoreError::NoSpace`] while its filesystem has less than
+//! [`FREE_FLOOR`] (4 MiB) free, before sled sees it: the handle stays whole, reads everything,
+//! and writes again once space is freed. *Why:* when a write of sled's own meets a full disk,
+//! sled may poison the handle — every later call fails, and closing it waits for a segment
+//! that never becomes stable, even after space is freed, so its file lock stays held until the
+//! process exits (with 64 KiB segments the disk-full test met that every time).
+//!
+//! Should another process fill the disk between the check and sled's write, the rest of this
+//! section still holds: a failed write leaves every earlier run intact, but sled then refuses
+//! further work on that handle, and needs about one free segment to open (64 KiB for a store
+//! created now, 512 KiB before: see `open::SEGMENT_SIZE`): free space, then reopen. An open can
+//! also get that far and fail on its first write; its handle is closed the same bounded way. Closing
 //! such a handle is bounded: sled flushes when its last handle drops, and after a write failed
 //! with ENOSPC that flush can wait forever for a segment that never becomes stable, so the
 //! `Drop` of [`Inner`] gives it two seconds on a helper thread (see there).
 
 use std::io;
 use std::mem::ManuallyDrop;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 use crate::{Inner, StoreError};
@@ -37,6 +49,25 @@ pub(crate) fn classify(e: &sled::Error) -> Fault {
 /// ENOSPC on Linux. sled sometimes re-wraps the OS error, keeping only its kind (matched too).
 const ENOSPC: i32 = 28;
 
+/// Free bytes below which the store refuses writes (see the module docs): room for sled's
+/// own writes past the record — a leaf rewritten whole as a file, a new log segment.
+pub const FREE_FLOOR: u64 = 4 << 20;
+
+/// Bytes an unprivileged writer may still use on the filesystem holding `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `path` is a NUL-terminated string and `st` points to writable memory of the
+    // struct's size; statvfs writes it whole when it returns 0, and only then is it read.
+    if unsafe { libc::statvfs(path.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: initialized by the successful call above.
+    let st = unsafe { st.assume_init() };
+    Some(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
+}
+
 impl Inner {
     /// The error for a failed sled operation `op`; remembers a full disk for `Drop`.
     pub(crate) fn storage(&self, op: &str, source: sled::Error) -> StoreError {
@@ -48,6 +79,19 @@ impl Inner {
                 StoreError::NoSpace { path, op, source }
             }
             Fault::Locked | Fault::Other => StoreError::Storage { path, op, source },
+        }
+    }
+
+    /// Refuses a write, with [`StoreError::NoSpace`], while the store's filesystem has less than
+    /// [`FREE_FLOOR`] bytes free: see the module docs. A filesystem that cannot say passes.
+    pub(crate) fn ensure_room(&self, op: &str) -> Result<(), StoreError> {
+        match free_bytes(&self.path) {
+            Some(free) if free < FREE_FLOOR => Err(StoreError::NoSpace {
+                path: self.path.clone(),
+                op: format!("{op}: {free} bytes free, the store keeps {FREE_FLOOR} free"),
+                source: sled::Error::Io(io::Error::from_raw_os_error(ENOSPC)),
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -70,12 +114,39 @@ impl Drop for Inner {
             drop(db);
             return;
         }
-        let (done, closed) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            drop(runs);
-            drop(db);
-            let _ = done.send(());
-        });
-        let _ = closed.recv_timeout(std::time::Duration::from_secs(2));
+        close_within_two_seconds(&self.path, (runs, db));
     }
+}
+
+/// Stores of this process whose handles are still closing after their disk filled up: an open
+/// of one meets its file lock, and is told the disk is full, not that another process holds
+/// the store.
+static CLOSING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn closing() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    CLOSING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Drops the sled handles of the store at `path` after its disk filled up: on a helper thread,
+/// waited for at most two seconds (see `Drop for Inner`). The handles close, and let go of the
+/// file lock, once sled can write again; until then [`still_closing`] says so.
+pub(crate) fn close_within_two_seconds<T: Send + 'static>(path: &Path, handles: T) {
+    closing().push(path.to_path_buf());
+    let path = path.to_path_buf();
+    let (done, closed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(handles);
+        let mut c = closing();
+        if let Some(i) = c.iter().position(|p| *p == path) {
+            c.swap_remove(i);
+        }
+        drop(c);
+        let _ = done.send(());
+    });
+    let _ = closed.recv_timeout(std::time::Duration::from_secs(2));
+}
+
+/// A handle of the store at `path` is closing after its disk filled up (and holds its lock).
+pub(crate) fn still_closing(path: &Path) -> bool {
+    closing().iter().any(|p| p == path)
 }

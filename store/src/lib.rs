@@ -115,12 +115,13 @@ mod verify;
 use std::sync::Arc;
 
 pub use error::StoreError;
+pub use faults::FREE_FLOOR;
 pub(crate) use inner::Inner;
 pub use model::{
     ConnCounts, Counter, CpuColumns, DaySummary, MAX_RUN_SAMPLES, NewRun, Retention, RetentionReport, Run, RunClock,
     RunId, RunMeta, RunPos, RunSource, StoreStats, TimeRange,
 };
-pub use open::{SCHEMA_VERSION, SEGMENT_SIZE, SLED_DEFAULT_SEGMENT, open_sled};
+pub use open::{SCHEMA_VERSION, SEGMENT_SIZE, SLED_DEFAULT_SEGMENT, sled_db};
 pub use probes::model::{
     MAX_BUCKETS, MAX_SESSION_CALLS, MAX_SESSION_FUNCTIONS, ProbeCall, ProbeFunction, ProbeSession, ProbeSessionSummary,
 };

@@ -38,7 +38,9 @@ impl Store {
             batch.insert(k, v);
         }
         batch.insert(keys::STATS, &totals.encode());
-        self.inner.apply(batch, &format!("write run {id}"))?;
+        let op = format!("write run {id}");
+        self.inner.ensure_room(&op)?;
+        self.inner.apply(batch, &op)?;
         self.inner.flush(&format!("flush run {id}"))?;
         let report = self.inner.enforce_retention(now_unix_ns, Some(Protect::Run(id)))?;
         if report.deleted_anything() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use loupe_store::{Retention, Store, StoreError, TimeRange};
+use loupe_store::{FREE_FLOOR, Retention, Store, StoreError, TimeRange};
 
 #[test]
 fn parent_is_a_regular_file() {
@@ -103,7 +103,7 @@ fn disk_full_fails_cleanly_and_keeps_earlier_runs() {
     }
     let base = tempfile::tempdir().unwrap();
     let mnt = base.path().join("mnt");
-    let fs = match Tmpfs::mount(&mnt, "1m") {
+    let fs = match Tmpfs::mount(&mnt, "8m") {
         Ok(fs) => fs,
         Err(e) => {
             println!("SKIP: needs root to mount tmpfs (mount failed: {e})");
@@ -121,35 +121,36 @@ fn disk_full_fails_cleanly_and_keeps_earlier_runs() {
             Ok(meta) => written.push((meta, run)),
             Err(e) => break e,
         }
-        assert!(written.len() < 10_000, "1 MiB tmpfs never filled up");
+        assert!(written.len() < 10_000, "8 MiB tmpfs never filled up");
     };
     let msg = err.to_string();
     assert!(matches!(err, StoreError::NoSpace { .. }), "{err:?}");
     assert!(msg.contains("no space left"), "{msg}");
     assert!(msg.contains(&dir.display().to_string()), "{msg}");
+    // Refused by the store at its floor, before sled met the full disk (see `faults`).
+    assert!(msg.contains(&format!("the store keeps {FREE_FLOOR} free")), "{msg}");
     assert!(!written.is_empty(), "not even one run fit");
 
-    // This handle either still reads every acknowledged run intact or, once sled has
-    // poisoned itself after the failed write, refuses with NoSpace: never wrong or missing data.
-    let mut refused = 0;
+    // So the handle is whole: it reads every acknowledged run, and writes again once the
+    // operator frees space, without a reopen.
     for (meta, run) in &written {
-        match store.run(meta.id) {
-            Ok(got) => assert_eq!(got.expect("acknowledged run present").per_cpu, run.per_cpu),
-            Err(StoreError::NoSpace { .. }) => refused += 1,
-            Err(e) => panic!("unexpected error reading run {}: {e}", meta.id),
-        }
+        assert_eq!(store.run(meta.id).unwrap().expect("acknowledged run present").per_cpu, run.per_cpu);
     }
+    let late = bursty_run(&mut r, T0 + 50_000 * SEC, 100_000, 2000, 4, 0.3);
+    assert!(matches!(store.put_run(late.clone(), T0), Err(StoreError::NoSpace { .. })));
+    fs.resize("64m");
+    written.push((store.put_run(late.clone(), T0).unwrap(), late));
     drop(store);
-    // sled needs a free segment to open; on the full disk, opening fails clearly.
+    println!("disk full after {} runs", written.len() - 1);
+
+    fs.resize("8m"); // full again: opening still works (it writes nothing new), or fails clearly
     if let Err(e) = Store::open(&dir, Retention::default()) {
         let msg = e.to_string();
         assert!(matches!(e, StoreError::NoSpace { .. }), "{e:?}");
         assert!(msg.contains("no space left") && msg.contains(&dir.display().to_string()), "{msg}");
     }
-    println!("disk full after {} runs; the same handle refused {refused} reads afterwards", written.len());
-    // Once the operator frees space, every acknowledged run reads back intact.
-    fs.resize("16m");
-    let store = Store::open(&dir, Retention::default()).unwrap();
+    fs.resize("64m");
+    let store = open_store(&dir, Retention::default());
     for (meta, run) in &written {
         let got = store.run(meta.id).unwrap().expect("acknowledged run present after reopen");
         assert_eq!(got.meta, *meta);

@@ -105,7 +105,9 @@ impl Store {
             batch.insert(k, v);
         }
         batch.insert(keys::PROBE_TOTALS, totals.encode());
-        inner.apply(batch, &format!("write probe session {id}"))?;
+        let op = format!("write probe session {id}");
+        inner.ensure_room(&op)?;
+        inner.apply(batch, &op)?;
         inner.flush(&format!("flush probe session {id}"))?;
         // `now` = 0: the byte cap only (no cutoff); see above.
         let report = inner.enforce_retention(0, Some(Protect::Probe(id)))?;

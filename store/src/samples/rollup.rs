@@ -182,7 +182,7 @@ impl Inner {
             return Ok(false);
         }
         self.ensure_dict()?;
-        let summed = self.sum_hour(hour, &*self.dict_read())?;
+        let summed = self.sum_hour(hour, &self.dict_read())?;
         let Some((row, table)) = summed else { return Ok(false) };
         let value = codec::encode_rollup(&row, &table);
         let mut t = self.sample_totals()?;
@@ -190,7 +190,9 @@ impl Inner {
         let mut batch = sled::Batch::default();
         batch.insert(&key, value);
         batch.insert(keys::SAMPLE_TOTALS, t.encode());
-        self.apply(batch, &format!("write the sample rollup of hour {hour}"))?;
+        let op = format!("write the sample rollup of hour {hour}");
+        self.ensure_room(&op)?;
+        self.apply(batch, &op)?;
         Ok(true)
     }
 

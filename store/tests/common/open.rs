@@ -34,7 +34,7 @@ pub fn try_open_store(dir: &Path, retention: Retention) -> Result<Store, StoreEr
 /// closed.
 pub fn open_sled(dir: &Path) -> sled::Db {
     for _ in 0..TRIES {
-        match loupe_store::open_sled(dir) {
+        match loupe_store::sled_db(dir) {
             Err(e) if e.to_string().contains("could not acquire lock") => std::thread::sleep(PAUSE),
             r => return r.unwrap(),
         }
