@@ -65,7 +65,7 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     }
     // SAFETY: initialized by the successful call above.
     let st = unsafe { st.assume_init() };
-    Some(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 impl Inner {
