@@ -14,13 +14,14 @@
 //! process exits (with 64 KiB segments the disk-full test met that every time).
 //!
 //! Should another process fill the disk between the check and sled's write, the rest of this
-//! section still holds: a failed write leaves every earlier run intact, but sled then refuses
+//! section still holds. A failed write leaves every earlier run intact, but sled then refuses
 //! further work on that handle, and needs about one free segment to open (64 KiB for a store
-//! created now, 512 KiB before: see `open::SEGMENT_SIZE`): free space, then reopen. An open can
-//! also get that far and fail on its first write; its handle is closed the same bounded way. Closing
+//! created now, 512 KiB before: see `open::SEGMENT_SIZE`): free space, then reopen. Closing
 //! such a handle is bounded: sled flushes when its last handle drops, and after a write failed
 //! with ENOSPC that flush can wait forever for a segment that never becomes stable, so the
-//! `Drop` of [`Inner`] gives it two seconds on a helper thread (see there).
+//! `Drop` of [`Inner`] gives it two seconds on a helper thread (see there); so does an open
+//! that got as far as its first write and failed there. Until such a handle has closed, an
+//! open of its store in this process is told the disk is full (not that the store is in use).
 
 use std::io;
 use std::mem::ManuallyDrop;

@@ -1,9 +1,10 @@
 //! Opening a store: the directory, sled's configuration and the schema version.
 //!
 //! *Why these choices:* sled runs in `LowSpace` mode (a week of runs on every host matters more
-//! than write speed), with 64 KiB log segments ([`SEGMENT_SIZE`]) and without its flush timer (every put flushes before it returns, so the
-//! timer would only add wakeups). A second tree, `meta`, holds the schema version
-//! ([`SCHEMA_VERSION`]); a store written by an unknown version is refused rather than misread.
+//! than write speed), with 64 KiB log segments ([`SEGMENT_SIZE`]), and without its flush timer
+//! (every put flushes before it returns, so the timer would only add wakeups). A second tree,
+//! `meta`, holds the schema version ([`SCHEMA_VERSION`]); a store written by an unknown
+//! version is refused rather than misread.
 //! Every failure names the directory, and a full disk or a store held by another process get
 //! their own errors (see [`crate::faults`]). After a failed open on a full disk the sled handle
 //! is closed on a helper thread with a bound, for the reason given in [`crate::faults`].
