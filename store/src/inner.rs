@@ -59,6 +59,23 @@ impl Inner {
         self.apply_then(batch, op, || {})
     }
 
+    /// [`Self::apply`] for a batch that adds data: refused first while the disk is nearly full
+    /// (see [`Self::ensure_room`]). Deletions use `apply`, so retention can always free space.
+    pub(crate) fn apply_adding(&self, batch: sled::Batch, op: &str) -> Result<(), StoreError> {
+        self.apply_adding_then(batch, op, || {})
+    }
+
+    /// [`Self::apply_then`] for a batch that adds data (see [`Self::apply_adding`]).
+    pub(crate) fn apply_adding_then(
+        &self,
+        batch: sled::Batch,
+        op: &str,
+        then: impl FnOnce(),
+    ) -> Result<(), StoreError> {
+        self.ensure_room(op)?;
+        self.apply_then(batch, op, then)
+    }
+
     /// Applies a batch and, only if it was applied, runs `then` before readers can look.
     pub(crate) fn apply_then(&self, batch: sled::Batch, op: &str, then: impl FnOnce()) -> Result<(), StoreError> {
         let _v = self.visibility.write().unwrap_or_else(|e| e.into_inner());

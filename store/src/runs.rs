@@ -38,9 +38,7 @@ impl Store {
             batch.insert(k, v);
         }
         batch.insert(keys::STATS, &totals.encode());
-        let op = format!("write run {id}");
-        self.inner.ensure_room(&op)?;
-        self.inner.apply(batch, &op)?;
+        self.inner.apply_adding(batch, &format!("write run {id}"))?;
         self.inner.flush(&format!("flush run {id}"))?;
         let report = self.inner.enforce_retention(now_unix_ns, Some(Protect::Run(id)))?;
         if report.deleted_anything() {

@@ -264,6 +264,16 @@ fn load_dict(tree: &sled::Tree) -> loupe_store::samples::dict::Dict {
     dict
 }
 
+/// A rollup's table has one entry per `(pid, comm, idle, stack)`: no two threads of one name.
+fn assert_one_entry_per_process_name(table: &codec::Table, dict: &loupe_store::samples::dict::Dict) {
+    let keys: std::collections::BTreeSet<_> = table
+        .entries
+        .iter()
+        .map(|e| (dict.thread(e.thread).map(|t| (t.pid, t.comm)).expect("a known thread"), e.idle, e.stack))
+        .collect();
+    assert_eq!(keys.len(), table.entries.len());
+}
+
 #[test]
 fn a_rollup_counts_the_threads_of_one_process_name_as_one_and_a_per_thread_one_still_reads() {
     let f = fixture();
@@ -278,13 +288,9 @@ fn a_rollup_counts_the_threads_of_one_process_name_as_one_and_a_per_thread_one_s
     let (mut per_thread_entries, mut merged_entries) = (0, 0);
     with_tree(f.dir.path(), |tree| {
         let dict = load_dict(tree);
-        let name = |thread: u32| dict.thread(thread).map(|t| (t.pid, t.comm)).unwrap();
         let v = tree.get(keys::rollup_key(h1)).unwrap().unwrap();
         let (row, merged) = codec::decode_rollup(&v).unwrap();
-        // One entry per (pid, comm, idle, stack): no two threads of one name.
-        let keys: std::collections::BTreeSet<_> =
-            merged.entries.iter().map(|e| (name(e.thread), e.idle, e.stack)).collect();
-        assert_eq!(keys.len(), merged.entries.len());
+        assert_one_entry_per_process_name(&merged, &dict);
         merged_entries = merged.entries.len();
         // The same hour summed thread by thread, as rollups were written before.
         let mut sums = std::collections::BTreeMap::new();
@@ -324,9 +330,6 @@ fn a_rollup_counts_the_threads_of_one_process_name_as_one_and_a_per_thread_one_s
     drop(store);
     with_tree(f.dir.path(), |tree| {
         let (_, t) = codec::decode_rollup(&tree.get(keys::rollup_key(h1)).unwrap().unwrap()).unwrap();
-        let dict = load_dict(tree);
-        let keys: std::collections::BTreeSet<_> =
-            t.entries.iter().map(|e| (dict.thread(e.thread).map(|t| (t.pid, t.comm)), e.idle, e.stack)).collect();
-        assert_eq!(keys.len(), t.entries.len());
+        assert_one_entry_per_process_name(&t, &load_dict(tree));
     });
 }

@@ -105,9 +105,7 @@ impl Store {
             batch.insert(k, v);
         }
         batch.insert(keys::PROBE_TOTALS, totals.encode());
-        let op = format!("write probe session {id}");
-        inner.ensure_room(&op)?;
-        inner.apply(batch, &op)?;
+        inner.apply_adding(batch, &format!("write probe session {id}"))?;
         inner.flush(&format!("flush probe session {id}"))?;
         // `now` = 0: the byte cap only (no cutoff); see above.
         let report = inner.enforce_retention(0, Some(Protect::Probe(id)))?;

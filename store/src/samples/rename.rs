@@ -105,8 +105,7 @@ impl Store {
                 batch.insert(&keys::dict_key(keys::DICT_FRAME, *id), after);
             }
             batch.insert(keys::SAMPLE_TOTALS, t.encode());
-            inner.ensure_room("rename frames")?;
-            inner.apply_then(batch, "rename frames", || {
+            inner.apply_adding_then(batch, "rename frames", || {
                 let mut d = inner.dict.write().unwrap_or_else(|e| e.into_inner());
                 for (id, _, new) in &changes {
                     d.remove_frame(*id);

@@ -190,9 +190,7 @@ impl Inner {
         let mut batch = sled::Batch::default();
         batch.insert(&key, value);
         batch.insert(keys::SAMPLE_TOTALS, t.encode());
-        let op = format!("write the sample rollup of hour {hour}");
-        self.ensure_room(&op)?;
-        self.apply(batch, &op)?;
+        self.apply_adding(batch, &format!("write the sample rollup of hour {hour}"))?;
         Ok(true)
     }
 

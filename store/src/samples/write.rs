@@ -77,8 +77,7 @@ impl Store {
         }
         batch.insert(keys::SAMPLE_TOTALS, t.encode());
         let op = format!("write sample batch {id}");
-        inner.ensure_room(&op)?;
-        inner.apply_then(batch, &op, || {
+        inner.apply_adding_then(batch, &op, || {
             if !staged.is_empty() {
                 staged.commit(&mut inner.dict.write().unwrap_or_else(|e| e.into_inner()));
             }

@@ -120,8 +120,7 @@ impl Store {
         }
         batch.insert(keys::TL_TOTALS, totals.encode());
         let op = format!("write timeline batch {id}");
-        inner.ensure_room(&op)?;
-        inner.apply_then(batch, &op, || {
+        inner.apply_adding_then(batch, &op, || {
             if let Some(sid) = new_source {
                 let mut d = inner.tl_dict.write().unwrap_or_else(|e| e.into_inner());
                 d.by_content.insert(source_bytes, sid);
