@@ -195,11 +195,11 @@ fn a_corrupt_block_directory_fails_only_what_needs_the_blocks() {
         let hk = keys::batch_key(keys::TABLE, start, id);
         let mut record = tree.get(hk).unwrap().unwrap().to_vec();
         // The record is the table's record (an array of 5) with the blocks as a sixth element,
-        // `[count, units, directory, payloads]`: say 3 blocks where there are 4.
+        // `[count, units, directory, payloads, shared codes]`: say 3 blocks where there are 4.
         let alone = codec::split_batch_record(&record).unwrap().table;
         assert_eq!((record[0], alone[0]), (0x96, 0x95));
         assert_eq!(record[1..alone.len()], alone[1..]);
-        assert_eq!(record[alone.len()..alone.len() + 2], [0x94, 4]);
+        assert_eq!(record[alone.len()..alone.len() + 2], [0x95, 4]);
         record[alone.len() + 1] = 3;
         tree.insert(hk, record).unwrap();
     });

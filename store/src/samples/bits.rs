@@ -529,6 +529,128 @@ pub fn read_column(r: &mut BitReader<'_>, n: usize) -> Result<Vec<u64>, String> 
     Ok(out)
 }
 
+/// A dense code (mode and parameter) that many short columns of one kind share, written once
+/// instead of in each column's header.
+///
+/// *Why:* a batch's 96 per-CPU blocks each hold ~100 samples in five or six columns, and each
+/// column's header (mode and parameter, 9 bits) cost ~0.5 bits a sample on the benchmark's day.
+/// Columns of one kind (the first-use flags of every CPU, say) are alike, so the batch writes
+/// one code per kind and a column says in one bit whether it uses it or its own header
+/// ([`write_column_with`]): whichever is shorter, so sharing never costs more than that bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedCode {
+    mode: u64,
+    param: u32,
+}
+
+impl SharedCode {
+    /// The code that makes `columns` shortest together, each taking it or its own (whichever
+    /// is shorter); `None` when there is no column. Candidates: the best code of them all
+    /// concatenated, and each column's own best.
+    pub fn choose(columns: &[&[u64]]) -> Option<SharedCode> {
+        let columns: Vec<&[u64]> = columns.iter().copied().filter(|c| !c.is_empty()).collect();
+        if columns.is_empty() {
+            return None;
+        }
+        let own: Vec<u64> = columns.iter().map(|c| column_bits(c)).collect();
+        let all: Vec<u64> = columns.iter().flat_map(|c| c.iter().copied()).collect();
+        let code = |(mode, param, _): (u64, u32, u64)| SharedCode { mode, param };
+        let mut candidates = vec![code(best_dense(&all))];
+        for c in &columns {
+            let one = code(best_dense(c));
+            if !candidates.contains(&one) {
+                candidates.push(one);
+            }
+        }
+        candidates.into_iter().min_by_key(|code| {
+            columns.iter().zip(&own).map(|(c, &own)| code.body_bits(c).map_or(own, |b| b.min(own))).sum::<u64>()
+        })
+    }
+
+    /// Bits of `values` in this code (no header), or `None` when one does not fit it.
+    pub fn body_bits(&self, values: &[u64]) -> Option<u64> {
+        match self.mode {
+            MODE_FIXED => {
+                let max = values.iter().copied().max().unwrap_or(0);
+                (bit_width(max) <= self.param).then(|| values.len() as u64 * u64::from(self.param))
+            }
+            MODE_RICE => values.iter().try_fold(0u64, |acc, &v| {
+                let q = v >> self.param;
+                (q <= u64::from(RICE_MAX_QUOTIENT)).then(|| acc + q + u64::from(self.param) + 1)
+            }),
+            _ => Some(values.iter().map(|&v| eg_bits(v, self.param)).sum()),
+        }
+    }
+
+    /// 9 bits: what a dense column's header holds.
+    pub fn write(&self, w: &mut BitWriter) {
+        w.put(self.mode, MODE_BITS);
+        w.put(u64::from(self.param), PARAM_BITS);
+    }
+
+    pub fn read(r: &mut BitReader<'_>) -> Result<SharedCode, String> {
+        let mode = r.get(MODE_BITS)?;
+        let param = r.get(PARAM_BITS)? as u32;
+        let limit = match mode {
+            MODE_FIXED => 64,
+            MODE_EG | MODE_RICE => 63,
+            m => return Err(format!("shared column code of mode {m}: only dense codes are shared")),
+        };
+        if param > limit {
+            return Err(format!("shared column code's parameter {param} > {limit}"));
+        }
+        Ok(SharedCode { mode, param })
+    }
+}
+
+/// Size in bits of `values` written by [`write_column_with`].
+pub fn column_bits_with(values: &[u64], shared: Option<&SharedCode>) -> u64 {
+    let own = column_bits(values);
+    match shared {
+        None => own,
+        Some(code) => 1 + code.body_bits(values).map_or(own, |b| b.min(own)),
+    }
+}
+
+/// Writes a column as [`write_column`] does, or, given a code shared by its kind, a bit saying
+/// which follows: the values in the shared code (no header), or the column with its own.
+pub fn write_column_with(w: &mut BitWriter, values: &[u64], shared: Option<&SharedCode>) {
+    let Some(code) = shared else { return write_column(w, values) };
+    match code.body_bits(values) {
+        Some(b) if b <= column_bits(values) => {
+            w.put(1, 1);
+            match code.mode {
+                MODE_FIXED => values.iter().for_each(|&v| w.put(v, code.param)),
+                MODE_RICE => values.iter().for_each(|&v| w.put_rice(v, code.param)),
+                _ => values.iter().for_each(|&v| w.put_eg(v, code.param)),
+            }
+        }
+        _ => {
+            w.put(0, 1);
+            write_column(w, values);
+        }
+    }
+}
+
+/// Reads `n` values written by [`write_column_with`] with the same `shared`, appending them
+/// to `out`.
+pub fn read_column_with(
+    r: &mut BitReader<'_>,
+    n: usize,
+    shared: Option<&SharedCode>,
+    out: &mut Vec<u64>,
+) -> Result<(), String> {
+    match shared {
+        Some(code) if r.get(1)? == 1 => {
+            if n > MAX_COLUMN {
+                return Err(format!("column of {n} values is longer than the limit of {MAX_COLUMN}"));
+            }
+            read_dense_body(r, code.mode, code.param, n, out)
+        }
+        _ => read_column_into(r, n, out),
+    }
+}
+
 /// Zigzag: signed to unsigned, small magnitudes to small values.
 #[inline]
 pub fn zigzag(v: i64) -> u64 {
@@ -581,6 +703,73 @@ mod tests {
             })
             .collect();
         roundtrip(&noisy);
+    }
+
+    /// A column written with a shared code reads back with it, takes exactly the bits
+    /// predicted, and never more than one bit over its own code; a code that cannot hold a
+    /// value (fixed width too narrow, Rice quotient too long) is passed over for the column's own.
+    #[test]
+    fn columns_with_a_shared_code_roundtrip() {
+        let small: Vec<u64> = (0..100).map(|i| i % 3).collect();
+        let geometric: Vec<u64> = (0..100).map(|i| (i * 37 % 11) * (i % 5)).collect();
+        let wide = vec![0, 1, 1 << 40, 3];
+        let columns: [&[u64]; 4] = [&small, &geometric, &wide, &[]];
+        let code = SharedCode::choose(&columns).unwrap();
+        for c in columns {
+            let mut w = BitWriter::new();
+            write_column_with(&mut w, c, Some(&code));
+            w.put(0b101, 3);
+            let bits = column_bits_with(c, Some(&code));
+            assert_eq!(w.bit_len(), bits + 3, "{c:?}");
+            assert!(bits <= column_bits(c) + 1);
+            let bytes = w.finish();
+            let mut r = BitReader::new(&bytes);
+            let mut out = Vec::new();
+            read_column_with(&mut r, c.len(), Some(&code), &mut out).unwrap();
+            assert_eq!(out, c);
+            assert_eq!(r.get(3).unwrap(), 0b101);
+        }
+        // Alike columns share: far fewer bits than each with its own header.
+        let alike: Vec<Vec<u64>> = (0..50).map(|j| (0..60).map(|i| (i + j) % 4).collect()).collect();
+        let refs: Vec<&[u64]> = alike.iter().map(|c| c.as_slice()).collect();
+        let code = SharedCode::choose(&refs).unwrap();
+        let own: u64 = refs.iter().map(|c| column_bits(c)).sum();
+        let with: u64 = refs.iter().map(|c| column_bits_with(c, Some(&code))).sum();
+        assert!(with + 50 * 7 <= own, "{with} bits shared against {own} alone");
+        assert_eq!(SharedCode::choose(&[&[]]), None);
+        // Codes that cannot hold every value.
+        let narrow = SharedCode { mode: MODE_FIXED, param: 2 };
+        assert_eq!(narrow.body_bits(&[3, 4]), None);
+        let rice = SharedCode { mode: MODE_RICE, param: 0 };
+        assert_eq!(rice.body_bits(&[u64::from(RICE_MAX_QUOTIENT) + 1]), None);
+        for code in [narrow, rice] {
+            let mut w = BitWriter::new();
+            write_column_with(&mut w, &[1 << 20, 5], Some(&code));
+            let bytes = w.finish();
+            let mut out = Vec::new();
+            read_column_with(&mut BitReader::new(&bytes), 2, Some(&code), &mut out).unwrap();
+            assert_eq!(out, [1 << 20, 5]);
+        }
+    }
+
+    /// A shared code read from hostile bits: sparse mode or an out-of-range parameter is an
+    /// error, and a huge count is refused before anything is allocated.
+    #[test]
+    fn shared_codes_from_garbage_are_errors() {
+        let code = |mode: u64, param: u64| {
+            let mut w = BitWriter::new();
+            w.put(mode, MODE_BITS);
+            w.put(param, PARAM_BITS);
+            SharedCode::read(&mut BitReader::new(&w.finish()))
+        };
+        assert!(code(MODE_SPARSE, 0).unwrap_err().contains("only dense"));
+        assert!(code(MODE_EG, 64).unwrap_err().contains("64 > 63"));
+        assert!(code(MODE_FIXED, 65).unwrap_err().contains("65 > 64"));
+        let eg = code(MODE_EG, 3).unwrap();
+        let mut out = Vec::new();
+        let err = read_column_with(&mut BitReader::new(&[0xff; 8]), usize::MAX / 2, Some(&eg), &mut out).unwrap_err();
+        assert!(err.contains("longer than the limit"), "{err}");
+        assert!(out.is_empty());
     }
 
     #[test]
