@@ -65,7 +65,7 @@ static ALLOC: Counting = Counting;
 
 const MB: f64 = 1024.0 * 1024.0;
 /// Bump when the generator or the store's encoding changes, so old stores are not reused.
-const GENERATION: u32 = 10;
+const GENERATION: u32 = 11;
 const TICKS_PER_BATCH: u64 = 100; // 10 s at 10 Hz
 
 fn vm_kb(field: &str) -> u64 {
@@ -193,8 +193,8 @@ fn query_phase(dir: &Path, hours: u64) {
         ss.samples, ss.batches, ss.stacks, ss.frames, ss.comms
     );
     println!(
-        "samples: bytes per sample: {:.2} stored (stored_bytes {:.1} MB incl. dictionary {:.2} MB and hour \
-         rollups {:.2} MB) / {:.2} on disk (sled size_on_disk {:.1} MB)",
+        "samples: bytes per sample: {:.3} stored (stored_bytes {:.1} MB incl. dictionary {:.2} MB and hour \
+         rollups {:.2} MB) / {:.3} on disk (sled size_on_disk {:.1} MB)",
         ss.stored_bytes as f64 / n,
         ss.stored_bytes as f64 / MB,
         ss.dictionary_bytes as f64 / MB,
@@ -203,11 +203,11 @@ fn query_phase(dir: &Path, hours: u64) {
         stats.disk_bytes as f64 / MB
     );
     println!(
-        r#"BENCH {{"name": "samples_bytes_per_sample_stored", "value": {:.2}, "unit": "B"}}"#,
+        r#"BENCH {{"name": "samples_bytes_per_sample_stored", "value": {:.3}, "unit": "B"}}"#,
         ss.stored_bytes as f64 / n
     );
     println!(
-        r#"BENCH {{"name": "samples_bytes_per_sample_on_disk", "value": {:.2}, "unit": "B"}}"#,
+        r#"BENCH {{"name": "samples_bytes_per_sample_on_disk", "value": {:.3}, "unit": "B"}}"#,
         stats.disk_bytes as f64 / n
     );
     let batches = store.sample_batches(TimeRange::ALL).expect("batches");

@@ -170,6 +170,9 @@ fn a_late_batch_reseals_its_hour_and_retention_drops_a_cut_hour() {
     assert_eq!(report.deleted_sample_batches, 33, "{report:?}");
     let verify = store.verify().unwrap();
     assert!(verify.is_ok(), "{:?}", verify.problems);
+    // The dictionary sweep keeps the names the hour left names its stacks by: they are its
+    // batches', and it goes when they do.
+    store.sweep_sample_dictionary().unwrap();
     let stats = store.sample_stats().unwrap();
     assert!(stats.rollup_bytes < rollups_before && stats.rollup_bytes > 0, "{stats:?}");
     // Batches starting before the cutoff are gone, the others whole.
@@ -241,12 +244,15 @@ fn a_corrupt_or_wrong_rollup_is_reported() {
     with_tree(f.dir.path(), |tree| {
         tree.remove(keys::rollup_key(h1)).unwrap();
         let v = tree.get(keys::rollup_key(h2)).unwrap().unwrap();
-        let (row, mut table) = loupe_store::samples::codec::decode_rollup(&v).unwrap();
+        let dict = load_dict(tree);
+        let (row, mut table) = codec::decode_rollup(&v, &dict).unwrap();
         let i = table.counts.iter().position(|&c| c > 1).unwrap();
         table.counts[i] -= 1;
         let j = (i + 1) % table.counts.len();
         table.counts[j] += 1;
-        tree.insert(keys::rollup_key(h2), loupe_store::samples::codec::encode_rollup(&row, &table)).unwrap();
+        let name = |e: &codec::Entry| dict.vocab_ids[&(dict.thread(e.thread).unwrap().pid, e.stack)];
+        let locals: Vec<u32> = table.entries.iter().map(name).collect();
+        tree.insert(keys::rollup_key(h2), codec::encode_rollup(&row, &table, Some(&locals))).unwrap();
     });
     let store = open_store(f.dir.path(), retention());
     let problems = store.verify().unwrap().problems;
@@ -289,10 +295,14 @@ fn a_rollup_counts_the_threads_of_one_process_name_as_one_and_a_per_thread_one_s
     with_tree(f.dir.path(), |tree| {
         let dict = load_dict(tree);
         let v = tree.get(keys::rollup_key(h1)).unwrap().unwrap();
-        let (row, merged) = codec::decode_rollup(&v).unwrap();
+        // Stacks named by their process's vocabulary (format 3): without one it does not decode.
+        let (row, merged) = codec::decode_rollup(&v, &dict).unwrap();
+        let err = codec::decode_rollup(&v, &codec::NoVocabulary).unwrap_err();
+        assert!(err.contains("vocabulary") || err.contains("thread"), "{err}");
         assert_one_entry_per_process_name(&merged, &dict);
         merged_entries = merged.entries.len();
-        // The same hour summed thread by thread, as rollups were written before.
+        // The same hour summed thread by thread, stacks by dictionary id (format 2), as rollups
+        // were written before.
         let mut sums = std::collections::BTreeMap::new();
         for item in tree.range(keys::batch_bound(keys::TABLE, h1)..keys::batch_bound(keys::TABLE, h1 + HOUR)) {
             let (_, v) = item.unwrap();
@@ -303,7 +313,7 @@ fn a_rollup_counts_the_threads_of_one_process_name_as_one_and_a_per_thread_one_s
         }
         let (entries, counts): (Vec<_>, Vec<_>) = sums.into_iter().unzip();
         per_thread_entries = entries.len();
-        let old = codec::encode_rollup(&row, &codec::single_partition(entries, counts));
+        let old = codec::encode_rollup(&row, &codec::single_partition(entries, counts), None);
         tree.insert(keys::rollup_key(h1), old.clone()).unwrap();
         let mut t = SampleTotals::decode(&tree.get(keys::SAMPLE_TOTALS).unwrap().unwrap()).unwrap();
         t.rollup_bytes = t.rollup_bytes + old.len() as u64 - v.len() as u64;
@@ -329,7 +339,8 @@ fn a_rollup_counts_the_threads_of_one_process_name_as_one_and_a_per_thread_one_s
     store.put_samples(&late, 0, T0).unwrap();
     drop(store);
     with_tree(f.dir.path(), |tree| {
-        let (_, t) = codec::decode_rollup(&tree.get(keys::rollup_key(h1)).unwrap().unwrap()).unwrap();
-        assert_one_entry_per_process_name(&t, &load_dict(tree));
+        let dict = load_dict(tree);
+        let (_, t) = codec::decode_rollup(&tree.get(keys::rollup_key(h1)).unwrap().unwrap(), &dict).unwrap();
+        assert_one_entry_per_process_name(&t, &dict);
     });
 }

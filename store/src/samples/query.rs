@@ -95,7 +95,7 @@ impl Inner {
         let mut widen = |a: u64, b: u64| span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
         let covered = match cpu {
             Some(_) => Vec::new(),
-            None => self.for_each_rollup_inside(range, |row, table| {
+            None => self.for_each_rollup_inside(range, d, |row, table| {
                 lost(row.lost);
                 if row.samples > 0 {
                     widen(row.first, row.end);
@@ -225,7 +225,7 @@ impl Inner {
             seen[t] = true;
         };
         let covered =
-            self.for_each_rollup_inside(range, |_, table| table.entries.iter().for_each(|e| mark(e.thread)))?;
+            self.for_each_rollup_inside(range, &d, |_, table| table.entries.iter().for_each(|e| mark(e.thread)))?;
         self.overlapping(
             range,
             &covered,

@@ -53,6 +53,7 @@ impl Inner {
     pub(super) fn for_each_rollup_inside(
         &self,
         range: TimeRange,
+        dict: &Dict,
         mut each: impl FnMut(&RollupRow, &Table),
     ) -> Result<Vec<u64>, StoreError> {
         let TimeRange { from_unix_ns: from, to_unix_ns: to } = range;
@@ -66,7 +67,7 @@ impl Inner {
             let row = codec::decode_rollup_row(&v).map_err(|d| self.corrupt(rollup_name(hour), d))?;
             self.check_hour(hour, &row)?;
             if from <= row.first && row.end < to {
-                let (row, table) = self.decode_rollup(hour, &v)?;
+                let (row, table) = self.decode_rollup(hour, &v, dict)?;
                 each(&row, &table);
                 covered.push(hour);
             }
@@ -75,17 +76,17 @@ impl Inner {
     }
 
     /// A rollup's header and table.
-    pub(super) fn read_rollup(&self, hour: u64) -> Result<(RollupRow, Table), StoreError> {
+    pub(super) fn read_rollup(&self, hour: u64, dict: &Dict) -> Result<(RollupRow, Table), StoreError> {
         let v = self
             .runs
             .get(keys::rollup_key(hour))
             .map_err(|e| self.storage("read a sample hour rollup", e))?
             .ok_or_else(|| self.corrupt(rollup_name(hour), "missing".into()))?;
-        self.decode_rollup(hour, &v)
+        self.decode_rollup(hour, &v, dict)
     }
 
-    fn decode_rollup(&self, hour: u64, v: &[u8]) -> Result<(RollupRow, Table), StoreError> {
-        let (row, table) = codec::decode_rollup(v).map_err(|d| self.corrupt(rollup_name(hour), d))?;
+    fn decode_rollup(&self, hour: u64, v: &[u8], dict: &Dict) -> Result<(RollupRow, Table), StoreError> {
+        let (row, table) = codec::decode_rollup(v, dict).map_err(|d| self.corrupt(rollup_name(hour), d))?;
         self.check_hour(hour, &row)?;
         Ok((row, table))
     }
@@ -182,9 +183,14 @@ impl Inner {
             return Ok(false);
         }
         self.ensure_dict()?;
-        let summed = self.sum_hour(hour, &self.dict_read())?;
-        let Some((row, table)) = summed else { return Ok(false) };
-        let value = codec::encode_rollup(&row, &table);
+        let value = {
+            let dict = self.dict_read();
+            let Some((row, table)) = self.sum_hour(hour, &dict)? else { return Ok(false) };
+            match named_by_vocabulary(&table, &dict) {
+                Some((table, locals)) => codec::encode_rollup(&row, &table, Some(&locals)),
+                None => codec::encode_rollup(&row, &table, None),
+            }
+        };
         let mut t = self.sample_totals()?;
         t.rollup_bytes += (key.len() + value.len()) as u64;
         let mut batch = sled::Batch::default();
@@ -255,6 +261,23 @@ pub(crate) fn one_thread_per_process_name(sums: FxMap<Entry, u64>, dict: &Dict) 
     entries.sort_unstable_by_key(|(e, _)| *e);
     let (entries, counts) = entries.into_iter().unzip();
     codec::single_partition(entries, counts)
+}
+
+/// `table` (one partition) ordered as a format-3 table is, by thread, idle, then the stack's
+/// name in its process's vocabulary, with those names; `None` when a stack has no name (a
+/// store whose batches were written before vocabularies), and the rollup is written in
+/// format 2. The names a rollup uses stay in the dictionary as long as it does: they are
+/// those of its hour's batch tables, and any change to those batches deletes the rollup.
+fn named_by_vocabulary(table: &Table, dict: &Dict) -> Option<(Table, Vec<u32>)> {
+    let mut rows = Vec::with_capacity(table.entries.len());
+    for (e, &n) in table.entries.iter().zip(&table.counts) {
+        let pid = dict.thread(e.thread)?.pid;
+        rows.push((*e, n, *dict.vocab_ids.get(&(pid, e.stack))?));
+    }
+    rows.sort_unstable_by_key(|&(e, _, local)| (e.thread, e.idle, local));
+    let locals = rows.iter().map(|&(_, _, local)| local).collect();
+    let (entries, counts) = rows.into_iter().map(|(e, n, _)| (e, n)).unzip();
+    Some((codec::single_partition(entries, counts), locals))
 }
 
 fn rollup_name(hour: u64) -> String {

@@ -209,7 +209,7 @@ impl SampleSeen {
         // Each rollup must be exactly the sum of its hour's stored batches (a rollup written
         // before threads of one process name were merged, merged the same way).
         for &hour in self.rollups.keys() {
-            let stored = inner.read_rollup(hour).map(|(row, table)| {
+            let stored = inner.read_rollup(hour, &vocab).map(|(row, table)| {
                 let sums = table.entries.iter().copied().zip(table.counts.iter().copied()).collect();
                 (row, one_thread_per_process_name(sums, &vocab))
             });
