@@ -65,7 +65,7 @@ static ALLOC: Counting = Counting;
 
 const MB: f64 = 1024.0 * 1024.0;
 /// Bump when the generator or the store's encoding changes, so old stores are not reused.
-const GENERATION: u32 = 11;
+const GENERATION: u32 = 12;
 const TICKS_PER_BATCH: u64 = 100; // 10 s at 10 Hz
 
 fn vm_kb(field: &str) -> u64 {
