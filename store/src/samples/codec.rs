@@ -19,11 +19,12 @@
 //! first group, else the gap), idle flag, entry count − 1 and first stack; per entry the
 //! stack gap − 1 and count − 1.
 //!
-//! A stack is written as its dictionary id (format 2: hour rollups, and batches written before
-//! format 3) or as the name the entry's process gives it in its vocabulary (format 3, batches):
-//! the decoder looks up the thread's pid and the process's name through a [`Vocabulary`], the
-//! dictionary cache. Within a group, entries are then sorted by name. A process uses few
-//! stacks, named in order of first use, so names are small and a group's gaps short.
+//! A stack is written as its dictionary id (format 2: batches and hour rollups written before
+//! format 3) or as the name the entry's process gives it in its vocabulary (format 3, batches
+//! and hour rollups): the decoder looks up the thread's pid and the process's name through a
+//! [`Vocabulary`], the dictionary cache. Within a group, entries are then sorted by name. A
+//! process uses few stacks, named in order of first use, so names are small and a group's
+//! gaps short.
 //!
 //! ## Per-CPU block (`b` record)
 //! One CPU's samples of one batch in time order: the imported entries (sorted, gap-coded),
@@ -47,6 +48,16 @@
 //! store keeps sample times to the microsecond (`StackSample::TIME_UNIT_NS`), which takes ten
 //! bits off every residual. Any input (duplicate times, gaps, `u64::MAX`, any unit)
 //! round-trips exactly.
+//!
+//! ## Batch record (`h` record with blocks)
+//! A batch's blocks follow its table in one record, with a directory saying where each CPU's
+//! lies (see `BlocksRow`). What the ~96 blocks of a batch have alike is written once for the
+//! batch ([`SharedCodes`]): a column code for each kind of block column, which a column takes
+//! (one bit) instead of its own 9-bit header when that is shorter; the timer period most
+//! blocks have, which a block on it takes (one bit), writing its first time as whole periods
+//! and a remainder; and the fewest samples a block has, from which the directory counts. In
+//! such a record a first use's rank is in truncated binary. Records written before have no
+//! shared codes and their blocks carry everything themselves; both read.
 
 use std::borrow::Cow;
 
