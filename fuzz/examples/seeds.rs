@@ -116,7 +116,14 @@ fn timeline_batches() -> Vec<Vec<TimelineEvent>> {
                 }
                 t += lag + lcg(&mut x) % 100;
                 let args = [if event == 0 { 0 } else { 1 + lcg(&mut x) % 32 }, 0, 0, 0];
-                a.push(TimelineEvent { time_unix_ns: t, tid, cpu: tid - 10, event, args, lag_ns: (i > 0).then_some(lag) });
+                a.push(TimelineEvent {
+                    time_unix_ns: t,
+                    tid,
+                    cpu: tid - 10,
+                    event,
+                    args,
+                    lag_ns: (i > 0).then_some(lag),
+                });
             }
         }
     }

@@ -1679,6 +1679,9 @@ struct BatchRecord {
     cpu_runs: Vec<(u32, u32)>,
 }
 
+/// Writes the CPUs as runs when the runs say them (ascending, no more than the samples: what
+/// a batch written by the store has), as the plain list otherwise, so that whatever
+/// [`decode_batch`] accepted writes back to the same row.
 pub fn encode_batch(row: &BatchRow) -> Vec<u8> {
     let mut cpu_runs: Vec<(u32, u32)> = Vec::new();
     for &cpu in &row.cpus {
@@ -1686,6 +1689,11 @@ pub fn encode_batch(row: &BatchRow) -> Vec<u8> {
             Some((first, count)) if first.checked_add(*count) == Some(cpu) => *count += 1,
             _ => cpu_runs.push((cpu, 1)),
         }
+    }
+    let ascending = row.cpus.windows(2).all(|w| w[0] < w[1]);
+    let fits = row.cpus.len() as u64 <= row.samples.min(super::MAX_BATCH_SAMPLES as u64);
+    if !(ascending && fits) {
+        cpu_runs.clear();
     }
     let cpus = if cpu_runs.is_empty() { row.cpus.clone() } else { Vec::new() };
     to_msgpack(&BatchRecord {
@@ -2427,6 +2435,11 @@ mod tests {
         }
         let all = encode_batch(&row((0..96).collect()));
         assert!(all.len() < 24, "{} bytes", all.len());
+        // Rows the runs cannot say (a list read from a hostile record) are written as a list.
+        for (samples, cpus) in [(9_600, vec![5, 3]), (9_600, vec![2, 2]), (1, vec![0, 1])] {
+            let odd = BatchRow { samples, cpus, ..row(vec![]) };
+            assert_eq!(decode_batch(&encode_batch(&odd)).unwrap().cpus, odd.cpus);
+        }
         let record = |cpus: Vec<u32>, cpu_runs: Vec<(u32, u32)>| {
             to_msgpack(&BatchRecord { end: 9, samples: 9_600, lost: 1, cpus, stored_bytes: 77, cpu_runs })
         };
