@@ -81,23 +81,31 @@ pub struct RunScheduler {
 }
 
 impl RunScheduler {
-    /// Attaches the filter to every interface and starts its worker on `schedule`.
+    /// Attaches the filter to every interface (idle until a run), for [`RunScheduler::start`].
+    pub fn attach(ifaces: &[String], options: &SamplerOptions) -> CoreResult<Vec<(String, TrafficSampler)>> {
+        let mut samplers = Vec::with_capacity(ifaces.len());
+        for iface in ifaces {
+            let sampler = TrafficSampler::attach(iface, options)?;
+            tracing::info!(iface, hook = %sampler.hook(), "tc filter attached");
+            samplers.push((iface.clone(), sampler));
+        }
+        Ok(samplers)
+    }
+
+    /// Starts a worker on `schedule` for each attached interface.
     pub fn start(
-        ifaces: &[String],
-        options: &SamplerOptions,
+        samplers: Vec<(String, TrafficSampler)>,
         schedule: &Schedule,
         store: &Store,
         host: &RunHost,
         shutdown: &Arc<AtomicBool>,
-    ) -> CoreResult<RunScheduler> {
+    ) -> RunScheduler {
         let mut workers = HashMap::new();
-        for iface in ifaces {
-            let sampler = TrafficSampler::attach(iface, options)?;
-            tracing::info!(iface, hook = %sampler.hook(), "tc filter attached");
+        for (iface, sampler) in samplers {
             let worker = Worker::spawn(sampler, schedule.clone(), store.clone(), host.clone(), Arc::clone(shutdown));
-            workers.insert(iface.clone(), worker);
+            workers.insert(iface, worker);
         }
-        Ok(RunScheduler { workers })
+        RunScheduler { workers }
     }
 
     /// Sampled interfaces, sorted.

@@ -43,9 +43,14 @@ pub struct StackCollector {
 
 impl StackCollector {
     pub fn start(options: &StackSamplerOptions, naming: NamingOptions, store: Store) -> Result<Self> {
-        let sampler = StackSampler::start(options)?;
+        Ok(Self::new(StackSampler::start(options)?, naming, store))
+    }
+
+    /// A collector of a sampler already running (the agent starts it before opening the
+    /// store: see `app::agent`).
+    pub fn new(sampler: StackSampler, naming: NamingOptions, store: Store) -> Self {
         info!(clock = ?sampler.clock(), hz = sampler.frequency_hz(), "stack sampler running on every CPU");
-        Ok(Self {
+        Self {
             sampler,
             store,
             naming,
@@ -53,7 +58,7 @@ impl StackCollector {
             batch: Vec::new(),
             lost_reported: 0,
             total: Collected::default(),
-        })
+        }
     }
 
     /// Collects until `deadline` (if any) or until `stop` is set; writes the last batch.
