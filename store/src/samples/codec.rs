@@ -254,16 +254,22 @@ pub fn encode_table(t: &Table, locals: Option<&[u32]>) -> Vec<u8> {
 /// A batch's record: its table in format 3 (`locals` as for [`encode_table`]) with its
 /// per-CPU blocks (ascending CPUs, each encoded by [`encode_block_payload`] against `t`).
 pub fn encode_batch_record(t: &Table, locals: &[u32], blocks: &[BlockPayload]) -> Vec<u8> {
+    batch_record(t, locals, blocks, Some(&SharedCodes::choose(blocks)))
+}
+
+/// [`encode_batch_record`] with the blocks' `shared` codes given (`None`: as records were
+/// written before blocks shared codes, which tests need).
+fn batch_record(t: &Table, locals: &[u32], blocks: &[BlockPayload], shared: Option<&SharedCodes>) -> Vec<u8> {
     debug_assert!(blocks.windows(2).all(|w| w[0].cpu < w[1].cpu));
-    let shared = SharedCodes::choose(blocks);
-    let payloads: Vec<Vec<u8>> = blocks.iter().map(|b| write_payload(&b.columns, b.unit, Some(&shared))).collect();
+    let payloads: Vec<Vec<u8>> = blocks.iter().map(|b| write_payload(&b.columns, b.unit, shared)).collect();
+    let fewest = shared.map_or(0, |s| s.fewest);
     let mut units: Vec<u64> = blocks.iter().map(|b| b.unit).collect();
     units.sort_unstable();
     units.dedup();
     let mut cols: [Vec<u64>; 5] = Default::default();
     gaps(blocks.iter().map(|b| u64::from(b.cpu)), true, &mut cols[0]);
     for (b, payload) in blocks.iter().zip(&payloads) {
-        cols[1].push(u64::from(b.n) - 1 - shared.fewest);
+        cols[1].push(u64::from(b.n) - 1 - fewest);
         cols[2].push(u64::from(b.index));
         cols[3].push(units.binary_search(&b.unit).expect("every unit is listed") as u64);
         cols[4].push(payload.len() as u64);
@@ -277,7 +283,7 @@ pub fn encode_batch_record(t: &Table, locals: &[u32], blocks: &[BlockPayload]) -
         units,
         dir: Blob(Cow::Owned(w.finish())),
         bits: Blob(Cow::Owned(payloads.concat())),
-        shared: Some(Blob(Cow::Owned(shared.encode()))),
+        shared: shared.map(|s| Blob(Cow::Owned(s.encode()))),
     };
     encode_table_row(t, Some(locals), Some(row))
 }
@@ -2269,31 +2275,7 @@ mod tests {
     /// A batch record as written before its blocks shared codes: the same directory without
     /// the offset of the fewest samples, each payload standing alone, no `shared`.
     fn record_before_shared_codes(t: &Table, blocks: &[BlockPayload]) -> Vec<u8> {
-        let payloads: Vec<Vec<u8>> = blocks.iter().map(|b| write_payload(&b.columns, b.unit, None)).collect();
-        let mut units: Vec<u64> = blocks.iter().map(|b| b.unit).collect();
-        units.sort_unstable();
-        units.dedup();
-        let mut cols: [Vec<u64>; 5] = Default::default();
-        gaps(blocks.iter().map(|b| u64::from(b.cpu)), true, &mut cols[0]);
-        for (b, p) in blocks.iter().zip(&payloads) {
-            cols[1].push(u64::from(b.n) - 1);
-            cols[2].push(u64::from(b.index));
-            cols[3].push(units.binary_search(&b.unit).unwrap() as u64);
-            cols[4].push(p.len() as u64);
-        }
-        let mut w = BitWriter::new();
-        for c in &cols {
-            write_column(&mut w, c);
-        }
-        let dir = Blob(Cow::Owned(w.finish()));
-        let row = BlocksRow {
-            count: blocks.len() as u32,
-            units,
-            dir,
-            bits: Blob(Cow::Owned(payloads.concat())),
-            shared: None,
-        };
-        encode_table_row(t, Some(&vec![0; t.entries.len()]), Some(row))
+        batch_record(t, &vec![0; t.entries.len()], blocks, None)
     }
 
     /// Blocks of every shape in one record, in each index coding: they decode alike from the
