@@ -14,13 +14,14 @@
 //! (`madvise(MADV_DONTNEED)`). It runs as each new block of the size is noted too, on the
 //! blocks noted before it: a library builds such blocks one after another, so by the next
 //! allocation the previous one is filled, and the 40 histograms are never resident together
-//! (released only at the end, they were: ~20 MiB resident at once while the store opened). For private anonymous memory that is exact: the next read of
-//! such a page gets a fresh zero page, the next write a fresh private page, so no value
-//! changes. What could lose data is another thread writing to (or freeing) a block between the
-//! zero check and the `madvise`: so only blocks of the exact size asked for are noted (sled's
-//! histograms: no other block sled allocates at open has their size), only those allocated
-//! during the closure on the watching thread, and for sled's histograms there is no writer at
-//! all and they live as long as the process.
+//! (released only at the end, they were: ~20 MiB resident at once while the store opened).
+//! For private anonymous memory that is exact: the next read of such a page gets a fresh zero
+//! page, the next write a fresh private page, so no value changes. What could lose data is
+//! another thread writing to (or freeing) a block between the zero check and the `madvise`:
+//! so only blocks of the exact size asked for are noted (sled's histograms: no other block
+//! sled allocates at open has their size), only those allocated during the closure on the
+//! watching thread, and for sled's histograms there is no writer at all and they live as long
+//! as the process.
 //!
 //! Outside the `loupe` binary (tests, benches, other users of the library) the allocator is
 //! the system's, nothing is noted, and [`release`] gives back nothing.

@@ -455,6 +455,11 @@ fn write_dense(w: &mut BitWriter, values: &[u64]) {
     let (mode, param, _) = best_dense(values);
     w.put(mode, MODE_BITS);
     w.put(u64::from(param), PARAM_BITS);
+    write_dense_body(w, mode, param, values);
+}
+
+/// `values` in the dense code `mode` of parameter `param`, without a header.
+fn write_dense_body(w: &mut BitWriter, mode: u64, param: u32, values: &[u64]) {
     match mode {
         MODE_FIXED => values.iter().for_each(|&v| w.put(v, param)),
         MODE_RICE => values.iter().for_each(|&v| w.put_rice(v, param)),
@@ -656,11 +661,7 @@ pub fn write_column_with(w: &mut BitWriter, values: &[u64], shared: Option<&Shar
     match code.body_bits(values) {
         Some(b) if b <= column_bits(values) => {
             w.put(1, 1);
-            match code.mode {
-                MODE_FIXED => values.iter().for_each(|&v| w.put(v, code.param)),
-                MODE_RICE => values.iter().for_each(|&v| w.put_rice(v, code.param)),
-                _ => values.iter().for_each(|&v| w.put_eg(v, code.param)),
-            }
+            write_dense_body(w, code.mode, code.param, values);
         }
         _ => {
             w.put(0, 1);

@@ -677,11 +677,6 @@ fn is_list(v: &u8) -> bool {
     *v == INDEX_LIST
 }
 
-/// Bits of a first use's rank among `unused` entries.
-fn rank_bits(unused: usize) -> u32 {
-    if unused <= 1 { 0 } else { 64 - ((unused - 1) as u64).leading_zeros() }
-}
-
 /// [`INDEX_FIRST_USE`]'s columns for local-list positions `idx` (< `m`, every one of `0..m`
 /// present): flags (after the first sample), move-to-front positions of repeats, ranks of
 /// first uses.
@@ -709,7 +704,7 @@ fn first_uses(idx: &[u64], m: usize) -> FirstUses {
             }
             None => {
                 let r = unused.binary_search(&v).expect("every position is below m");
-                out.rank_bits += u64::from(rank_bits(unused.len()));
+                out.rank_bits += u64::from(bits::below_bits(unused.len() as u64));
                 out.ranks.push(r as u64);
                 unused.remove(r);
                 used.insert(0, v);
@@ -849,9 +844,9 @@ impl Grouped {
 }
 
 /// [`INDEX_GROUPED`]'s flags (after the first sample) and repeats columns, and the group bits
-/// and ranks of first uses as `(value, n)` (a value below `n`), for a block's `entries` (table indexes, each in
-/// `local`). [`grouped_codes`] gives `None` when the block uses an entry more often than the
-/// table counts it (never for a table built from the same samples).
+/// and ranks of first uses as `(value, n)` (a value below `n`), for a block's `entries`
+/// (table indexes, each in `local`). [`grouped_codes`] gives `None` when the block uses an
+/// entry more often than the table counts it (never for a table built from the same samples).
 struct GroupedCodes {
     flags: Vec<u64>,
     repeats: Vec<u64>,
@@ -885,9 +880,8 @@ fn grouped_codes(entries: &[u32], table: &Table, local: &[u32]) -> Option<Groupe
             out.codes.push((u64::from(is_inside), 2));
         }
         let size = if is_inside { inside } else { outside };
-        let bits = rank_bits(size);
         out.codes.push((rank as u64, size as u64));
-        out.code_bits += u64::from(bits) + u64::from(inside > 0 && outside > 0);
+        out.code_bits += u64::from(bits::below_bits(size as u64)) + u64::from(inside > 0 && outside > 0);
         s.first_use(at);
     }
     Some(out)
@@ -1243,11 +1237,6 @@ fn payload_as(
     BlockPayload { cpu, n: times.len() as u32, unit, index, columns }
 }
 
-/// Bits of a remainder below `period` (≥ 1).
-fn remainder_bits(period: u64) -> u32 {
-    64 - (period - 1).leading_zeros()
-}
-
 /// Writes a block's payload: on its own (`shared` is `None`: a `b` record, or a batch record
 /// written before), or against the codes its batch record's blocks share.
 fn write_payload(c: &Columns, unit: u64, shared: Option<&SharedCodes>) -> Vec<u8> {
@@ -1268,7 +1257,7 @@ fn write_payload(c: &Columns, unit: u64, shared: Option<&SharedCodes>) -> Vec<u8
     match batch_period {
         Some(p) => {
             w.put_eg(c.t0 / p, 0);
-            w.put(c.t0 % p, remainder_bits(p));
+            w.put(c.t0 % p, bits::below_bits(p));
         }
         None => w.put_eg(c.t0, order_for(T0_K, unit)),
     }
@@ -1488,7 +1477,7 @@ fn decode_payload(
     let t0_off = match batch_period {
         Some(p) => {
             let whole = r.get_eg(0)?;
-            let rest = r.get(remainder_bits(p))?;
+            let rest = r.get(bits::below_bits(p))?;
             whole.checked_mul(p).and_then(|t| t.checked_add(rest)).ok_or("first time overflows")?
         }
         None => r.get_eg(order_for(T0_K, unit))?,
