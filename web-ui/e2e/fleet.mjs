@@ -9,7 +9,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,6 +58,15 @@ async function api(path) {
   return parseJsonBig(text);
 }
 
+/** The generator's incasts so far: per incast, each sender's `{host, first_unix_ns, last_unix_ns, payload_bytes}`. */
+function readIncasts() {
+  const lines = readFileSync(join(dir, 'incasts.jsonl'), 'utf8').split('\n').filter(Boolean).map(parseJsonBig);
+  const incasts = [];
+  // One line per sender, the senders of one incast written together.
+  for (let i = 0; i + HOSTS - 1 <= lines.length; i += HOSTS - 1) incasts.push(lines.slice(i, i + HOSTS - 1));
+  return incasts;
+}
+
 async function newPage() {
   const page = await context.newPage();
   await page.setViewportSize({ width: 1280, height: 900 });
@@ -77,7 +86,7 @@ before(async () => {
   if (skip) return;
   mkdirSync(SHOTS, { recursive: true });
   dir = mkdtempSync(join(tmpdir(), 'loupe-fleet-e2e-'));
-  demo = spawn(RACK_DEMO, ['--hosts', String(HOSTS), '--dir', dir, '--loupe', LOUPE], { stdio: ['ignore', 'ignore', 'pipe'] });
+  demo = spawn(RACK_DEMO, ['--hosts', String(HOSTS), '--dir', dir, '--loupe', LOUPE, '--incast-log', join(dir, 'incasts.jsonl')], { stdio: ['ignore', 'ignore', 'pipe'] });
   ({ ui, token } = await new Promise((resolvePromise, reject) => {
     const timer = setTimeout(() => reject(new Error(`loupe-rack-demo was not ready in 90 s:\n${demoLog}`)), 90_000);
     demo.stderr.on('data', (d) => {
@@ -151,12 +160,35 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
   }
   const inSum = Object.values(runs).reduce((a, r) => a + r.metrics.in_bytes.reduce((x, y) => x + y, 0), 0);
   assert.equal(summary.rackInBytes, String(inSum), 'the rack sum is the hosts\u2019 runs summed');
-  // The incast: h0's busiest slot has its senders' bursts in the same or the slots just before.
+  // The incast, against what the generator did (its --incast-log: for each sender and incast,
+  // when its first datagram left and when its last had been sent). On a loaded 2-core machine
+  // the senders' threads fire tens of milliseconds apart and h0's queue drains for up to its
+  // 20 ms latency after, so the test places bytes by these instants, not by each other.
+  const start = BigInt(summary.start);
+  const interval = BigInt(runs.h0.interval_ns);
+  const slotOf = (ns) => Number((BigInt(ns) - start) / interval);
   const h0 = runs.h0.metrics.in_bytes;
+  const incasts = readIncasts().filter((fired) => fired.every((f) => slotOf(f.first_unix_ns) >= 1 && slotOf(f.last_unix_ns) < h0.length - 1));
+  assert.ok(incasts.length >= 1, `no whole incast inside the ${h0.length}-slot run (the generator fires one a second)`);
+  for (const fired of incasts) {
+    // Each sender's bytes are in its own run, in the slots it sent them in (±1 for the clocks).
+    for (const f of fired) {
+      const out = runs[f.host].metrics.out_bytes.slice(slotOf(f.first_unix_ns) - 1, slotOf(f.last_unix_ns) + 2).reduce((a, b) => a + b, 0);
+      assert.ok(f.payload_bytes > 0 && out >= f.payload_bytes, `${f.host} sent ${f.payload_bytes} B in slots ${slotOf(f.first_unix_ns)}–${slotOf(f.last_unix_ns)}; its run has ${out} B out there`);
+    }
+    // h0 receives the incast from its first datagram until the shaped port's queue has drained
+    // (20 ms of queue at 100 Mbit/s; 100 slots leave room for a delayed softirq): at least the
+    // token bucket's 32 KB pass at once, whatever the queue then drops.
+    const from = Math.min(...fired.map((f) => slotOf(f.first_unix_ns)));
+    const to = Math.max(...fired.map((f) => slotOf(f.last_unix_ns))) + 100;
+    const received = h0.slice(from, to + 1).reduce((a, b) => a + b, 0);
+    assert.ok(received >= 20 * 1400, `h0 received ${received} B in slots ${from}–${to} of an incast`);
+  }
+  // h0's busiest slot is one of those incasts.
   const peak = h0.indexOf(Math.max(...h0));
   assert.ok(h0[peak] > 10_000, `no incast at h0 in the run: peak ${h0[peak]} B`);
-  const senders = Object.entries(runs).filter(([h, r]) => h !== 'h0' && r.metrics.out_bytes.slice(Math.max(0, peak - 40), peak + 1).some((b) => b > 10_000));
-  assert.equal(senders.length, HOSTS - 1, 'every other host bursts out as h0\u2019s ingress peaks');
+  const windows = readIncasts().map((fired) => [Math.min(...fired.map((f) => slotOf(f.first_unix_ns))), Math.max(...fired.map((f) => slotOf(f.last_unix_ns))) + 100]);
+  assert.ok(windows.some(([a, b]) => a <= peak && peak <= b), `h0's peak at slot ${peak} is in no incast's window ${JSON.stringify(windows)}`);
 
   // The heatmap's h0 row is coloured at the peak; a click there opens that host's window.
   const box = await page.locator('#fleet-heatmap canvas').boundingBox();
@@ -171,7 +203,18 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
   // Egress per host: the senders' rows light up instead.
   await page.selectOption('#fleet-heat-direction', 'out_bytes');
   assert.match(await page.getAttribute('#fleet-heatmap canvas', 'aria-label'), /^Heatmap of out_bytes per host over time, 3 hosts/);
+  // A click where the generator says a sender fired picks that sender's row at that slot.
+  const sender = incasts[0][0];
+  const senderSlot = slotOf(sender.first_unix_ns);
+  const senderBox = await page.locator('#fleet-heatmap canvas').boundingBox();
+  const senderRow = links.findIndex(([host]) => host === sender.host);
+  await page.mouse.click(senderBox.x + ((senderSlot + 0.5) / h0.length) * senderBox.width, senderBox.y + senderRow * 16 + 8);
+  await page.waitForSelector(`#fleet-pick .card[data-host="${sender.host}"]`);
+  const picked = Number(await page.getAttribute('#fleet-pick .card', 'data-slot'));
+  assert.ok(Math.abs(picked - senderSlot) <= 2, `clicked ${sender.host} at slot ${senderSlot}, picked ${picked}`);
 
+  await page.mouse.click(x, box.y + row * 16 + 8);
+  await page.waitForSelector('#fleet-pick .card[data-host="h0"]');
   await page.evaluate(() => (window.__loupe.ready = false));
   await page.click('#fleet-pick-run');
   await page.waitForFunction(() => window.__loupe.view === 'run' && window.__loupe.ready === true, null, { timeout: 60_000 });
@@ -192,9 +235,16 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
   await go(page, '#/fleet');
   const from = readyAt;
   const to = readyAt + 10_000_000_000n;
-  // The range is over and its samples are stored (the agents write a batch every 10 s).
-  const wait = Number((to + 13_000_000_000n - BigInt(Date.now()) * 1_000_000n) / 1_000_000n);
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  // The range's samples are all stored once every host has stored a sample from a second after
+  // it: the agents write a batch every 10 s (later on a loaded machine), each holding every sample
+  // taken before it, in order.
+  for (let i = 0; ; i++) {
+    const nowNs = BigInt(Date.now()) * 1_000_000n;
+    const later = await Promise.all(links.map(([host]) => api(`/api/v1/fleet/hosts/${host}/profile?from=${to + 1_000_000_000n}&to=${nowNs}`).catch(() => ({ samples: 0 }))));
+    if (later.every((p) => p.samples > 0)) break;
+    assert.ok(i < 120, 'the agents stored no samples taken after the range within 60 s');
+    await new Promise((r) => setTimeout(r, 500));
+  }
   await page.fill('#fleet-hot-from', from.toString());
   await page.fill('#fleet-hot-to', to.toString());
   await page.click('#fleet-hot-start');

@@ -6,9 +6,17 @@
 //! reachable from this namespace over the management network; the commands to try are printed.
 //! Ctrl-C stops the agents and removes the namespaces.
 //!
-//! `loupe-rack-demo [--hosts 4] [--dir ./loupe-rack] [--loupe target/release/loupe]`
+//! `loupe-rack-demo [--hosts 4] [--dir ./loupe-rack] [--loupe target/release/loupe] [--incast-log FILE]`
+//!
+//! `--incast-log FILE` appends one JSON line per sender per incast: when its first datagram left
+//! and when its last had been sent (Unix ns, `CLOCK_REALTIME` as the runs' starts), and how many
+//! bytes it sent. That is the ground truth the web UI's fleet test checks the heatmap against:
+//! on a loaded 2-core machine the senders' threads fire tens of milliseconds apart, so "every
+//! sender bursts just before h0's peak" is not something the demo guarantees, but "each sender's
+//! bytes are in the slots it sent them in" is.
 
 use std::{
+    io::Write,
     net::{SocketAddr, UdpSocket},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -30,6 +38,7 @@ fn main() -> Result<()> {
     let mut hosts = 4usize;
     let mut dir = PathBuf::from("loupe-rack");
     let mut loupe = std::env::current_exe()?.with_file_name("loupe");
+    let mut incast_log: Option<PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().with_context(|| format!("{a} needs a value"));
@@ -37,7 +46,10 @@ fn main() -> Result<()> {
             "--hosts" => hosts = value()?.parse()?,
             "--dir" => dir = value()?.into(),
             "--loupe" => loupe = value()?.into(),
-            other => bail!("unknown argument {other}: loupe-rack-demo [--hosts N] [--dir DIR] [--loupe PATH]"),
+            "--incast-log" => incast_log = Some(value()?.into()),
+            other => bail!(
+                "unknown argument {other}: loupe-rack-demo [--hosts N] [--dir DIR] [--loupe PATH] [--incast-log FILE]"
+            ),
         }
     }
     if !(2..=16).contains(&hosts) {
@@ -82,7 +94,17 @@ fn main() -> Result<()> {
     );
     // One line for scripts (the web UI's fleet test waits for it).
     eprintln!("rack-demo ready: ui={ui} token={token}");
-    traffic(&rack)?;
+    let mut log = match &incast_log {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("opening the incast log {}", path.display()))?,
+        ),
+        None => None,
+    };
+    traffic(&rack, log.as_mut())?;
     for a in &agents {
         // SAFETY: kill(2) on our own children: agents leave the fleet and detach.
         unsafe { libc::kill(a.id() as i32, libc::SIGTERM) };
@@ -131,8 +153,13 @@ fn web_ui_access(loupe: &Path, h0_data: &Path, ui: &str) -> Result<String> {
     Ok(token)
 }
 
-/// Until stopped: a trickle between the hosts, and every second all of them bursting at host 0.
-fn traffic(rack: &Rack) -> Result<()> {
+/// Datagrams each sender sends at host 0 in one incast, and their payload.
+const INCAST_DATAGRAMS: usize = 80;
+const INCAST_PAYLOAD: usize = 1400;
+
+/// Until stopped: a trickle between the hosts, and every second all of them bursting at host 0
+/// (each sender's instants appended to `log` when given).
+fn traffic(rack: &Rack, mut log: Option<&mut std::fs::File>) -> Result<()> {
     let socket = |i: usize| -> Result<UdpSocket> {
         let addr = SocketAddr::from((rack.hosts[i].v4, 9000));
         rack.hosts[i].ns.run(|| UdpSocket::bind(addr))?.context("binding a demo socket")
@@ -148,15 +175,32 @@ fn traffic(rack: &Rack) -> Result<()> {
             let _ = s.send_to(&[0u8; 600], next);
         }
         if tick % 10 == 0 {
-            thread::scope(|scope| {
-                for s in sockets.iter().skip(1) {
-                    scope.spawn(move || {
-                        for _ in 0..80 {
-                            let _ = s.send_to(&[1u8; 1400], victim);
-                        }
-                    });
-                }
+            let fired: Vec<(u64, u64, u64)> = thread::scope(|scope| {
+                let senders: Vec<_> = sockets
+                    .iter()
+                    .skip(1)
+                    .map(|s| {
+                        scope.spawn(move || {
+                            let first = unix_ns();
+                            let sent: usize = (0..INCAST_DATAGRAMS)
+                                .filter_map(|_| s.send_to(&[1u8; INCAST_PAYLOAD], victim).ok())
+                                .sum();
+                            (first, unix_ns(), sent as u64)
+                        })
+                    })
+                    .collect();
+                senders.into_iter().map(|t| t.join().expect("a sender thread does not panic")).collect()
             });
+            if let Some(log) = log.as_deref_mut() {
+                let mut lines = String::new();
+                for (i, (first, last, bytes)) in fired.into_iter().enumerate() {
+                    let host = &rack.hosts[i + 1].name;
+                    lines += &serde_json::json!({ "host": host, "first_unix_ns": first, "last_unix_ns": last, "payload_bytes": bytes })
+                        .to_string();
+                    lines.push('\n');
+                }
+                log.write_all(lines.as_bytes()).context("writing the incast log")?;
+            }
         }
         // Keep receive buffers from filling (nobody reads the demo's datagrams otherwise).
         let mut buf = [0u8; 2048];
@@ -166,4 +210,9 @@ fn traffic(rack: &Rack) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Now, in Unix ns (`CLOCK_REALTIME`, the clock runs' starts are given in).
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
