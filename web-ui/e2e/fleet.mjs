@@ -162,7 +162,7 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
   assert.equal(summary.rackInBytes, String(inSum), 'the rack sum is the hosts\u2019 runs summed');
   // The incast, against what the generator did (its --incast-log: for each sender and incast,
   // when its first datagram left and when its last had been sent). On a loaded 2-core machine
-  // the senders' threads fire tens of milliseconds apart and h0's queue drains for up to its
+  // the senders' threads can fire milliseconds apart or more and h0's queue drains for up to its
   // 20 ms latency after, so the test places bytes by these instants, not by each other.
   const start = BigInt(summary.start);
   const interval = BigInt(runs.h0.interval_ns);

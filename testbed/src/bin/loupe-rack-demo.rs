@@ -11,9 +11,9 @@
 //! `--incast-log FILE` appends one JSON line per sender per incast: when its first datagram left
 //! and when its last had been sent (Unix ns, `CLOCK_REALTIME` as the runs' starts), and how many
 //! bytes it sent. That is the ground truth the web UI's fleet test checks the heatmap against:
-//! on a loaded 2-core machine the senders' threads fire tens of milliseconds apart, so "every
-//! sender bursts just before h0's peak" is not something the demo guarantees, but "each sender's
-//! bytes are in the slots it sent them in" is.
+//! on a loaded 2-core machine the senders' threads need not fire together, so "every sender
+//! bursts just before h0's peak" is not something the demo guarantees, but "each sender's bytes
+//! are in the slots it sent them in" is.
 
 use std::{
     io::Write,
