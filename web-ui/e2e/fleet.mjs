@@ -167,6 +167,9 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
   const start = BigInt(summary.start);
   const interval = BigInt(runs.h0.interval_ns);
   const slotOf = (ns) => Number((BigInt(ns) - start) / interval);
+  // Slots from an incast's first datagram to 100 after its last: the shaped port's 20 ms of
+  // queue at 100 Mbit/s, with room for a delayed softirq.
+  const incastWindow = (fired) => [Math.min(...fired.map((f) => slotOf(f.first_unix_ns))), Math.max(...fired.map((f) => slotOf(f.last_unix_ns))) + 100];
   const h0 = runs.h0.metrics.in_bytes;
   const incasts = readIncasts().filter((fired) => fired.every((f) => slotOf(f.first_unix_ns) >= 1 && slotOf(f.last_unix_ns) < h0.length - 1));
   assert.ok(incasts.length >= 1, `no whole incast inside the ${h0.length}-slot run (the generator fires one a second)`);
@@ -179,15 +182,14 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
     // h0 receives the incast from its first datagram until the shaped port's queue has drained
     // (20 ms of queue at 100 Mbit/s; 100 slots leave room for a delayed softirq): at least the
     // token bucket's 32 KB pass at once, whatever the queue then drops.
-    const from = Math.min(...fired.map((f) => slotOf(f.first_unix_ns)));
-    const to = Math.max(...fired.map((f) => slotOf(f.last_unix_ns))) + 100;
+    const [from, to] = incastWindow(fired);
     const received = h0.slice(from, to + 1).reduce((a, b) => a + b, 0);
     assert.ok(received >= 20 * 1400, `h0 received ${received} B in slots ${from}–${to} of an incast`);
   }
   // h0's busiest slot is one of those incasts.
   const peak = h0.indexOf(Math.max(...h0));
   assert.ok(h0[peak] > 10_000, `no incast at h0 in the run: peak ${h0[peak]} B`);
-  const windows = readIncasts().map((fired) => [Math.min(...fired.map((f) => slotOf(f.first_unix_ns))), Math.max(...fired.map((f) => slotOf(f.last_unix_ns))) + 100]);
+  const windows = readIncasts().map(incastWindow);
   assert.ok(windows.some(([a, b]) => a <= peak && peak <= b), `h0's peak at slot ${peak} is in no incast's window ${JSON.stringify(windows)}`);
 
   // The heatmap's h0 row is coloured at the peak; a click there opens that host's window.
