@@ -2,7 +2,9 @@
 use std::{fs, path::Path};
 
 fn main() -> anyhow::Result<()> {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Read when run, not compiled in (see bpf/user/build.rs).
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let here = Path::new(&manifest_dir);
     let pin = here.join("../bpf/ebpf/NIGHTLY");
     let toolchain = fs::read_to_string(&pin)?;
     println!("cargo:rerun-if-changed={}", here.join("common").display());

@@ -3,7 +3,10 @@
 use std::{fs, path::Path};
 
 fn main() -> anyhow::Result<()> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // Read when run, not baked in when compiled: a target dir shared by two clones (CI's and a
+    // developer's) reruns this binary for the other clone, whose sources are elsewhere.
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest_dir).join("..");
     let ebpf = root.join("ebpf");
     let pin = ebpf.join("NIGHTLY");
     let toolchain = fs::read_to_string(&pin)?;

@@ -249,14 +249,19 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
                 &start.to_string(),
             ])
         });
-        // Alignment probe: host 1 sends one packet to host 2 a quarter into slots 100..120.
+        // Alignment probe: host 1 sends one packet to host 2 a quarter into slots 100..120,
+        // and notes when each send call began and returned (a loaded machine wakes it late).
         let probe = s.spawn(|| {
             let tx = socket_in(&fleet, 1, 5000);
             let dst = SocketAddr::from((fleet.rack.hosts[2].v4, 6000));
-            for k in 100..120u64 {
-                sleep_until_ns(start + k * interval_ns + interval_ns / 4);
-                tx.send_to(&[0u8; 200], dst).unwrap();
-            }
+            (100..120u64)
+                .map(|k| {
+                    sleep_until_ns(start + k * interval_ns + interval_ns / 4);
+                    let began = now_ns();
+                    tx.send_to(&[0u8; 200], dst).unwrap();
+                    (began, now_ns())
+                })
+                .collect::<Vec<_>>()
         });
         // Incast: six senders burst 60 datagrams of 1,400 bytes each at the victim at once.
         let senders: Vec<_> = (2..HOSTS)
@@ -272,12 +277,13 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
                 })
             })
             .collect();
-        probe.join().unwrap();
+        let sends = probe.join().unwrap();
         for sender in senders {
             sender.join().unwrap();
         }
-        runner.join().unwrap()
+        (runner.join().unwrap(), sends)
     });
+    let (run, sends) = run;
     drop(probe_rx);
     drop(incast_rx);
 
@@ -300,9 +306,19 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
     let got = series(by_name("h2"), "in_bytes");
     assert_eq!(sent[..600], got[..600], "sender's and receiver's slots differ");
     assert_eq!(sent[..600].iter().sum::<u64>(), 20 * frame);
+    // Each packet is in a slot its send call spanned (50 µs either side for the hosts' clocks),
+    // and they are spread over several slots, so the equality above compares more than one.
+    let slot_of = |t: u64| ((t.saturating_sub(start)) / interval_ns) as usize;
+    let mut spanned = vec![false; sent.len()];
+    for &(began, returned) in &sends {
+        let last = slot_of(returned + 50_000).min(sent.len() - 1);
+        spanned[slot_of(began.saturating_sub(50_000)).min(last)..=last].iter_mut().for_each(|s| *s = true);
+    }
+    let stray: Vec<usize> = (0..600).filter(|&i| sent[i] > 0 && !spanned[i]).collect();
+    assert!(stray.is_empty(), "probe bytes in slots {stray:?}, outside their send calls: {:?}", &sent[95..125]);
     assert!(
-        sent[95..125].iter().filter(|&&b| b > 0).count() >= 15,
-        "probe packets not in their slots: {:?}",
+        sent[..600].iter().filter(|&&b| b > 0).count() >= 3,
+        "probe packets in too few slots: {:?}",
         &sent[95..125]
     );
 
@@ -358,7 +374,7 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
         "-p",
         "min_senders=3",
         "--deadline",
-        "10s",
+        "30s",
     ]);
     assert_eq!(contention["answered"].as_array().unwrap().len(), HOSTS, "{contention}");
     let rows = contention["rows"].as_array().unwrap();
@@ -423,9 +439,10 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
         "-p",
         "big_host=h2",
         "--deadline",
-        "10s",
+        "30s",
     ]);
-    assert!(asked.elapsed() < Duration::from_secs(8), "an oversized partial must not look like a timeout");
+    // Refused at once, not waited for: far inside the deadline even on a loaded machine.
+    assert!(asked.elapsed() < Duration::from_secs(15), "an oversized partial must not look like a timeout");
     let failed = huge["failed"].as_array().unwrap();
     assert_eq!(failed.len(), 1, "{huge}");
     assert_eq!((failed[0]["host"].as_str(), failed[0]["code"].as_str()), (Some("h2"), Some("too_large")));
@@ -448,6 +465,8 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
         &to,
         "-p",
         "top=100000",
+        "--deadline",
+        "30s",
     ]);
     assert_eq!(hot["answered"].as_array().unwrap().len(), HOSTS, "{hot}");
     let mut fleet_total = 0;
@@ -494,7 +513,9 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     on_h0("/api/v1/fleet/hosts/h99/runs/1".into()).assert_error(404, "not_found", "no host of host h99");
 
     // Host 3 partitioned from NATS (its management link down): it is still `up` in the
-    // registry for a few seconds, so it is waited for, and named missing at the deadline.
+    // registry for 10 to 15 s (its last beat up to 5 s old, silent 15 s after it), so it is
+    // waited for, and named missing at the deadline — by this invocation (4 s: the live hosts
+    // answer a cached module well inside it on a loaded machine) and by the run after it.
     fleet.rack.hosts[3].ns.exec(&["ip", "link", "set", "mgmt0", "down"]).unwrap();
     // Host 5 killed outright.
     fleet.kill_agent(5);
@@ -507,14 +528,14 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
         "--rack",
         "r1",
         "--deadline",
-        "2s",
+        "4s",
     ]);
     let took = asked.elapsed();
     let missing: Vec<&str> =
         partial_answer["missing"].as_array().unwrap().iter().map(|m| m["host"].as_str().unwrap()).collect();
     assert_eq!(missing, ["h3", "h5"], "{partial_answer}");
     assert_eq!(partial_answer["text"], (HOSTS - 2).to_string());
-    assert!(took < Duration::from_secs(5), "an invocation with a 2 s deadline took {took:?}");
+    assert!(took < Duration::from_secs(8), "an invocation with a 4 s deadline took {took:?}");
 
     let asked = Instant::now();
     let run = fleet.fleet_json(&quick);
@@ -539,6 +560,7 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     assert_eq!(silent, ["h3", "h5"]);
     let asked = Instant::now();
     let run = fleet.fleet_json(&quick);
-    assert!(asked.elapsed() < Duration::from_secs(6), "silent hosts were waited for");
+    // Waiting for them would take the run's 15 s margin past its 2 s lead.
+    assert!(asked.elapsed() < Duration::from_secs(12), "silent hosts were waited for");
     assert!(run["missed"].as_array().unwrap().iter().all(|m| m["code"] == "silent"), "{}", run["missed"]);
 }

@@ -8,6 +8,7 @@
 //! * [`faults`] — eBPF fault injectors: CE marking and segment drops.
 //! * [`rack`] — a rack: hosts behind a bridge as their top-of-rack switch, and a nats-server.
 //! * [`privilege`] — the root check that turns kernel tests into clear skips elsewhere.
+//! * [`sampling`] — how many samples a thread should get, and the band a loaded machine allows.
 //! * [`synthetic`] — stored data with known answers (API and browser tests, `loupe-synth`).
 //! * [`wasm`] — where the analyses built from `udf-sdk/` are ([`wasm_component`]).
 
@@ -17,6 +18,7 @@ pub mod netns;
 pub mod nf;
 pub mod privilege;
 pub mod rack;
+pub mod sampling;
 pub mod synthetic;
 pub mod test_run;
 pub mod topology;

@@ -1,0 +1,67 @@
+//! How many samples a sampled thread should get, and how far from that a correct sampler may
+//! land on a busy machine.
+//!
+//! A CPU-clock sampler ticks each CPU `hz` times a second and charges the tick to whoever runs.
+//! A thread alone on its CPU is charged every tick: `hz × seconds`, off by one at the edges.
+//! A thread sharing its CPU (a build or a CPU hog beside the tests) is charged only the ticks
+//! that find it running: its expected count is `hz × CPU seconds` (what the kernel says it
+//! used), and which ticks find it is close to a coin flip per tick with the thread's share of
+//! the CPU as the odds, so the count spreads binomially, √(expected × (1 − share)). The rate
+//! tests failed on a loaded 2-core machine with a fixed ±15 % of the idle count (55 of 100 at
+//! half a CPU); against CPU time with this spread they hold there and still fail a sampler at
+//! a wrong rate (×2 or ×½ is far outside) or one that misses a CPU.
+
+use std::path::Path;
+
+/// The band around `expected = hz × cpu_seconds` a correct sampler lands in: 15 % for the
+/// edges and the clock's granularity, plus three standard deviations of the binomial spread
+/// when the thread had `cpu_share` (0..=1) of a CPU. Three, not more: at half a CPU a sampler
+/// at half the rate (25 where 50 are due) must still fall outside.
+pub fn count_tolerance(expected: f64, cpu_share: f64) -> f64 {
+    let share = cpu_share.clamp(0.0, 1.0);
+    0.15 * expected + 3.0 * (expected * (1.0 - share)).sqrt() + 1.0
+}
+
+/// User + system CPU seconds a process (all its threads) has used so far, from
+/// `/proc/PID/stat`; `None` once it is gone.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    cpu_seconds_in(&Path::new("/proc").join(pid.to_string()).join("stat"))
+}
+
+fn cpu_seconds_in(stat: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(stat).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+    let fields: Vec<&str> = text.get(text.rfind(')')? + 2..)?.split_whitespace().collect();
+    // Fields 14 and 15 (utime, stime), counted from the state at 3.
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf only reads a configuration value.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Some(ticks as f64 / per_second.max(1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_machine_keeps_the_band_tight_and_a_shared_cpu_widens_it() {
+        // Alone on a CPU: 100 expected, within 16 — a sampler at 50 or 200 is far outside.
+        assert_eq!(count_tolerance(100.0, 1.0), 16.0);
+        // Half a CPU: 50 expected; a sampler at the right rate lands within 3 σ (σ = 5) and
+        // the 15 %, one at half or twice the rate does not.
+        let t = count_tolerance(50.0, 0.5);
+        assert!(t >= 15.0 && t < 25.0, "{t}");
+    }
+
+    #[test]
+    fn this_process_has_used_some_cpu() {
+        let mut x = 0u64;
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let used = process_cpu_seconds(std::process::id()).unwrap();
+        assert!(used >= 0.01, "{used}");
+        assert_eq!(process_cpu_seconds(u32::MAX), None);
+    }
+}
