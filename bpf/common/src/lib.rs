@@ -9,6 +9,7 @@
 pub mod probes;
 pub mod sketch;
 pub mod stacks;
+pub mod unwind;
 
 /// Name of the single-entry array holding the [`RunConfig`].
 pub const MAP_RUN_CONFIG: &str = "RUN_CONFIG";
@@ -110,6 +111,8 @@ mod pod {
     unsafe impl aya::Pod for super::FlowKey {}
     unsafe impl aya::Pod for super::FlowEntry {}
     unsafe impl aya::Pod for super::stacks::StackEvent {}
+    unsafe impl aya::Pod for super::unwind::UnwindRow {}
+    unsafe impl aya::Pod for super::unwind::PageInfo {}
     unsafe impl aya::Pod for super::probes::FunctionCounters {}
     unsafe impl aya::Pod for super::probes::CallRecord {}
     unsafe impl aya::Pod for super::probes::ThreadCalls {}
