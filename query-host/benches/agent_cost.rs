@@ -18,12 +18,7 @@ use std::{
 };
 
 fn cpu_seconds(pid: u32) -> f64 {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).expect("agent alive");
-    // Fields after the command name (which is in parentheses and may contain spaces).
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = (f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()) as f64; // utime + stime
-    ticks / 100.0 // USER_HZ
+    loupe_testbed::sampling::process_cpu_seconds(pid).expect("agent alive")
 }
 
 fn status_kb(pid: u32, key: &str) -> u64 {

@@ -22,10 +22,7 @@ fn bench_line(name: &str, value: f64, unit: &str, baseline: &str) {
 }
 
 fn cpu_seconds(pid: i32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("agent alive");
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    (f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()) as f64 / 100.0
+    loupe_testbed::sampling::process_cpu_seconds(pid as u32).expect("agent alive")
 }
 
 /// ~13 µs of arithmetic (a dependent multiply-add chain).

@@ -235,7 +235,7 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
     incast_rx.set_nonblocking(true).unwrap();
     let before: Vec<LinkStats> = (0..HOSTS).map(|i| fleet.rack.data_stats(i).unwrap()).collect();
 
-    let run = thread::scope(|s| {
+    let (run, sends) = thread::scope(|s| {
         let runner = s.spawn(|| {
             fleet.fleet_json(&[
                 "run",
@@ -283,7 +283,6 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
         }
         (runner.join().unwrap(), sends)
     });
-    let (run, sends) = run;
     drop(probe_rx);
     drop(incast_rx);
 

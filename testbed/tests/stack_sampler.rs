@@ -29,8 +29,14 @@ static SPINNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Drains until `until`, waiting up to `every` for samples between drains.
 fn collect(sampler: &mut StackSampler, until: Instant, every: Duration) -> Vec<RawStack> {
+    collect_while(sampler, every, || Instant::now() < until)
+}
+
+/// Drains while `more()` says so, waiting up to `every` for samples between drains, then takes
+/// what is left.
+fn collect_while(sampler: &mut StackSampler, every: Duration, mut more: impl FnMut() -> bool) -> Vec<RawStack> {
     let mut all = Vec::new();
-    while Instant::now() < until {
+    while more() {
         sampler.drain(&mut all, every).unwrap();
     }
     sampler.drain(&mut all, Duration::ZERO).unwrap();
@@ -50,11 +56,7 @@ fn samples_each_busy_thread_at_the_asked_rate() {
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let mut child = Command::new(&busy).args(["spin", "2", &cpus.to_string()]).stdout(Stdio::piped()).spawn().unwrap();
     let pid = child.id();
-    let mut samples = Vec::new();
-    while child.try_wait().unwrap().is_none() {
-        sampler.drain(&mut samples, Duration::from_millis(100)).unwrap();
-    }
-    sampler.drain(&mut samples, Duration::ZERO).unwrap();
+    let samples = collect_while(&mut sampler, Duration::from_millis(100), || child.try_wait().unwrap().is_none());
     let threads = thread_cpu_seconds(&child.wait_with_output().unwrap());
     let mine: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid).collect();
     let mut tids: Vec<u32> = mine.iter().map(|s| s.tid).filter(|&t| t != pid).collect();
@@ -151,12 +153,10 @@ fn deny_list_by_pid_and_cgroup_subtree() {
     };
     let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: 50, deny }).unwrap();
     let (used_before, began) = (process_cpu_seconds(free.id()).unwrap(), Instant::now());
-    let mut samples = Vec::new();
-    while began.elapsed() < Duration::from_millis(1500) {
-        sampler.drain(&mut samples, Duration::from_millis(100)).unwrap();
-    }
+    let samples = collect(&mut sampler, began + Duration::from_millis(1500), Duration::from_millis(100));
+    // Read after the last drain: the CPU it credits covers every sample counted (a bound only
+    // stricter than reading it before).
     let (used, took) = (process_cpu_seconds(free.id()).unwrap() - used_before, began.elapsed().as_secs_f64());
-    sampler.drain(&mut samples, Duration::ZERO).unwrap();
     let count = |pid: u32| samples.iter().filter(|s| s.pid == pid).count();
     assert_eq!(count(by_pid.id()), 0, "a deny-listed PID was sampled");
     // The sibling is sampled as usual: at least 50 a second of the CPU it used in the window

@@ -95,19 +95,12 @@ fn rows_of(mut spans: Vec<Span>) -> Vec<(u64, Rule)> {
     let mut rows: Vec<(u64, Rule)> = Vec::with_capacity(spans.len() + spans.len() / 4);
     let mut covered_to = 0u64;
     for span in spans {
-        if span.start < covered_to {
-            // Overlapping call-frame information: the first FDE to cover an address keeps it.
-            if span.end <= covered_to {
-                continue;
-            }
+        // Overlapping call-frame information: the first FDE to cover an address keeps it.
+        if span.end <= covered_to {
+            continue;
         }
-        let start = span.start.max(covered_to);
-        if let Some(last) = rows.last_mut() {
-            if last.0 == start && last.1 == Rule::Invalid {
-                rows.pop();
-            }
-        }
-        push(&mut rows, start, span.rule);
+        // Starting where the previous span ended, this replaces its gap marker (`push`).
+        push(&mut rows, span.start.max(covered_to), span.rule);
         push(&mut rows, span.end, Rule::Invalid);
         covered_to = span.end;
     }
