@@ -192,10 +192,15 @@ pub struct StackArgs {
     /// `module+address` (with their build ID, for `loupe symbolize` later).
     #[arg(long)]
     pub no_debug_files: bool,
+    /// Kernel memory for unwind tables, in MiB (8 bytes a row; ~60 MiB of code per 16 MiB).
+    /// Binaries that do not fit are stepped by frame pointer, and their stacks say so.
+    #[arg(long = "unwind-memory-mib", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub unwind_memory_mib: u32,
 }
 
 impl StackArgs {
-    pub fn options(&self) -> loupe_bpf::StackSamplerOptions {
+    /// The sampler's options; binaries' unwind tables are kept under `data_dir/unwind-tables`.
+    pub fn options(&self, data_dir: &std::path::Path) -> loupe_bpf::StackSamplerOptions {
         loupe_bpf::StackSamplerOptions {
             frequency_hz: self.frequency_hz,
             deny: loupe_bpf::DenyList {
@@ -203,6 +208,8 @@ impl StackArgs {
                 pids: self.deny_pids.clone(),
                 cgroups: self.deny_cgroups.clone(),
             },
+            table_rows: self.unwind_memory_mib << 17,
+            table_cache: Some(data_dir.join("unwind-tables")),
         }
     }
 

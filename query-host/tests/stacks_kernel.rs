@@ -11,7 +11,7 @@ use std::{
 
 use loupe_testbed::{
     require_root,
-    sampling::{count_tolerance, Stolen},
+    sampling::{Stolen, count_tolerance},
 };
 use sampling::*;
 use serde_json::Value;

@@ -8,10 +8,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use loupe_bpf::{DenyList, RawStack, StackSampler, StackSamplerOptions};
+use loupe_bpf::{DenyList, RawStack, StackSampler, StackSamplerOptions, UserEnd};
 use loupe_testbed::{
     require_root,
-    sampling::{count_tolerance, process_cpu_seconds, Stolen},
+    sampling::{Stolen, count_tolerance, process_cpu_seconds},
 };
 
 fn build_busy(dir: &Path) -> PathBuf {
@@ -159,7 +159,8 @@ fn deny_list_by_pid_and_cgroup_subtree() {
         pids: vec![by_pid.id()],
         cgroups: if have_cgroup2 { vec![parent.clone()] } else { vec![] },
     };
-    let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: 50, deny }).unwrap();
+    let mut sampler =
+        StackSampler::start(&StackSamplerOptions { frequency_hz: 50, deny, ..Default::default() }).unwrap();
     let (used_before, began) = (process_cpu_seconds(free.id()).unwrap(), Instant::now());
     let samples = collect(&mut sampler, began + Duration::from_millis(1500), Duration::from_millis(100));
     // Read after the last drain: the CPU it credits covers every sample counted (a bound only
@@ -189,4 +190,70 @@ fn deny_list_by_pid_and_cgroup_subtree() {
     }
     let _ = std::fs::remove_dir(&inner);
     let _ = std::fs::remove_dir(&parent);
+}
+
+/// Code built without frame pointers, as Debian builds its packages, is unwound whole from its
+/// call-frame information: every sample of a program spending its time ten calls deep names
+/// all ten levels in order, then `main`, libc's start, and `_start`, and ends at the root; the
+/// same program with frame pointers gives the same chain.
+#[test]
+fn whole_stacks_with_and_without_frame_pointers() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/deep.c");
+    let mut chains = Vec::new();
+    for frame_pointers in ["-fomit-frame-pointer", "-fno-omit-frame-pointer"] {
+        let exe = dir.path().join(format!("deep{frame_pointers}"));
+        // Not position-independent, so `nm`'s addresses are the running addresses.
+        let ok = Command::new("cc").args(["-O2", frame_pointers, "-no-pie", "-o"]).arg(&exe).arg(&src).status();
+        assert!(ok.expect("running cc").success());
+        let functions = functions_of(&exe);
+        let name = |pc: u64| {
+            functions.iter().find(|(start, end, _)| (*start..*end).contains(&pc)).map_or("?", |(_, _, n)| n.as_str())
+        };
+        let mut sampler =
+            StackSampler::start(&StackSamplerOptions { frequency_hz: 100, ..Default::default() }).unwrap();
+        let mut child = Command::new(&exe).arg("1.5").stdout(Stdio::piped()).spawn().unwrap();
+        // Loaded once `main` runs (libc mapped), so every sample is unwound from its tables.
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        let pid: u32 = line.trim().parse().unwrap();
+        sampler.load_process(pid).unwrap();
+        let loaded = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+        let samples = collect_while(&mut sampler, Duration::from_millis(100), || child.try_wait().unwrap().is_none());
+        // Samples taken before the load were walked by the kernel's frame-pointer walker.
+        let mine: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid && s.time_unix_ns > loaded).collect();
+        assert!(mine.len() >= 30, "{frame_pointers}: {} samples", mine.len());
+        let want: Vec<String> = (1..=10).rev().map(|n| format!("loupe_deep_{n}")).chain(["main".to_string()]).collect();
+        for sample in &mine {
+            // A return address is looked up in its call, one byte back.
+            let names: Vec<&str> =
+                sample.user.iter().enumerate().map(|(i, &pc)| name(if i == 0 { pc } else { pc - 1 })).collect();
+            let hot = names.iter().position(|n| *n == "loupe_deep_10");
+            assert_eq!(sample.user_end, UserEnd::Root, "{frame_pointers}: stack ended early: {names:?}");
+            let hot = hot.unwrap_or_else(|| panic!("{frame_pointers}: no loupe_deep_10 in {names:?}"));
+            assert_eq!(names[hot..hot + 11], want, "{frame_pointers}: {names:?}");
+            assert_eq!(names.last(), Some(&"_start"), "{frame_pointers}: {names:?}");
+            assert!(names.len() >= hot + 13, "{frame_pointers}: libc's start between main and _start: {names:?}");
+        }
+        chains.push(mine.iter().map(|s| s.user.len()).max());
+    }
+    assert_eq!(chains[0], chains[1], "the same depth with and without frame pointers");
+}
+
+/// The functions of a binary: (start, end, name) from `nm -S`.
+fn functions_of(exe: &Path) -> Vec<(u64, u64, String)> {
+    let out = Command::new("nm").args(["-S", "--defined-only"]).arg(exe).output().expect("running nm");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let [addr, size, kind, name] = f[..] else { return None };
+            if !matches!(kind, "T" | "t") {
+                return None;
+            }
+            let start = u64::from_str_radix(addr, 16).ok()?;
+            Some((start, start + u64::from_str_radix(size, 16).ok()?, name.to_string()))
+        })
+        .collect()
 }

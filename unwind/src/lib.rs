@@ -12,11 +12,16 @@
 //! * [`cfi`] — reading `.eh_frame` / `.debug_frame` with gimli into spans of rules, bounded.
 //! * [`table`] — spans into sorted rows with gaps marked, and those rows cut into 64 KiB pages
 //!   (`loupe_bpf_common::unwind`), as the kernel looks them up.
+//! * [`binary`] — a binary's build ID and segments: its table's name, and a mapping's bias.
+//! * [`cache`] — tables on disk by build ID, parsed once per host.
 
+pub mod binary;
+pub mod cache;
 pub mod cfi;
 pub mod rule;
 pub mod table;
 
+pub use binary::Binary;
 pub use rule::{Base, Rule, Unsupported};
 pub use table::{Paged, Table};
 

@@ -113,6 +113,7 @@ mod pod {
     unsafe impl aya::Pod for super::stacks::StackEvent {}
     unsafe impl aya::Pod for super::unwind::UnwindRow {}
     unsafe impl aya::Pod for super::unwind::PageInfo {}
+    unsafe impl aya::Pod for super::unwind::Mapping {}
     unsafe impl aya::Pod for super::probes::FunctionCounters {}
     unsafe impl aya::Pod for super::probes::CallRecord {}
     unsafe impl aya::Pod for super::probes::ThreadCalls {}

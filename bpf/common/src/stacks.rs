@@ -26,6 +26,33 @@ pub const FLAG_IDLE: u32 = 1;
 /// `StackEvent::flags`: the sample interrupted kernel code.
 pub const FLAG_IN_KERNEL: u32 = 2;
 
+/// `StackEvent::flags`: a user PC fell in no mapping the unwinder knows (a library loaded or a
+/// process exec'd since its mappings were read): userspace reads them again.
+pub const FLAG_UNKNOWN_MAPPING: u32 = 4;
+
+/// How the user stack ended (`StackEvent::user_end`).
+pub mod user_end {
+    /// Walked by the kernel's frame-pointer walker (`bpf_get_stack`): the process's mappings were
+    /// not loaded yet. Whether it reached the root is not known.
+    pub const FRAME_POINTERS: u8 = 0;
+    /// Reached the outermost frame (`_start`, a thread's entry): the stack is whole.
+    pub const ROOT: u8 = 1;
+    /// [`super::MAX_USER_FRAMES`] frames were recorded before the root.
+    pub const DEPTH: u8 = 2;
+    /// A PC no call-frame information covers.
+    pub const NO_ROW: u8 = 3;
+    /// A rule the unwinder does not evaluate (longjmp's, a CFA in a general register).
+    pub const UNSUPPORTED: u8 = 4;
+    /// The stack could not be read (a page not present, a bad pointer).
+    pub const UNREADABLE: u8 = 5;
+    /// A frame that cannot be right: a zero return address, or a CFA not above the stack pointer.
+    pub const BAD_FRAME: u8 = 6;
+    /// No user stack: a kernel thread, or the idle task.
+    pub const NONE: u8 = 7;
+    /// How many ends there are.
+    pub const COUNT: usize = 8;
+}
+
 /// One sample, as the kernel writes it into the ring buffer.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -42,6 +69,9 @@ pub struct StackEvent {
     /// Frames in `kernel` and `user` (0 when that stack was not available).
     pub kernel_frames: u32,
     pub user_frames: u32,
+    /// How the user stack ended: one of [`user_end`].
+    pub user_end: u8,
+    pub _pad: [u8; 7],
     pub comm: [u8; 16],
     /// Instruction pointers, leaf first.
     pub kernel: [u64; MAX_KERNEL_FRAMES],

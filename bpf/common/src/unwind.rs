@@ -64,3 +64,49 @@ pub struct PageInfo {
     /// Rows that start in this page.
     pub count: u32,
 }
+
+/// Array of [`UnwindRow`]s: every loaded binary's rows, each binary in one contiguous range.
+pub const MAP_UNWIND_ROWS: &str = "UNWIND_ROWS";
+/// Array of [`PageInfo`]s: every loaded binary's pages, each binary in one contiguous range.
+pub const MAP_UNWIND_PAGES: &str = "UNWIND_PAGES";
+/// LPM trie: (PID, address) → [`Mapping`]. Userspace covers each executable mapping's range
+/// with aligned prefixes, so one lookup finds the mapping holding a PC (no search the verifier
+/// would have to follow branch by branch).
+pub const MAP_UNWIND_MAPPINGS: &str = "UNWIND_MAPPINGS";
+
+/// Executable mappings kept per process (a process with more keeps the first). Debian's
+/// `python3` maps 5, a desktop browser ~150.
+pub const MAX_MAPPINGS: usize = 512;
+
+/// The trie's key data after its prefix length: the PID then the address, both big-endian so
+/// the prefix runs from the PID's first bit into the address.
+pub type MappingKey = [u8; 12];
+
+/// The key of `addr` in `pid`'s address space, with `prefix_bits` of the address significant.
+pub fn mapping_key(pid: u32, addr: u64) -> MappingKey {
+    let mut key = [0u8; 12];
+    let (head, tail) = key.split_at_mut(4);
+    head.copy_from_slice(&pid.to_be_bytes());
+    tail.copy_from_slice(&addr.to_be_bytes());
+    key
+}
+
+/// One executable mapping of a process and the binary's table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Mapping {
+    /// The mapping's addresses in the process, `[start, end)`.
+    pub start: u64,
+    pub end: u64,
+    /// Subtracted from a PC in the mapping to give the ELF virtual address the rows use.
+    pub bias: u64,
+    /// The binary's first row in `UNWIND_ROWS`; a page's `first` counts from here.
+    pub rows_base: u32,
+    /// The binary's first page in `UNWIND_PAGES`.
+    pub pages_base: u32,
+    /// The page number (address >> [`PAGE_BITS`]) of the binary's first page.
+    pub first_page: u32,
+    /// Pages the binary has; 0: no table (anonymous or JIT code, a binary without call-frame
+    /// information, or one refused for room): such frames are stepped by frame pointer.
+    pub page_count: u32,
+}

@@ -15,6 +15,7 @@ mod probes;
 mod session_link;
 mod stacks;
 mod traffic;
+mod unwinding;
 
 pub use error::SamplerError;
 pub use iface::Interface;
@@ -28,13 +29,14 @@ pub use probes::{
     RawCall,
 };
 pub use stacks::{
-    DenyList, MAX_FREQUENCY, MIN_FREQUENCY, RawStack, SampleClock, StackSampler, StackSamplerOptions, cgroup_id,
-    comm_key, ring_bytes,
+    DenyList, MAX_FREQUENCY, MIN_FREQUENCY, RawStack, SampleClock, StackSampler, StackSamplerOptions, UserEnd,
+    cgroup_id, comm_key, ring_bytes,
 };
 pub use traffic::{
     CpuCounters, MAX_CAPACITY, MAX_INTERVAL, MIN_INTERVAL, PendingRun, RunCounters, RunRequest, SamplerOptions,
     StartAt, TcHook, TrafficSampler, parse_prefix,
 };
+pub use unwinding::{DEFAULT_TABLE_ROWS, UnwindStats};
 
 /// The stack sampler's compiled kernel object, embedded at build time.
 pub(crate) static STACKS_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-stacks"));

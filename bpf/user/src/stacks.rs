@@ -16,12 +16,20 @@ use aya::{
     },
     util::online_cpus,
 };
-use loupe_bpf_common::stacks::{
-    FLAG_IDLE, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_STACK_EVENTS, MAP_STACK_LOST, PROG_STACKS,
-    StackEvent,
+use loupe_bpf_common::{
+    stacks::{
+        FLAG_IDLE, FLAG_UNKNOWN_MAPPING, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_STACK_EVENTS,
+        MAP_STACK_LOST, PROG_STACKS, StackEvent, user_end,
+    },
+    unwind::{MAP_UNWIND_MAPPINGS, MAP_UNWIND_PAGES, MAP_UNWIND_ROWS},
 };
 
-use crate::{SamplerError, clock::ClockPair, map_mut};
+use crate::{
+    SamplerError,
+    clock::ClockPair,
+    map_mut,
+    unwinding::{DEFAULT_TABLE_ROWS, TABLE_PAGES, UnwindStats, Unwinder},
+};
 
 /// Sampling frequencies accepted, per CPU.
 pub const MIN_FREQUENCY: u64 = 1;
@@ -63,6 +71,10 @@ pub struct StackSamplerOptions {
     /// Samples per second per CPU.
     pub frequency_hz: u64,
     pub deny: DenyList,
+    /// Rows of unwind tables the kernel holds (8 bytes each): the bound on their memory.
+    pub table_rows: u32,
+    /// Where binaries' unwind tables are kept between runs (`None`: parsed every run).
+    pub table_cache: Option<PathBuf>,
 }
 
 impl StackSamplerOptions {
@@ -77,7 +89,7 @@ impl StackSamplerOptions {
 
 impl Default for StackSamplerOptions {
     fn default() -> Self {
-        Self { frequency_hz: 10, deny: DenyList::default() }
+        Self { frequency_hz: 10, deny: DenyList::default(), table_rows: DEFAULT_TABLE_ROWS, table_cache: None }
     }
 }
 
@@ -88,6 +100,64 @@ pub enum SampleClock {
     Cycles,
     /// The kernel's software CPU clock (VMs without a virtual PMU).
     CpuClock,
+}
+
+/// How a sample's user stack ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UserEnd {
+    /// Walked by frame pointers before the process's tables were loaded: whether it is whole
+    /// is not known.
+    FramePointers,
+    /// At the outermost frame: the stack is whole.
+    Root,
+    /// Cut at the deepest stack recorded.
+    Depth,
+    /// At a PC no call-frame information covers.
+    NoRow,
+    /// At a rule the unwinder does not evaluate.
+    Unsupported,
+    /// At stack memory that could not be read.
+    Unreadable,
+    /// At a frame that cannot be right (a zero return address, a stack going the wrong way).
+    BadFrame,
+    /// There is no user stack (a kernel thread, the idle task).
+    None,
+}
+
+impl UserEnd {
+    /// The kernel's code for it (`loupe_bpf_common::stacks::user_end`); unknown codes read as
+    /// `BadFrame`.
+    pub fn from_code(code: u8) -> UserEnd {
+        match code {
+            user_end::FRAME_POINTERS => UserEnd::FramePointers,
+            user_end::ROOT => UserEnd::Root,
+            user_end::DEPTH => UserEnd::Depth,
+            user_end::NO_ROW => UserEnd::NoRow,
+            user_end::UNSUPPORTED => UserEnd::Unsupported,
+            user_end::UNREADABLE => UserEnd::Unreadable,
+            user_end::NONE => UserEnd::None,
+            _ => UserEnd::BadFrame,
+        }
+    }
+
+    /// Whether the stack stops short of its root, and so ends in a `[truncated]` frame.
+    pub fn truncated(self) -> bool {
+        !matches!(self, UserEnd::Root | UserEnd::None | UserEnd::FramePointers)
+    }
+
+    /// Why the stack stopped, as its `[truncated: …]` frame says.
+    pub fn reason(self) -> &'static str {
+        match self {
+            UserEnd::FramePointers => "frame pointers",
+            UserEnd::Root => "root",
+            UserEnd::Depth => "too deep",
+            UserEnd::NoRow => "no unwind info",
+            UserEnd::Unsupported => "unsupported unwind rule",
+            UserEnd::Unreadable => "unreadable stack",
+            UserEnd::BadFrame => "bad frame",
+            UserEnd::None => "no user stack",
+        }
+    }
 }
 
 /// One sample as the kernel recorded it.
@@ -103,6 +173,10 @@ pub struct RawStack {
     /// Instruction pointers, leaf first.
     pub kernel: Vec<u64>,
     pub user: Vec<u64>,
+    /// How `user` ended.
+    pub user_end: UserEnd,
+    /// A user PC fell in no mapping the unwinder knew.
+    pub unknown_mapping: bool,
 }
 
 /// The running stack sampler. Detaches from every CPU when dropped.
@@ -113,6 +187,9 @@ pub struct StackSampler {
     clocks: ClockPair,
     clock: SampleClock,
     frequency_hz: u64,
+    unwinder: Unwinder,
+    /// When exited processes were last forgotten.
+    swept: std::time::Instant,
 }
 
 impl std::fmt::Debug for StackSampler {
@@ -130,6 +207,8 @@ impl StackSampler {
         let cpus = online_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
         let mut ebpf = EbpfLoader::new()
             .map_max_entries(MAP_STACK_EVENTS, ring_bytes(cpus.len(), hz))
+            .map_max_entries(MAP_UNWIND_ROWS, options.table_rows.max(1))
+            .map_max_entries(MAP_UNWIND_PAGES, TABLE_PAGES)
             .load(crate::STACKS_OBJECT)
             .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
         {
@@ -192,7 +271,23 @@ impl StackSampler {
             .and_then(|m| {
                 RingBuf::try_from(m).map_err(|e| SamplerError::Load(format!("map {MAP_STACK_EVENTS}: {e}")))
             })?;
-        Ok(Self { ebpf, ring, clocks: ClockPair::now(), clock, frequency_hz: hz })
+        let mut take =
+            |name: &str| ebpf.take_map(name).ok_or_else(|| SamplerError::Load(format!("map {name} missing")));
+        let unwinder = Unwinder::new(
+            take(MAP_UNWIND_ROWS)?,
+            take(MAP_UNWIND_PAGES)?,
+            take(MAP_UNWIND_MAPPINGS)?,
+            options.table_cache.clone(),
+        )?;
+        Ok(Self {
+            ebpf,
+            ring,
+            clocks: ClockPair::now(),
+            clock,
+            frequency_hz: hz,
+            unwinder,
+            swept: std::time::Instant::now(),
+        })
     }
 
     pub fn clock(&self) -> SampleClock {
@@ -203,15 +298,62 @@ impl StackSampler {
         self.frequency_hz
     }
 
+    /// What the unwind tables hold.
+    pub fn unwind_stats(&self) -> UnwindStats {
+        self.unwinder.stats()
+    }
+
+    /// Loads a process's unwind tables now rather than at its first sample (its first samples
+    /// are then whole too).
+    pub fn load_process(&mut self, pid: u32) -> Result<(), SamplerError> {
+        self.unwinder.load_process(pid)
+    }
+
     /// Waits up to `timeout` for samples, then moves every sample the ring buffer holds into
-    /// `out`; returns how many were added.
+    /// `out`; returns how many were added. Processes seen for the first time get their unwind
+    /// tables loaded, so their next samples are unwound whole.
     pub fn drain(&mut self, out: &mut Vec<RawStack>, timeout: Duration) -> Result<usize, SamplerError> {
+        let before = out.len();
+        self.drain_ring(out, timeout);
+        self.update_tables(&out[before..]);
+        Ok(out.len() - before)
+    }
+
+    /// Loads the processes the kernel walked without tables, reads again those with a PC in
+    /// no known mapping, and (every few seconds) forgets processes that exited. Within a time
+    /// budget per drain: what is left waits for the next.
+    fn update_tables(&mut self, drained: &[RawStack]) {
+        const BUDGET: Duration = Duration::from_millis(250);
+        let began = std::time::Instant::now();
+        let mut seen = Vec::new();
+        for sample in drained {
+            if seen.contains(&sample.pid) || began.elapsed() > BUDGET {
+                continue;
+            }
+            let result = if sample.user_end == UserEnd::FramePointers && !self.unwinder.knows(sample.pid) {
+                self.unwinder.load_process(sample.pid)
+            } else if sample.unknown_mapping {
+                self.unwinder.refresh(sample.pid)
+            } else {
+                continue;
+            };
+            seen.push(sample.pid);
+            if let Err(e) = result {
+                tracing::debug!(pid = sample.pid, error = %e, "unwind tables not loaded");
+            }
+        }
+        if self.swept.elapsed() > Duration::from_secs(5) {
+            self.unwinder.forget_exited();
+            self.swept = std::time::Instant::now();
+        }
+    }
+
+    fn drain_ring(&mut self, out: &mut Vec<RawStack>, timeout: Duration) {
         let clocks = self.clocks;
         let ring = &mut self.ring;
         let mut fds = libc::pollfd { fd: ring.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut fds, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };
-        let before = out.len();
         while let Some(item) = ring.next() {
             if item.len() < size_of::<StackEvent>() {
                 continue;
@@ -228,9 +370,10 @@ impl StackSampler {
                 idle: e.flags & FLAG_IDLE != 0,
                 kernel: e.kernel[..(e.kernel_frames as usize).min(e.kernel.len())].to_vec(),
                 user: e.user[..(e.user_frames as usize).min(e.user.len())].to_vec(),
+                user_end: UserEnd::from_code(e.user_end),
+                unknown_mapping: e.flags & FLAG_UNKNOWN_MAPPING != 0,
             });
         }
-        Ok(out.len() - before)
     }
 
     /// The ring buffer's size in bytes, as the kernel made it ([`ring_bytes`] asked for it).

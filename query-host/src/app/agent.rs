@@ -62,7 +62,8 @@ pub fn main(args: AgentArgs) -> Result<()> {
     // heap for a few tens of ms, freed at once. Loaded first, that stays below the RSS the
     // agent reaches anyway; loaded after the store and the rest, it was the agent's peak
     // (VmHWM 31–32 MB against 28 MB running).
-    let sampler = if args.no_stacks { None } else { Some(StackSampler::start(&args.stacks.options())?) };
+    let sampler =
+        if args.no_stacks { None } else { Some(StackSampler::start(&args.stacks.options(&args.store.data_dir))?) };
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
     let options = SamplerOptions { capacity: schedule.samples, local_prefixes };
     let filters = RunScheduler::attach(&ifaces, &options)?;

@@ -232,7 +232,7 @@ pub fn sample(args: SampleArgs, remote: &RemoteArgs) -> Result<()> {
     if !(args.seconds > 0.0 && args.seconds <= 86_400.0) {
         bail!("--seconds {} out of bounds (more than 0, at most 86400)", args.seconds);
     }
-    let options = args.stacks.options();
+    let options = args.stacks.options(&args.store.data_dir);
     options.validate()?; // before the store is opened: a bad request touches nothing
     let store = open_store(&args.store).map_err(|e| match e {
         StoreError::Locked { .. } => anyhow!("{e}; a running agent already samples stacks into it"),

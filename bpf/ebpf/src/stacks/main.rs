@@ -2,7 +2,9 @@
 //! (like `perf record -F 10 -a -g`). Each firing records who was running — PID, TID, comm,
 //! cgroup — and its kernel and user stacks as raw instruction pointers, into a ring buffer
 //! that userspace drains and symbolizes. Raw frames rather than a stack-trace map: no stack ids
-//! to age out or collide, and the 1.6 KB per sample is nothing at 10 Hz per CPU.
+//! to age out or collide, and the 1.6 KB per sample is nothing at 10 Hz per CPU. The user stack
+//! is unwound from the binaries' call-frame information (`unwind`); the kernel stack by the
+//! kernel, which keeps frame pointers or ORC for itself.
 //!
 //! The deny list is enforced here, before anything is recorded: listed comms, PIDs and cgroup
 //! subtrees are never sampled.
@@ -21,8 +23,11 @@ use aya_ebpf::{
     programs::PerfEventContext,
 };
 use loupe_bpf_common::stacks::{
-    FLAG_IDLE, FLAG_IN_KERNEL, MAX_CGROUP_LEVELS, MAX_KERNEL_FRAMES, MAX_USER_FRAMES, StackEvent,
+    FLAG_IDLE, FLAG_IN_KERNEL, FLAG_UNKNOWN_MAPPING, MAX_CGROUP_LEVELS, MAX_KERNEL_FRAMES, MAX_USER_FRAMES, StackEvent,
+    user_end,
 };
+
+mod unwind;
 
 /// Sized by userspace at load for ~2 s of samples at the sampling rate (`ring_bytes` in
 /// `loupe-bpf`'s `stacks`); this is only the object file's default.
@@ -50,16 +55,11 @@ pub fn loupe_stacks(ctx: PerfEventContext) -> u32 {
     if denied(pid, &comm) {
         return 0;
     }
-    let Some(mut entry) = STACK_EVENTS.reserve::<StackEvent>(0) else {
-        if let Some(lost) = STACK_LOST.get_ptr_mut(0) {
-            // SAFETY: this CPU's counter.
-            unsafe { *lost += 1 };
-        }
+    let Some(event) = unwind::STACK_SCRATCH.get_ptr_mut(0) else {
         return 0;
     };
-    let event = entry.as_mut_ptr();
-    // SAFETY: `event` points at reserved ring-buffer memory of the right size, written below
-    // field by field before it is submitted.
+    // SAFETY: `event` is this CPU's scratch event (a program does not nest on one CPU), written
+    // field by field below and copied into the ring buffer whole.
     unsafe {
         (*event).time_ns = bpf_ktime_get_ns();
         (*event).cgroup_id = bpf_get_current_cgroup_id();
@@ -67,34 +67,49 @@ pub fn loupe_stacks(ctx: PerfEventContext) -> u32 {
         (*event).pid = pid;
         (*event).tid = tid;
         (*event).comm = comm;
-        let mut flags = if pid == 0 { FLAG_IDLE } else { 0 };
+        (*event).flags = if pid == 0 { FLAG_IDLE } else { 0 };
         let kernel_bytes =
             bpf_get_stack(ctx.as_ptr(), (*event).kernel.as_mut_ptr().cast(), (MAX_KERNEL_FRAMES * 8) as u32, 0);
         (*event).kernel_frames = if kernel_bytes > 0 { (kernel_bytes / 8) as u32 } else { 0 };
         if kernel_bytes > 0 {
-            flags |= FLAG_IN_KERNEL;
+            (*event).flags |= FLAG_IN_KERNEL;
         }
-        let user_bytes = if pid == 0 {
-            0
-        } else {
-            bpf_get_stack(
+        if pid == 0 {
+            (*event).user_frames = 0;
+            (*event).user_end = user_end::NONE;
+        } else if !unwind::user_stack(ctx.as_ptr(), pid, event) {
+            // Not loaded yet (userspace loads the process's tables when it sees this): the
+            // kernel's frame-pointer walk, which stops at the first function without one.
+            let user_bytes = bpf_get_stack(
                 ctx.as_ptr(),
                 (*event).user.as_mut_ptr().cast(),
                 (MAX_USER_FRAMES * 8) as u32,
                 BPF_F_USER_STACK as u64,
-            )
-        };
-        (*event).user_frames = if user_bytes > 0 { (user_bytes / 8) as u32 } else { 0 };
-        (*event).flags = flags;
+            );
+            (*event).user_frames = if user_bytes > 0 { (user_bytes / 8) as u32 } else { 0 };
+            (*event).user_end = if user_bytes > 0 { user_end::FRAME_POINTERS } else { user_end::NONE };
+        }
     }
     // Wake the reader only once a quarter of the buffer is waiting: userspace drains on its own
-    // schedule anyway, and a wakeup per sample would cost more than the sample.
-    let wakeup = if STACK_EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= STACK_EVENTS.query(BPF_RB_RING_SIZE as u64) / 4 {
-        BPF_RB_FORCE_WAKEUP
-    } else {
-        BPF_RB_NO_WAKEUP
-    };
-    entry.submit(wakeup as u64);
+    // schedule anyway, and a wakeup per sample would cost more than the sample. Except for a
+    // process whose unwind tables are missing: the sooner they are loaded, the fewer of its
+    // samples stop at the first function without a frame pointer.
+    // SAFETY: the scratch event, written above.
+    let (end, flags) = unsafe { ((*event).user_end, (*event).flags) };
+    let wanted = end == user_end::FRAME_POINTERS || flags & FLAG_UNKNOWN_MAPPING != 0;
+    let wakeup =
+        if wanted || STACK_EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= STACK_EVENTS.query(BPF_RB_RING_SIZE as u64) / 4 {
+            BPF_RB_FORCE_WAKEUP
+        } else {
+            BPF_RB_NO_WAKEUP
+        };
+    // SAFETY: the scratch event, fully written above.
+    if STACK_EVENTS.output::<StackEvent>(unsafe { &*event }, wakeup as u64).is_err() {
+        if let Some(lost) = STACK_LOST.get_ptr_mut(0) {
+            // SAFETY: this CPU's counter.
+            unsafe { *lost += 1 };
+        }
+    }
     0
 }
 

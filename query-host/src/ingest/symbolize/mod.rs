@@ -58,6 +58,9 @@ const MEMO_TTL: Duration = Duration::from_secs(60);
 const SYMBOLIZER_TTL: Duration = Duration::from_secs(30 * 60);
 /// The module of frames named from a perf map (code a JIT compiled, outside any file).
 pub const JIT_MODULE: &str = "[jit]";
+/// How the outermost frame of a user stack that stopped short of its root begins
+/// (`[truncated: no unwind info]`, …; the reasons are `loupe_bpf::UserEnd::reason`).
+pub const TRUNCATED_PREFIX: &str = "[truncated: ";
 /// Most binaries whose ELF facts are remembered between resets.
 const MAX_FACTS: usize = 4096;
 
@@ -117,7 +120,8 @@ impl Symbolizer {
         }
     }
 
-    /// Names every frame of a raw sample: kernel frames (leaf first), then user frames.
+    /// Names every frame of a raw sample: kernel frames (leaf first), then user frames, then a
+    /// `[truncated: reason]` frame if the user stack stopped short of its root.
     pub fn sample(&mut self, raw: &RawStack) -> StackSample {
         if self.memo_since.elapsed() > MEMO_TTL {
             // Forget answers and memory maps now and then: PIDs get reused, libraries loaded.
@@ -136,6 +140,16 @@ impl Symbolizer {
         frames.extend(self.frames(0, &raw.kernel, true));
         if !raw.user.is_empty() {
             frames.extend(self.frames(raw.pid, &raw.user, false));
+        }
+        // A user stack that stopped short of its root says so as its outermost frame, so a
+        // flame graph shows where depth was lost instead of a short stack posing as whole.
+        if raw.user_end.truncated() {
+            frames.push(Frame {
+                function: format!("{TRUNCATED_PREFIX}{}]", raw.user_end.reason()).into(),
+                module: Name::default(),
+                kernel: false,
+                location: None,
+            });
         }
         StackSample {
             time_unix_ns: raw.time_unix_ns,

@@ -1,0 +1,273 @@
+//! The user stack from call-frame information: for each frame, find the mapping the PC is in,
+//! the binary's row for it (`loupe_bpf_common::unwind`, built by userspace from `.eh_frame`),
+//! and apply the row: the caller's stack pointer is the CFA, its PC the return address at
+//! CFA − 8, its RBP unchanged or reloaded from where the row says it was saved.
+//!
+//! Why not frame pointers alone: Debian builds its packages, libc included, without them, so the
+//! kernel's frame-pointer walk (`bpf_get_stack`) stopped at the first such function — no sample
+//! of Debian's `python3`, `gzip` or `dash` reached its root. A mapping without a table (JIT code,
+//! a binary without `.eh_frame`) is still stepped by frame pointer, and a process whose mappings
+//! are not loaded yet gets the kernel's walk, marked as such.
+//!
+//! The walk runs in a `bpf_loop` callback, one call per frame, so the verifier checks one frame's
+//! code instead of 127 unrolled copies; its two binary searches (≤ 8 steps over a process's
+//! mappings, ≤ 16 over a 64 KiB page's rows) are bounded loops.
+
+use core::ffi::c_void;
+
+use aya_ebpf::{
+    bindings::{bpf_perf_event_data, pt_regs},
+    helpers::generated::{
+        bpf_get_current_task_btf, bpf_loop, bpf_probe_read_kernel, bpf_probe_read_user, bpf_task_pt_regs,
+    },
+    macros::map,
+    maps::{Array, LpmTrie, PerCpuArray, lpm_trie::Key},
+};
+use loupe_bpf_common::{
+    stacks::{FLAG_UNKNOWN_MAPPING, MAX_USER_FRAMES, StackEvent, user_end},
+    unwind::{
+        Mapping, MappingKey, PAGE_BITS, PageInfo, ROW_CFA_RBP, ROW_CFA_RSP, ROW_INVALID, ROW_PLT, ROW_SIGNAL, ROW_STOP,
+        SIGNAL_MCONTEXT_OFFSET, UnwindRow,
+    },
+};
+
+/// `BPF_F_MMAPABLE`: userspace writes a binary's rows straight into the array's memory.
+const MMAPABLE: u32 = 1 << 10;
+
+/// Sized by userspace at load (the unwind-table memory bound); these are the object's defaults.
+#[map(name = "UNWIND_ROWS")]
+static UNWIND_ROWS: Array<UnwindRow> = Array::with_max_entries(1 << 16, MMAPABLE);
+
+#[map(name = "UNWIND_PAGES")]
+static UNWIND_PAGES: Array<PageInfo> = Array::with_max_entries(1 << 12, MMAPABLE);
+
+/// (PID, address) → the mapping holding it; ~20 prefixes per mapping, 5 mappings for python3.
+#[map(name = "UNWIND_MAPPINGS")]
+static UNWIND_MAPPINGS: LpmTrie<MappingKey, Mapping> = LpmTrie::with_max_entries(1 << 18, 0);
+
+/// The sample being built: a `StackEvent` is too big for the 512-byte stack, and the frame
+/// callback reaches it here rather than through a pointer the verifier would have to follow.
+#[map(name = "STACK_SCRATCH")]
+pub static STACK_SCRATCH: PerCpuArray<StackEvent> = PerCpuArray::with_max_entries(1, 0);
+
+/// The registers of the frame being unwound, and how the walk is going.
+#[repr(C)]
+struct Walk {
+    pc: u64,
+    sp: u64,
+    bp: u64,
+    pid: u32,
+    /// The PC is where the thread was stopped (the first frame, or one a signal interrupted),
+    /// not a return address: a return address is looked up one byte back, in the call.
+    exact: u32,
+    end: u8,
+    flags: u8,
+    _pad: [u8; 6],
+}
+
+/// Unwinds the current task's user stack into `event.user`, setting `user_frames` and
+/// `user_end`. Returns false when the process's mappings are not loaded (the caller then
+/// takes the kernel's frame-pointer walk).
+///
+/// # Safety
+/// `ctx` is the perf-event program's context; `event` is this CPU's scratch event.
+#[inline(always)]
+pub unsafe fn user_stack(ctx: *mut c_void, pid: u32, event: *mut StackEvent) -> bool {
+    // Every known process has its PID alone as a prefix (no mapping holds address 0).
+    if mapping_of(pid, 0).is_none() {
+        return false;
+    }
+    let Some(regs) = (unsafe { user_regs(ctx) }) else {
+        // SAFETY: `event` is this CPU's scratch event.
+        unsafe {
+            (*event).user_frames = 0;
+            (*event).user_end = user_end::NONE;
+        }
+        return true;
+    };
+    let mut walk =
+        Walk { pc: regs.rip, sp: regs.rsp, bp: regs.rbp, pid, exact: 1, end: user_end::DEPTH, flags: 0, _pad: [0; 6] };
+    // SAFETY: `event` is this CPU's scratch event; the callback only writes inside `user`.
+    unsafe {
+        (*event).user_frames = 0;
+        bpf_loop(MAX_USER_FRAMES as u32, frame as *mut c_void, (&mut walk as *mut Walk).cast(), 0);
+        (*event).user_end = walk.end;
+        if walk.flags != 0 {
+            (*event).flags |= FLAG_UNKNOWN_MAPPING;
+        }
+    }
+    true
+}
+
+/// The user registers at the sample: the perf context's own when it interrupted user code,
+/// else (in a system call or an interrupt) the ones saved on entry to the kernel.
+#[inline(always)]
+unsafe fn user_regs(ctx: *mut c_void) -> Option<pt_regs> {
+    // SAFETY: a perf-event program's context is a `bpf_perf_event_data`.
+    let here = unsafe { &(*(ctx as *const bpf_perf_event_data)).regs };
+    if here.cs & 3 == 3 {
+        return Some(*here);
+    }
+    // SAFETY: the helpers take the current task; the saved registers are read with a checked copy.
+    unsafe {
+        let saved = bpf_task_pt_regs(bpf_get_current_task_btf()) as *const c_void;
+        if saved.is_null() {
+            return None;
+        }
+        let mut regs = core::mem::zeroed::<pt_regs>();
+        if bpf_probe_read_kernel((&mut regs as *mut pt_regs).cast(), size_of::<pt_regs>() as u32, saved) != 0 {
+            return None;
+        }
+        // A kernel thread has no user registers.
+        if regs.cs & 3 != 3 || regs.rip == 0 { None } else { Some(regs) }
+    }
+}
+
+/// One frame: record the PC, then step to the caller. Returns 1 to stop the loop.
+extern "C" fn frame(_index: u64, ctx: *mut c_void) -> i64 {
+    // SAFETY: `ctx` is the `Walk` on `user_stack`'s stack.
+    let walk = unsafe { &mut *(ctx as *mut Walk) };
+    let Some(event) = STACK_SCRATCH.get_ptr_mut(0) else {
+        return 1;
+    };
+    // SAFETY: this CPU's scratch event; the index is checked against the array's length.
+    unsafe {
+        let n = (*event).user_frames as usize;
+        if n >= MAX_USER_FRAMES {
+            walk.end = user_end::DEPTH;
+            return 1;
+        }
+        (*event).user[n] = walk.pc;
+        (*event).user_frames = n as u32 + 1;
+    }
+    match step(walk) {
+        Ok(()) => 0,
+        Err(end) => {
+            walk.end = end;
+            1
+        }
+    }
+}
+
+/// Moves `walk` to the caller's frame, or says how the stack ended.
+#[inline(always)]
+fn step(walk: &mut Walk) -> Result<(), u8> {
+    let lookup = if walk.exact != 0 { walk.pc } else { walk.pc.wrapping_sub(1) };
+    // The PID's own entry (start = end = 0) answers for an address in no mapping.
+    let Some(mapping) = mapping_of(walk.pid, lookup).filter(|m| m.start <= lookup && lookup < m.end) else {
+        walk.flags = 1;
+        return frame_pointer_step(walk);
+    };
+    if mapping.page_count == 0 {
+        return frame_pointer_step(walk);
+    }
+    let row = row_of(&mapping, lookup.wrapping_sub(mapping.bias))?;
+    let cfa = match row.kind {
+        ROW_CFA_RSP => walk.sp.wrapping_add(8 * row.cfa_off8 as u64),
+        ROW_CFA_RBP => walk.bp.wrapping_add(8 * row.cfa_off8 as u64),
+        ROW_PLT => walk.sp.wrapping_add(if walk.pc & 15 >= row.cfa_off8 as u64 { 16 } else { 8 }),
+        ROW_SIGNAL => return signal_step(walk),
+        ROW_STOP => return Err(user_end::ROOT),
+        ROW_INVALID => return Err(user_end::NO_ROW),
+        _ => return Err(user_end::UNSUPPORTED),
+    };
+    if cfa <= walk.sp {
+        return Err(user_end::BAD_FRAME);
+    }
+    let ra = read_user(cfa.wrapping_sub(8))?;
+    if row.rbp_off8 != 0 {
+        walk.bp = read_user(cfa.wrapping_add((8 * row.rbp_off8 as i64) as u64))?;
+    }
+    if ra == 0 {
+        return Err(user_end::BAD_FRAME);
+    }
+    walk.pc = ra;
+    walk.sp = cfa;
+    walk.exact = 0;
+    Ok(())
+}
+
+/// The classic step, for code without a table: RBP points at the saved RBP, the return address
+/// above it. A zero RBP is the end of the chain (`_start` clears it).
+#[inline(always)]
+fn frame_pointer_step(walk: &mut Walk) -> Result<(), u8> {
+    if walk.bp == 0 {
+        return Err(user_end::ROOT);
+    }
+    if walk.bp < walk.sp {
+        return Err(user_end::BAD_FRAME);
+    }
+    let ra = read_user(walk.bp.wrapping_add(8))?;
+    let bp = read_user(walk.bp)?;
+    if ra == 0 {
+        return Err(user_end::BAD_FRAME);
+    }
+    walk.sp = walk.bp.wrapping_add(16);
+    walk.bp = bp;
+    walk.pc = ra;
+    walk.exact = 0;
+    Ok(())
+}
+
+/// A signal trampoline: the interrupted registers are in the `ucontext` the kernel pushed.
+#[inline(always)]
+fn signal_step(walk: &mut Walk) -> Result<(), u8> {
+    let gregs = walk.sp.wrapping_add(SIGNAL_MCONTEXT_OFFSET);
+    let bp = read_user(gregs + 8 * 10)?;
+    let sp = read_user(gregs + 8 * 15)?;
+    let pc = read_user(gregs + 8 * 16)?;
+    if pc == 0 {
+        return Err(user_end::BAD_FRAME);
+    }
+    (walk.pc, walk.sp, walk.bp, walk.exact) = (pc, sp, bp, 1);
+    Ok(())
+}
+
+/// The mapping holding `pc` in the process: one trie lookup.
+#[inline(always)]
+fn mapping_of(pid: u32, pc: u64) -> Option<Mapping> {
+    let mut data = [0u8; 12];
+    data[..4].copy_from_slice(&pid.to_be_bytes());
+    data[4..].copy_from_slice(&pc.to_be_bytes());
+    UNWIND_MAPPINGS.get(Key::new(96, data)).copied()
+}
+
+/// The row covering ELF address `addr` in `mapping`'s table: its 64 KiB page, then the last row
+/// of the page starting at or before `addr` (≤ 16 halvings), or the row before the page's first
+/// when the page's own rows start later.
+#[inline(always)]
+fn row_of(mapping: &Mapping, addr: u64) -> Result<UnwindRow, u8> {
+    let page = addr >> PAGE_BITS;
+    let index = page.wrapping_sub(mapping.first_page as u64);
+    if page < mapping.first_page as u64 || index >= mapping.page_count as u64 {
+        return Err(user_end::NO_ROW);
+    }
+    let info = UNWIND_PAGES.get(mapping.pages_base.wrapping_add(index as u32)).ok_or(user_end::NO_ROW)?;
+    let (first, low) = (info.first, addr as u16);
+    let (mut lo, mut hi) = (first, first.wrapping_add(info.count));
+    for _ in 0..17 {
+        if lo >= hi {
+            break;
+        }
+        let mid = lo + (hi - lo) / 2;
+        let row = UNWIND_ROWS.get(mapping.rows_base.wrapping_add(mid)).ok_or(user_end::NO_ROW)?;
+        if row.pc_low <= low {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    // `lo` is the first row past `addr`; the one before it covers `addr`. Before the table's
+    // first row there is none.
+    let index = lo.checked_sub(1).ok_or(user_end::NO_ROW)?;
+    UNWIND_ROWS.get(mapping.rows_base.wrapping_add(index)).copied().ok_or(user_end::NO_ROW)
+}
+
+/// Eight bytes of the user stack.
+#[inline(always)]
+fn read_user(addr: u64) -> Result<u64, u8> {
+    let mut value = 0u64;
+    // SAFETY: a checked copy from user memory into a local.
+    let ok = unsafe { bpf_probe_read_user((&mut value as *mut u64).cast(), 8, addr as *const c_void) } == 0;
+    if ok { Ok(value) } else { Err(user_end::UNREADABLE) }
+}

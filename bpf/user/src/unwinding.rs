@@ -1,0 +1,588 @@
+//! Unwind tables in the kernel: for each sampled process, which binary each executable mapping
+//! holds and where that binary's rows are, so the stack sampler can walk stacks of code built
+//! without frame pointers (`loupe-unwind` builds the rows; the kernel side is
+//! `bpf/ebpf/src/stacks/unwind.rs`).
+//!
+//! Memory is bounded up front: the rows of every loaded binary share one array of a size fixed
+//! at load ([`DEFAULT_TABLE_ROWS`], 8 bytes a row), and so do their pages. A binary's rows are
+//! written straight into the array's memory (the array is mapped into this process), its table
+//! parsed once per host (kept on disk by build ID). A binary stays loaded while a known process
+//! maps it; after that it stays until its room is needed, least recently used first; a binary
+//! that does not fit even then gets no table and its frames are stepped by frame pointer, which
+//! the samples' ends show.
+//!
+//! Processes are loaded as their samples arrive: a process the kernel had no mappings for is
+//! walked by the kernel's frame-pointer walker for that sample, and loaded for the next; a PC
+//! outside every known mapping (a library opened since, an exec) has its mappings read again.
+
+use std::{
+    collections::HashMap as StdHashMap,
+    os::{
+        fd::{AsFd, AsRawFd},
+        unix::fs::MetadataExt,
+    },
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use aya::maps::{
+    Map, MapData,
+    lpm_trie::{Key, LpmTrie},
+};
+use loupe_bpf_common::unwind::{MAX_MAPPINGS, Mapping, MappingKey, PageInfo, UnwindRow, mapping_key};
+use loupe_unwind::{Binary, Paged, Table, cache};
+
+use crate::SamplerError;
+
+/// Rows the shared array holds unless asked otherwise: 16 MiB, the tables of ~60 MiB of
+/// executable code (160–280 KiB of rows per MiB of `.text` measured on Debian's binaries).
+pub const DEFAULT_TABLE_ROWS: u32 = 2 << 20;
+/// Pages of 64 KiB the shared page array holds: 8 GiB of code address space, 1 MiB.
+pub const TABLE_PAGES: u32 = 1 << 17;
+/// Binaries larger than this are not read (they get no table).
+const MAX_BINARY_BYTES: u64 = 1 << 30;
+/// `/proc/PID/maps` read at most this far (a process with more mappings keeps the first).
+const MAX_MAPS_BYTES: u64 = 8 << 20;
+/// A process's mappings are read again at most this often when the kernel flags an unknown PC.
+const REFRESH_EVERY: Duration = Duration::from_secs(2);
+
+/// What the unwinder holds and has done, for logs and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UnwindStats {
+    /// Processes whose mappings are in the kernel.
+    pub processes: usize,
+    /// Binaries whose rows are in the kernel.
+    pub tables: usize,
+    /// Rows in use, and the array's room.
+    pub rows: u64,
+    pub rows_capacity: u64,
+    /// Tables parsed from a binary, and read from the disk cache.
+    pub parsed: u64,
+    pub from_cache: u64,
+    /// Binaries that got no table (no call-frame information, unreadable, or no room).
+    pub without_table: u64,
+    /// Tables dropped to make room.
+    pub evicted: u64,
+}
+
+/// An array map mapped into this process, written in place.
+struct Mapped<T> {
+    _map: MapData,
+    ptr: *mut T,
+    entries: usize,
+    bytes: usize,
+}
+
+// SAFETY: the mapping is owned by this value and only written through `&mut self`.
+unsafe impl<T: Send> Send for Mapped<T> {}
+
+impl<T: Copy> Mapped<T> {
+    fn new(map: Map, name: &str) -> Result<Self, SamplerError> {
+        let Map::Array(map) = map else {
+            return Err(SamplerError::Load(format!("map {name} is not an array")));
+        };
+        let info = map.info().map_err(|e| SamplerError::Load(format!("map {name}: {e}")))?;
+        let entries = info.max_entries() as usize;
+        let bytes = (entries * size_of::<T>()).next_multiple_of(4096);
+        // SAFETY: mapping a BPF_F_MMAPABLE array's fd, shared, for its whole size; the pointer
+        // is checked for failure and unmapped on drop.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                map.fd().as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(SamplerError::io(format!("mapping {name}"), std::io::Error::last_os_error()));
+        }
+        Ok(Mapped { _map: map, ptr: ptr.cast(), entries, bytes })
+    }
+
+    fn write(&mut self, at: u32, values: &[T]) {
+        let at = at as usize;
+        assert!(at + values.len() <= self.entries, "a range the allocator handed out");
+        // SAFETY: within the mapping (checked above); T is plain data the kernel reads.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.ptr.add(at), values.len()) };
+    }
+}
+
+impl<T> Drop for Mapped<T> {
+    fn drop(&mut self) {
+        // SAFETY: the region mapped in `new`, not used after this.
+        unsafe { libc::munmap(self.ptr.cast(), self.bytes) };
+    }
+}
+
+/// Free ranges of one array, first fit, merged when freed.
+#[derive(Debug)]
+struct Space {
+    free: Vec<(u32, u32)>,
+}
+
+impl Space {
+    fn new(len: u32) -> Space {
+        Space { free: vec![(0, len)] }
+    }
+
+    fn take(&mut self, len: u32) -> Option<u32> {
+        if len == 0 {
+            return Some(0);
+        }
+        let i = self.free.iter().position(|&(_, n)| n >= len)?;
+        let (start, n) = self.free[i];
+        if n == len {
+            self.free.remove(i);
+        } else {
+            self.free[i] = (start + len, n - len);
+        }
+        Some(start)
+    }
+
+    fn give(&mut self, start: u32, len: u32) {
+        if len == 0 {
+            return;
+        }
+        let i = self.free.partition_point(|&(s, _)| s < start);
+        self.free.insert(i, (start, len));
+        if i + 1 < self.free.len() && self.free[i].0 + self.free[i].1 == self.free[i + 1].0 {
+            self.free[i].1 += self.free[i + 1].1;
+            self.free.remove(i + 1);
+        }
+        if i > 0 && self.free[i - 1].0 + self.free[i - 1].1 == self.free[i].0 {
+            self.free[i - 1].1 += self.free[i].1;
+            self.free.remove(i);
+        }
+    }
+}
+
+/// A binary known to the unwinder.
+#[derive(Debug)]
+struct Loaded {
+    binary: Binary,
+    /// Where its rows and pages are; `pages.1 == 0`: no table.
+    rows: (u32, u32),
+    pages: (u32, u32),
+    first_page: u32,
+    /// Known processes mapping it.
+    users: u32,
+    last_used: u64,
+}
+
+struct Known {
+    tables: Vec<String>,
+    keys: Vec<Key<MappingKey>>,
+    read: Instant,
+}
+
+/// A file as `stat` names it: the same file is not read twice.
+type FileId = (u64, u64, u64, i64);
+
+/// The kernel's unwind tables and the processes they serve.
+pub struct Unwinder {
+    rows: Mapped<UnwindRow>,
+    pages: Mapped<PageInfo>,
+    mappings: LpmTrie<MapData, MappingKey, Mapping>,
+    row_space: Space,
+    page_space: Space,
+    /// By build ID (hex), or by file identity for a binary without one.
+    tables: StdHashMap<String, Loaded>,
+    files: StdHashMap<FileId, String>,
+    /// Known processes: the tables they use, their trie keys, and when their mappings were read.
+    known: StdHashMap<u32, Known>,
+    cache_dir: Option<PathBuf>,
+    clock: u64,
+    stats: UnwindStats,
+}
+
+impl std::fmt::Debug for Unwinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unwinder").field("stats", &self.stats()).finish()
+    }
+}
+
+impl Unwinder {
+    /// Takes the three unwind maps (the row and page arrays mapped into this process).
+    pub(crate) fn new(rows: Map, pages: Map, mappings: Map, cache_dir: Option<PathBuf>) -> Result<Self, SamplerError> {
+        let rows = Mapped::<UnwindRow>::new(rows, "UNWIND_ROWS")?;
+        let pages = Mapped::<PageInfo>::new(pages, "UNWIND_PAGES")?;
+        let mappings =
+            LpmTrie::try_from(mappings).map_err(|e| SamplerError::Load(format!("map UNWIND_MAPPINGS: {e}")))?;
+        let (row_space, page_space) = (Space::new(rows.entries as u32), Space::new(pages.entries as u32));
+        let stats = UnwindStats { rows_capacity: rows.entries as u64, ..Default::default() };
+        Ok(Unwinder {
+            rows,
+            pages,
+            mappings,
+            row_space,
+            page_space,
+            tables: StdHashMap::new(),
+            files: StdHashMap::new(),
+            known: StdHashMap::new(),
+            cache_dir,
+            clock: 0,
+            stats,
+        })
+    }
+
+    pub fn stats(&self) -> UnwindStats {
+        UnwindStats {
+            processes: self.known.len(),
+            tables: self.tables.values().filter(|t| t.pages.1 > 0).count(),
+            ..self.stats
+        }
+    }
+
+    /// Whether the process's mappings are loaded.
+    pub fn knows(&self, pid: u32) -> bool {
+        self.known.contains_key(&pid)
+    }
+
+    /// Reads the process's mappings again if they were read longer ago than [`REFRESH_EVERY`].
+    pub fn refresh(&mut self, pid: u32) -> Result<(), SamplerError> {
+        match self.known.get(&pid) {
+            Some(known) if known.read.elapsed() < REFRESH_EVERY => Ok(()),
+            _ => self.load_process(pid),
+        }
+    }
+
+    /// Reads the process's executable mappings, loads the tables of the binaries they hold,
+    /// and gives the kernel the process's mappings.
+    pub fn load_process(&mut self, pid: u32) -> Result<(), SamplerError> {
+        let maps = read_maps(pid)?;
+        self.clock += 1;
+        let mut tables = Vec::new();
+        let mut entries = Vec::new();
+        for line in maps.iter().take(MAX_MAPPINGS) {
+            let mut mapping = Mapping { start: line.start, end: line.end, ..Default::default() };
+            if (line.path.starts_with('/') || line.path == "[vdso]")
+                && let Some(key) = self.table_for(pid, line)
+                && let Some(table) = self.tables.get_mut(&key)
+            {
+                table.last_used = self.clock;
+                if let Some(bias) = table.binary.bias(line.start, line.offset)
+                    && table.pages.1 > 0
+                {
+                    mapping.bias = bias;
+                    mapping.rows_base = table.rows.0;
+                    mapping.pages_base = table.pages.0;
+                    mapping.first_page = table.first_page;
+                    mapping.page_count = table.pages.1;
+                }
+                if !tables.contains(&key) {
+                    tables.push(key);
+                }
+            }
+            entries.extend(
+                prefixes(line.start, line.end)
+                    .map(|(addr, bits)| (Key::new(32 + bits, mapping_key(pid, addr)), mapping)),
+            );
+        }
+        // The PID alone: marks the process as known, and answers for addresses in no mapping.
+        entries.push((Key::new(32, mapping_key(pid, 0)), Mapping::default()));
+        for key in &tables {
+            if let Some(table) = self.tables.get_mut(key) {
+                table.users += 1;
+            }
+        }
+        let before = self.known.remove(&pid);
+        if let Some(before) = &before {
+            self.remove_keys(&before.keys);
+        }
+        let mut keys = Vec::with_capacity(entries.len());
+        for (key, mapping) in entries {
+            if let Err(e) = self.mappings.insert(&key, mapping, 0) {
+                self.remove_keys(&keys);
+                self.release(&tables);
+                if let Some(before) = before {
+                    self.release(&before.tables);
+                }
+                return Err(SamplerError::Load(format!("unwind mappings of PID {pid}: {e}")));
+            }
+            keys.push(key);
+        }
+        self.known.insert(pid, Known { tables, keys, read: Instant::now() });
+        if let Some(before) = before {
+            self.release(&before.tables);
+        }
+        Ok(())
+    }
+
+    /// Forgets processes that have exited.
+    pub fn forget_exited(&mut self) {
+        let gone: Vec<u32> =
+            self.known.keys().copied().filter(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists()).collect();
+        for pid in gone {
+            if let Some(known) = self.known.remove(&pid) {
+                self.remove_keys(&known.keys);
+                self.release(&known.tables);
+            }
+        }
+    }
+
+    fn remove_keys(&mut self, keys: &[Key<MappingKey>]) {
+        for key in keys {
+            let _ = self.mappings.remove(key);
+        }
+    }
+
+    fn release(&mut self, keys: &[String]) {
+        for key in keys {
+            let Some(table) = self.tables.get_mut(key) else { continue };
+            table.users = table.users.saturating_sub(1);
+            // A binary that got no table is tried again next time (there may be room then).
+            if table.users == 0 && table.pages.1 == 0 {
+                self.tables.remove(key);
+                self.files.retain(|_, k| k != key);
+            }
+        }
+    }
+
+    /// The key of the table for the file `line` maps, loading it if it is new.
+    fn table_for(&mut self, pid: u32, line: &MapLine) -> Option<String> {
+        // The file as this process sees it (root, another mount namespace, deleted since); the
+        // vDSO (the kernel's `clock_gettime` and friends, with its own `.eh_frame`) is one image
+        // per boot, read from the process's memory.
+        let file = PathBuf::from(format!("/proc/{pid}/map_files/{:x}-{:x}", line.start, line.end));
+        let vdso = line.path == "[vdso]";
+        let id: FileId = if vdso {
+            (u64::MAX, u64::MAX, line.end - line.start, 0)
+        } else {
+            let meta = std::fs::metadata(&file).ok()?;
+            (meta.dev(), meta.ino(), meta.size(), meta.mtime_nsec() + meta.mtime() * 1_000_000_000)
+        };
+        if let Some(key) = self.files.get(&id)
+            && self.tables.contains_key(key)
+        {
+            return Some(key.clone());
+        }
+        if id.2 > MAX_BINARY_BYTES {
+            return None;
+        }
+        let bytes =
+            if vdso { read_memory(pid, line.start, line.end - line.start)? } else { std::fs::read(&file).ok()? };
+        let binary = Binary::read(&bytes).ok()?;
+        let key = binary.build_id_hex().unwrap_or_else(|| format!("file-{}-{}-{}-{}", id.0, id.1, id.2, id.3));
+        if !self.tables.contains_key(&key) {
+            let paged = self.paged(&key, &bytes, binary.build_id.is_some());
+            let loaded = self.place(binary, paged);
+            self.tables.insert(key.clone(), loaded);
+        }
+        self.files.insert(id, key.clone());
+        Some(key)
+    }
+
+    /// The binary's table: from the disk cache, else parsed (and cached).
+    fn paged(&mut self, key: &str, bytes: &[u8], cacheable: bool) -> Option<Paged> {
+        let dir = self.cache_dir.as_deref().filter(|_| cacheable);
+        if let Some(paged) = dir.and_then(|d| cache::load(d, key)) {
+            self.stats.from_cache += 1;
+            return Some(paged);
+        }
+        let paged = Table::from_elf(bytes).and_then(|t| t.paged());
+        let Ok(paged) = paged else {
+            tracing::debug!(key, error = %paged.unwrap_err(), "no unwind table");
+            return None;
+        };
+        self.stats.parsed += 1;
+        if let Some(dir) = dir
+            && let Err(e) = cache::save(dir, key, &paged)
+        {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not keep an unwind table on disk");
+        }
+        Some(paged)
+    }
+
+    /// Finds room for a table (making room from unused tables if needed) and writes it.
+    fn place(&mut self, binary: Binary, paged: Option<Paged>) -> Loaded {
+        let mut loaded = Loaded { binary, rows: (0, 0), pages: (0, 0), first_page: 0, users: 0, last_used: self.clock };
+        let Some(paged) = paged.filter(|p| !p.pages.is_empty() && p.pages[0].0 <= u32::MAX as u64) else {
+            self.stats.without_table += 1;
+            return loaded;
+        };
+        let (rows, pages) = (paged.rows.len() as u32, paged.pages.len() as u32);
+        let room = loop {
+            match (self.row_space.take(rows), self.page_space.take(pages)) {
+                (Some(r), Some(p)) => break Some((r, p)),
+                (r, p) => {
+                    if let Some(r) = r {
+                        self.row_space.give(r, rows);
+                    }
+                    if let Some(p) = p {
+                        self.page_space.give(p, pages);
+                    }
+                    if !self.evict_one() {
+                        break None;
+                    }
+                }
+            }
+        };
+        let Some((row_base, page_base)) = room else {
+            self.stats.without_table += 1;
+            tracing::warn!(rows, "no room for an unwind table; its frames are stepped by frame pointer");
+            return loaded;
+        };
+        self.rows.write(row_base, &paged.rows);
+        let infos: Vec<PageInfo> = paged.pages.iter().map(|(_, info)| *info).collect();
+        self.pages.write(page_base, &infos);
+        self.stats.rows += u64::from(rows);
+        loaded.rows = (row_base, rows);
+        loaded.pages = (page_base, pages);
+        loaded.first_page = paged.pages[0].0 as u32;
+        loaded
+    }
+
+    /// Drops the least recently used table no known process maps; false if there is none.
+    fn evict_one(&mut self) -> bool {
+        let Some(key) = self
+            .tables
+            .iter()
+            .filter(|(_, t)| t.users == 0 && t.pages.1 > 0)
+            .min_by_key(|(_, t)| t.last_used)
+            .map(|(k, _)| k.clone())
+        else {
+            return false;
+        };
+        let table = self.tables.remove(&key).expect("just found");
+        self.files.retain(|_, k| *k != key);
+        self.row_space.give(table.rows.0, table.rows.1);
+        self.page_space.give(table.pages.0, table.pages.1);
+        self.stats.rows -= u64::from(table.rows.1);
+        self.stats.evicted += 1;
+        true
+    }
+}
+
+/// The aligned blocks covering `[start, end)`: (block start, significant address bits).
+fn prefixes(mut start: u64, end: u64) -> impl Iterator<Item = (u64, u32)> {
+    std::iter::from_fn(move || {
+        if start >= end {
+            return None;
+        }
+        // The largest block aligned at `start` that does not pass `end`.
+        let mut size_bits = start.trailing_zeros().min(63);
+        while (1u64 << size_bits) > end - start {
+            size_bits -= 1;
+        }
+        let block = (start, 64 - size_bits);
+        start += 1 << size_bits;
+        Some(block)
+    })
+}
+
+/// `len` bytes of a process's memory at `start` (the vDSO's image, at most 1 MiB).
+fn read_memory(pid: u32, start: u64, len: u64) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    if len > 1 << 20 {
+        return None;
+    }
+    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
+    let mut bytes = vec![0; len as usize];
+    mem.read_exact_at(&mut bytes, start).ok()?;
+    Some(bytes)
+}
+
+/// One executable mapping from `/proc/PID/maps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct MapLine {
+    start: u64,
+    end: u64,
+    offset: u64,
+    path: String,
+}
+
+fn read_maps(pid: u32) -> Result<Vec<MapLine>, SamplerError> {
+    use std::io::Read;
+    let path = format!("/proc/{pid}/maps");
+    let mut text = String::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(MAX_MAPS_BYTES).read_to_string(&mut text))
+        .map_err(|e| SamplerError::io(format!("reading {path}"), e))?;
+    Ok(executable_mappings(&text))
+}
+
+/// The executable mappings of a `/proc/PID/maps` text, in address order.
+fn executable_mappings(text: &str) -> Vec<MapLine> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(6, ' ');
+            let (range, perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
+            let (_dev, _inode) = (fields.next()?, fields.next()?);
+            let path = fields.next().unwrap_or("").trim_start().to_string();
+            if perms.as_bytes().get(2) != Some(&b'x') {
+                return None;
+            }
+            let (start, end) = range.split_once('-')?;
+            Some(MapLine {
+                start: u64::from_str_radix(start, 16).ok()?,
+                end: u64::from_str_radix(end, 16).ok()?,
+                offset: u64::from_str_radix(offset, 16).ok()?,
+                path,
+            })
+        })
+        .filter(|m| m.start < m.end)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ranges_are_reused_and_merged() {
+        let mut space = Space::new(100);
+        let a = space.take(30).unwrap();
+        let b = space.take(30).unwrap();
+        let c = space.take(30).unwrap();
+        assert_eq!((a, b, c), (0, 30, 60));
+        assert_eq!(space.take(20), None, "10 left");
+        space.give(b, 30);
+        assert_eq!(space.take(20), Some(30), "first fit");
+        space.give(30, 20);
+        space.give(a, 30);
+        space.give(c, 30);
+        assert_eq!(space.free, vec![(0, 100)], "everything merged back");
+    }
+
+    #[test]
+    fn prefixes_cover_a_range_exactly() {
+        for (start, end) in
+            [(0x5583e2a04000u64, 0x5583e2a16000u64), (0x1000, 0x2000), (0x7f00_0000_1000, 0x7f00_0040_0000)]
+        {
+            let blocks: Vec<(u64, u32)> = prefixes(start, end).collect();
+            let mut at = start;
+            for &(block, bits) in &blocks {
+                assert_eq!(block, at, "contiguous");
+                let size = 1u64 << (64 - bits);
+                assert_eq!(block % size, 0, "aligned");
+                at += size;
+            }
+            assert_eq!(at, end, "exact");
+            assert!(blocks.len() <= 2 * 64);
+        }
+        assert_eq!(prefixes(0x1000, 0x2000).collect::<Vec<_>>(), [(0x1000, 52)]);
+    }
+
+    #[test]
+    fn only_executable_mappings_are_read_from_maps() {
+        let text = "\
+5583e2a00000-5583e2a04000 r--p 00000000 08:01 1234                       /usr/bin/dash
+5583e2a04000-5583e2a16000 r-xp 00004000 08:01 1234                       /usr/bin/dash
+7f0000000000-7f0000001000 rwxp 00000000 00:00 0 
+7ffd5a1f2000-7ffd5a1f4000 r-xp 00000000 00:00 0                          [vdso]
+garbage line
+7f0000002000-7f0000001000 r-xp 00000000 00:00 0 /backwards
+";
+        let maps = executable_mappings(text);
+        assert_eq!(maps.len(), 3);
+        assert_eq!(
+            maps[0],
+            MapLine { start: 0x5583e2a04000, end: 0x5583e2a16000, offset: 0x4000, path: "/usr/bin/dash".into() }
+        );
+        assert_eq!(maps[1].path, "");
+        assert_eq!(maps[2].path, "[vdso]");
+    }
+}

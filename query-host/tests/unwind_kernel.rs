@@ -1,0 +1,157 @@
+//! Whole stacks of Debian's own binaries, built without frame pointers, through the `loupe`
+//! command line on a real kernel, side by side with `perf record --call-graph dwarf` on the
+//! same processes at the same time: the share of samples whose stack reaches a thread root.
+//! Before Loupe unwound from call-frame information, none of python3's, gzip's or dash's did.
+
+mod sampling;
+
+use std::{
+    collections::HashMap,
+    path::Path,
+    process::{Command, Stdio},
+};
+
+use loupe_testbed::require_root;
+use sampling::*;
+use serde_json::Value;
+
+/// Where a thread's stack begins: the program's entry, libc's start, a new thread's entry.
+const ROOTS: [&str; 7] = [
+    "_start",
+    "__libc_start_main",
+    "__libc_start_main_impl",
+    "__libc_start_call_main",
+    "start_thread",
+    "clone3",
+    "__clone3",
+];
+
+/// How far from the outermost frame a root may be: a stripped program's `_start` has no name,
+/// and libc's start may be inlined (`__libc_start_main_impl` inside `__libc_start_main`).
+const ROOT_DEPTH: usize = 3;
+
+/// A profile's samples: how many reach a root, and the outermost frames of those that do not.
+fn outermost(view: &Value) -> HashMap<String, u64> {
+    fn walk(node: &Value, depth: usize, outer: &str, out: &mut HashMap<String, u64>) {
+        let name = node["name"].as_str().unwrap();
+        let value = node["value"].as_u64().unwrap();
+        if ROOTS.contains(&name) {
+            *out.entry(ROOTED.to_string()).or_default() += value;
+            return;
+        }
+        let children = node["children"].as_array().cloned().unwrap_or_default();
+        let below: u64 = children.iter().map(|c| c["value"].as_u64().unwrap()).sum();
+        *out.entry(outer.to_string()).or_default() += value.saturating_sub(below);
+        for child in &children {
+            if depth + 1 < ROOT_DEPTH {
+                walk(child, depth + 1, outer, out);
+            } else {
+                *out.entry(outer.to_string()).or_default() += child["value"].as_u64().unwrap();
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for child in view["flamegraph"]["children"].as_array().into_iter().flatten() {
+        walk(child, 0, child["name"].as_str().unwrap(), &mut out);
+    }
+    out
+}
+
+/// The key the samples that reach a root are counted under.
+const ROOTED: &str = "(rooted)";
+
+/// perf's samples of `comm` by outermost frame, from `perf script`.
+fn perf_outermost(perf_data: &Path, comm: &str) -> HashMap<String, u64> {
+    let out = Command::new("perf").args(["script", "-F", "comm,ip,sym", "-i"]).arg(perf_data).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut counts = HashMap::new();
+    // A sample is its header line ("python3") then one line per frame, leaf first, then a blank.
+    for block in text.split("\n\n") {
+        let mut lines = block.lines().filter(|l| !l.trim().is_empty());
+        if lines.next().map(str::trim) != Some(comm) {
+            continue;
+        }
+        let frames: Vec<String> = lines
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .map(|f| f.split('+').next().unwrap_or(f).to_string())
+            .collect();
+        // As for Loupe's: a root within the outermost few frames.
+        let n = frames.len();
+        let rooted = frames[n.saturating_sub(ROOT_DEPTH)..].iter().any(|f| ROOTS.contains(&f.as_str()));
+        let key = if rooted { ROOTED.to_string() } else { frames.last().cloned().unwrap_or_else(|| "[none]".into()) };
+        *counts.entry(key).or_default() += 1;
+    }
+    counts
+}
+
+fn rooted_share(counts: &HashMap<String, u64>) -> (f64, u64) {
+    let total: u64 = counts.values().sum();
+    let rooted = counts.get(ROOTED).copied().unwrap_or(0);
+    (rooted as f64 / total.max(1) as f64, total)
+}
+
+#[test]
+fn debian_binaries_reach_their_root_like_perf_dwarf() {
+    require_root!();
+    if Command::new("perf").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "CI must have perf (scripts/setup installs linux-perf)");
+        eprintln!("SKIP debian_binaries_reach_their_root_like_perf_dwarf: needs perf (apt install linux-perf)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    // Compressible but not trivial: gzip -9 works on it for seconds.
+    let text: String = (0..2_000_000u64).map(|i| format!("{} ", (i * 2_654_435_761) % 10_007)).collect();
+    std::fs::write(&input, text).unwrap();
+    let workloads: [(&str, Vec<String>); 3] = [
+        (
+            "python3",
+            ["python3", "-c", "import time\nt=time.time()\nwhile time.time()-t<3: sum(i*i for i in range(500))"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        (
+            "gzip",
+            vec![
+                "sh".into(),
+                "-c".into(),
+                format!("for i in 1 2 3 4 5 6; do gzip -9 -c {} >/dev/null; done", input.display()),
+            ],
+        ),
+        ("dash", ["dash", "-c", "i=0; while [ $i -lt 1600000 ]; do i=$((i+1)); done"].map(String::from).to_vec()),
+    ];
+    let mut failures = Vec::new();
+    for (comm, command) in &workloads {
+        let data = dir.path().join(format!("data-{comm}"));
+        let perf_data = dir.path().join(format!("perf-{comm}.data"));
+        let sampler = start_sampling(&data, 6.0, &["--frequency", "49"]);
+        let status = Command::new("perf")
+            .args(["record", "-q", "-e", "cpu-clock", "-F", "49", "--call-graph", "dwarf", "-o"])
+            .arg(&perf_data)
+            .arg("--")
+            .args(command)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{command:?}");
+        finish(sampler);
+        let loupe_ends = outermost(&profile(&data, &["--comm", comm]));
+        let perf_ends = perf_outermost(&perf_data, comm);
+        let (loupe_share, loupe_samples) = rooted_share(&loupe_ends);
+        let (perf_share, perf_samples) = rooted_share(&perf_ends);
+        let mut top: Vec<_> = loupe_ends.iter().filter(|(n, _)| *n != ROOTED).collect();
+        top.sort_by_key(|(_, c)| std::cmp::Reverse(**c));
+        eprintln!("{comm}: loupe's unrooted stacks end in {:?}", &top[..top.len().min(5)]);
+        eprintln!(
+            "{comm}: loupe {:.1} % of {loupe_samples} samples reach a thread root, perf --call-graph dwarf {:.1} % of {perf_samples}",
+            100.0 * loupe_share,
+            100.0 * perf_share
+        );
+        println!("BENCH {{\"name\": \"rooted_share_{comm}\", \"value\": {:.3}, \"unit\": \"fraction\"}}", loupe_share);
+        assert!(loupe_samples >= 40, "{comm}: only {loupe_samples} samples");
+        if loupe_share < 0.9 {
+            failures.push(format!("{comm}: {:.1} % (perf {:.1} %)", 100.0 * loupe_share, 100.0 * perf_share));
+        }
+    }
+    assert!(failures.is_empty(), "fewer than 90 % of samples reach a thread root: {failures:?}");
+}
