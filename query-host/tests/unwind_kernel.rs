@@ -105,10 +105,15 @@ fn debian_binaries_reach_their_root_like_perf_dwarf() {
     std::fs::write(&input, text).unwrap();
     let workloads: [(&str, Vec<String>); 3] = [
         (
-            "python3",
-            ["python3", "-c", "import time\nt=time.time()\nwhile time.time()-t<3: sum(i*i for i in range(500))"]
-                .map(String::from)
-                .to_vec(),
+            "python3.11",
+            // Debian's, not whatever `python3` is first on the PATH.
+            [
+                "/usr/bin/python3.11",
+                "-c",
+                "import time\nt=time.time()\nwhile time.time()-t<3: sum(i*i for i in range(500))",
+            ]
+            .map(String::from)
+            .to_vec(),
         ),
         (
             "gzip",
@@ -135,13 +140,16 @@ fn debian_binaries_reach_their_root_like_perf_dwarf() {
             .unwrap();
         assert!(status.success(), "{command:?}");
         finish(sampler);
-        let loupe_ends = outermost(&profile(&data, &["--comm", comm]));
+        let view = profile(&data, &["--comm", comm]);
+        let loupe_ends = outermost(&view);
+        let stacks = &view["user_stacks"];
+        eprintln!("{comm}: loupe profile says {stacks}");
         let perf_ends = perf_outermost(&perf_data, comm);
         let (loupe_share, loupe_samples) = rooted_share(&loupe_ends);
         let (perf_share, perf_samples) = rooted_share(&perf_ends);
         let mut top: Vec<_> = loupe_ends.iter().filter(|(n, _)| *n != ROOTED).collect();
         top.sort_by_key(|(_, c)| std::cmp::Reverse(**c));
-        eprintln!("{comm}: loupe's unrooted stacks end in {:?}", &top[..top.len().min(5)]);
+        eprintln!("{comm}: loupe's unrooted stacks end in {:?}", &top[..top.len().min(25)]);
         eprintln!(
             "{comm}: loupe {:.1} % of {loupe_samples} samples reach a thread root, perf --call-graph dwarf {:.1} % of {perf_samples}",
             100.0 * loupe_share,
@@ -149,6 +157,12 @@ fn debian_binaries_reach_their_root_like_perf_dwarf() {
         );
         println!("BENCH {{\"name\": \"rooted_share_{comm}\", \"value\": {:.3}, \"unit\": \"fraction\"}}", loupe_share);
         assert!(loupe_samples >= 40, "{comm}: only {loupe_samples} samples");
+        // The profile's own count of whole stacks: every sample of the command has a user stack,
+        // and a stack counted whole there reaches a root here (a whole stack of a stripped
+        // binary may end in an unnamed `_start`, hence at least, not equal).
+        assert_eq!(stacks["samples"].as_u64(), Some(loupe_samples), "{comm}: {stacks}");
+        let whole = stacks["whole"].as_u64().unwrap();
+        assert!(whole + 2 >= loupe_samples * 9 / 10, "{comm}: {whole} of {loupe_samples} whole: {stacks}");
         if loupe_share < 0.9 {
             failures.push(format!("{comm}: {:.1} % (perf {:.1} %)", 100.0 * loupe_share, 100.0 * perf_share));
         }

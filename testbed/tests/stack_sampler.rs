@@ -257,3 +257,63 @@ fn functions_of(exe: &Path) -> Vec<(u64, u64, String)> {
         })
         .collect()
 }
+
+/// The functions of a binary: (start, end, name) from `nm -S`.
+fn functions_of(exe: &Path) -> Vec<(u64, u64, String)> {
+    let out = Command::new("nm").args(["-S", "--defined-only"]).arg(exe).output().expect("running nm");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let [addr, size, kind, name] = f[..] else { return None };
+            if !matches!(kind, "T" | "t") {
+                return None;
+            }
+            let start = u64::from_str_radix(addr, 16).ok()?;
+            Some((start, start + u64::from_str_radix(size, 16).ok()?, name.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+#[ignore]
+fn scratch_python() {
+    let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: 49, ..Default::default() }).unwrap();
+    let mut child = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "49",
+            "--call-graph",
+            "dwarf",
+            "-o",
+            "/tmp/scratch.perf",
+            "--",
+            "/usr/bin/python3.11",
+            "-c",
+            "import time\nt=time.time()\nwhile time.time()-t<3: sum(i*i for i in range(500))",
+        ])
+        .spawn()
+        .unwrap();
+    let samples = collect_while(&mut sampler, Duration::from_millis(500), || child.try_wait().unwrap().is_none());
+    let mut ends = std::collections::BTreeMap::new();
+    let first = samples.iter().filter(|s| s.comm == "python3.11").map(|s| s.time_unix_ns).min().unwrap_or(0);
+    for s in samples.iter().filter(|s| s.comm == "python3.11") {
+        *ends.entry(format!("{:?}", s.user_end)).or_insert(0) += 1;
+        if s.user_end != UserEnd::Root {
+            eprintln!(
+                "+{} ms {} {:?} {} {:x?} kernel {}",
+                (s.time_unix_ns - first) / 1_000_000,
+                s.pid,
+                s.user_end,
+                s.user.len(),
+                &s.user[..s.user.len().min(6)],
+                s.kernel.len()
+            );
+        }
+    }
+    eprintln!("{ends:?} {:?}", sampler.unwind_stats());
+}

@@ -591,6 +591,38 @@ test('profile: the Libraries table equals the API’s module shares; an empty li
   assertNoConsoleErrors();
 });
 
+test('profile: the share of whole stacks is the API’s, and cut stacks are named and flagged', async () => {
+  const page = await newPage();
+  await withToken(page);
+  const from = T0, to = T0 + 86_400n * S;
+  const prof = await api(`/api/v1/profile?from=${from}&to=${to}`);
+  await go(page, `#/profile?from=${from}&to=${to}`);
+  await page.waitForSelector('#whole-stacks');
+  assert.equal(await page.getAttribute('#whole-stacks', 'data-whole'), String(prof.user_stacks.whole));
+  assert.equal(await page.getAttribute('#whole-stacks', 'data-samples'), String(prof.user_stacks.samples));
+  // Stacks cut short (answer stubbed in the browser): the share, each reason, and a warning.
+  await page.route(/\/api\/v1\/profile\?/, (r) =>
+    r.fulfill({
+      status: 200,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        samples: 200, lost: 0, functions: [{ name: 'f', self: 200, total: 200 }], modules: [],
+        flamegraph: { name: 'all', value: 200, children: [{ name: 'f', value: 200 }] },
+        user_stacks: { samples: 200, whole: 150, cut: [{ reason: 'truncated: no unwind info', samples: 40 }, { reason: 'frame-pointer walk', samples: 10 }] },
+      }),
+    }),
+  );
+  await go(page, `#/profile?from=${T0}&to=${T0 + S}`);
+  await page.waitForSelector('#whole-stacks');
+  const text = await page.textContent('#whole-stacks');
+  assert.match(text, /75\.0 % of 200/);
+  assert.match(text, /truncated: no unwind info: 40/);
+  assert.match(text, /frame-pointer walk: 10/);
+  assert.match(await page.getAttribute('#whole-stacks', 'class'), /warn-text/);
+  await page.close();
+  assertNoConsoleErrors();
+});
+
 test('wide profile: ≥ 50,000-node flame graph renders and stays interactive', async () => {
   const from = (T0 + 120n * S).toString();
   const to = (T0 + 86_400n * S).toString();

@@ -1044,6 +1044,11 @@ export interface components {
             pruned_nodes?: number;
             /** Format: int64 */
             samples: number;
+            /**
+             * @description How many samples' user stacks are whole (reach their thread's root), and why the others
+             *     stopped: never hidden, since a short stack misattributes time to its outermost frame.
+             */
+            user_stacks?: components["schemas"]["UserStacks"];
         };
         /** @enum {string} */
         ResultKind: "table" | "series" | "flamegraph" | "text";
@@ -1089,6 +1094,12 @@ export interface components {
             /** @description `[time_unix_ns, value]` pairs. */
             points: number[][];
             unit: string;
+        };
+        StackEnd: {
+            /** @description `truncated: no unwind info`, `frame-pointer walk`, … */
+            reason: string;
+            /** Format: int64 */
+            samples: number;
         };
         /** @description `POST /api/v1/runs`. */
         StartRun: {
@@ -1225,6 +1236,21 @@ export interface components {
         Uploaded: components["schemas"]["UdfMeta"] & {
             /** @description Whether an earlier version was replaced. */
             replaced: boolean;
+        };
+        /** @description The samples with a user stack, and how their stacks ended. */
+        UserStacks: {
+            /** @description The others, by why they stopped (the text of their outermost marker frame), most first. */
+            cut: components["schemas"]["StackEnd"][];
+            /**
+             * Format: int64
+             * @description Samples with at least one user frame.
+             */
+            samples: number;
+            /**
+             * Format: int64
+             * @description Of those, stacks that reach their root.
+             */
+            whole: number;
         };
     };
     responses: never;

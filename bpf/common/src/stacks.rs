@@ -49,8 +49,11 @@ pub mod user_end {
     pub const BAD_FRAME: u8 = 6;
     /// No user stack: a kernel thread, or the idle task.
     pub const NONE: u8 = 7;
+    /// A PC in no executable mapping the unwinder knows: the process exec'd or loaded a library
+    /// since its mappings were read (they are read again), or a return address was wrong.
+    pub const NO_MAPPING: u8 = 8;
     /// How many ends there are.
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
 }
 
 /// One sample, as the kernel writes it into the ring buffer.

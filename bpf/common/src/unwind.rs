@@ -69,6 +69,9 @@ pub struct PageInfo {
 pub const MAP_UNWIND_ROWS: &str = "UNWIND_ROWS";
 /// Array of [`PageInfo`]s: every loaded binary's pages, each binary in one contiguous range.
 pub const MAP_UNWIND_PAGES: &str = "UNWIND_PAGES";
+/// Ring buffer of `u32` PIDs whose tables the kernel wants loaded (or read again).
+pub const MAP_UNWIND_WANTED: &str = "UNWIND_WANTED";
+
 /// LPM trie: (PID, address) → [`Mapping`]. Userspace covers each executable mapping's range
 /// with aligned prefixes, so one lookup finds the mapping holding a PC (no search the verifier
 /// would have to follow branch by branch).

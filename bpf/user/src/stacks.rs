@@ -4,6 +4,10 @@
 use std::{
     os::fd::{AsFd, AsRawFd},
     path::{Path, PathBuf},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -21,7 +25,7 @@ use loupe_bpf_common::{
         FLAG_IDLE, FLAG_UNKNOWN_MAPPING, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_STACK_EVENTS,
         MAP_STACK_LOST, PROG_STACKS, StackEvent, user_end,
     },
-    unwind::{MAP_UNWIND_MAPPINGS, MAP_UNWIND_PAGES, MAP_UNWIND_ROWS},
+    unwind::{MAP_UNWIND_MAPPINGS, MAP_UNWIND_PAGES, MAP_UNWIND_ROWS, MAP_UNWIND_WANTED},
 };
 
 use crate::{
@@ -122,6 +126,9 @@ pub enum UserEnd {
     BadFrame,
     /// There is no user stack (a kernel thread, the idle task).
     None,
+    /// At a PC in no executable mapping known (the process exec'd or loaded a library since
+    /// its mappings were read, or a return address was wrong).
+    NoMapping,
 }
 
 impl UserEnd {
@@ -136,6 +143,7 @@ impl UserEnd {
             user_end::UNSUPPORTED => UserEnd::Unsupported,
             user_end::UNREADABLE => UserEnd::Unreadable,
             user_end::NONE => UserEnd::None,
+            user_end::NO_MAPPING => UserEnd::NoMapping,
             _ => UserEnd::BadFrame,
         }
     }
@@ -156,6 +164,7 @@ impl UserEnd {
             UserEnd::Unreadable => "unreadable stack",
             UserEnd::BadFrame => "bad frame",
             UserEnd::None => "no user stack",
+            UserEnd::NoMapping => "code outside known mappings",
         }
     }
 }
@@ -187,9 +196,19 @@ pub struct StackSampler {
     clocks: ClockPair,
     clock: SampleClock,
     frequency_hz: u64,
-    unwinder: Unwinder,
-    /// When exited processes were last forgotten.
-    swept: std::time::Instant,
+    /// Shared with the loader thread, which loads tables as the kernel asks for them.
+    unwinder: Arc<Mutex<Unwinder>>,
+    loader: Option<std::thread::JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for StackSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(loader) = self.loader.take() {
+            let _ = loader.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for StackSampler {
@@ -273,21 +292,23 @@ impl StackSampler {
             })?;
         let mut take =
             |name: &str| ebpf.take_map(name).ok_or_else(|| SamplerError::Load(format!("map {name} missing")));
-        let unwinder = Unwinder::new(
+        let unwinder = Arc::new(Mutex::new(Unwinder::new(
             take(MAP_UNWIND_ROWS)?,
             take(MAP_UNWIND_PAGES)?,
             take(MAP_UNWIND_MAPPINGS)?,
             options.table_cache.clone(),
-        )?;
-        Ok(Self {
-            ebpf,
-            ring,
-            clocks: ClockPair::now(),
-            clock,
-            frequency_hz: hz,
-            unwinder,
-            swept: std::time::Instant::now(),
-        })
+        )?));
+        let wanted = RingBuf::try_from(take(MAP_UNWIND_WANTED)?)
+            .map_err(|e| SamplerError::Load(format!("map {MAP_UNWIND_WANTED}: {e}")))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let loader = std::thread::Builder::new()
+            .name("loupe-unwind".into())
+            .spawn({
+                let (unwinder, stop) = (unwinder.clone(), stop.clone());
+                move || crate::unwinding::load_as_asked(&unwinder, wanted, &stop)
+            })
+            .map_err(|e| SamplerError::io("starting the unwind-table loader", e))?;
+        Ok(Self { ebpf, ring, clocks: ClockPair::now(), clock, frequency_hz: hz, unwinder, loader: Some(loader), stop })
     }
 
     pub fn clock(&self) -> SampleClock {
@@ -300,52 +321,21 @@ impl StackSampler {
 
     /// What the unwind tables hold.
     pub fn unwind_stats(&self) -> UnwindStats {
-        self.unwinder.stats()
+        self.unwinder.lock().unwrap_or_else(|e| e.into_inner()).stats()
     }
 
-    /// Loads a process's unwind tables now rather than at its first sample (its first samples
-    /// are then whole too).
+    /// Loads a process's unwind tables now rather than when the kernel first asks for them
+    /// (its first samples are then whole too).
     pub fn load_process(&mut self, pid: u32) -> Result<(), SamplerError> {
-        self.unwinder.load_process(pid)
+        self.unwinder.lock().unwrap_or_else(|e| e.into_inner()).load_process(pid)
     }
 
     /// Waits up to `timeout` for samples, then moves every sample the ring buffer holds into
-    /// `out`; returns how many were added. Processes seen for the first time get their unwind
-    /// tables loaded, so their next samples are unwound whole.
+    /// `out`; returns how many were added.
     pub fn drain(&mut self, out: &mut Vec<RawStack>, timeout: Duration) -> Result<usize, SamplerError> {
         let before = out.len();
         self.drain_ring(out, timeout);
-        self.update_tables(&out[before..]);
         Ok(out.len() - before)
-    }
-
-    /// Loads the processes the kernel walked without tables, reads again those with a PC in
-    /// no known mapping, and (every few seconds) forgets processes that exited. Within a time
-    /// budget per drain: what is left waits for the next.
-    fn update_tables(&mut self, drained: &[RawStack]) {
-        const BUDGET: Duration = Duration::from_millis(250);
-        let began = std::time::Instant::now();
-        let mut seen = Vec::new();
-        for sample in drained {
-            if seen.contains(&sample.pid) || began.elapsed() > BUDGET {
-                continue;
-            }
-            let result = if sample.user_end == UserEnd::FramePointers && !self.unwinder.knows(sample.pid) {
-                self.unwinder.load_process(sample.pid)
-            } else if sample.unknown_mapping {
-                self.unwinder.refresh(sample.pid)
-            } else {
-                continue;
-            };
-            seen.push(sample.pid);
-            if let Err(e) = result {
-                tracing::debug!(pid = sample.pid, error = %e, "unwind tables not loaded");
-            }
-        }
-        if self.swept.elapsed() > Duration::from_secs(5) {
-            self.unwinder.forget_exited();
-            self.swept = std::time::Instant::now();
-        }
     }
 
     fn drain_ring(&mut self, out: &mut Vec<RawStack>, timeout: Duration) {

@@ -41,7 +41,41 @@ pub struct ProfileView {
     /// for (`min_share`); their samples still count in their parents' `value`. 0: complete.
     #[serde(default)]
     pub pruned_nodes: u64,
+    /// How many samples' user stacks are whole (reach their thread's root), and why the others
+    /// stopped: never hidden, since a short stack misattributes time to its outermost frame.
+    #[serde(default)]
+    pub user_stacks: UserStacks,
 }
+
+/// The samples with a user stack, and how their stacks ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UserStacks {
+    /// Samples with at least one user frame.
+    pub samples: u64,
+    /// Of those, stacks that reach their root.
+    pub whole: u64,
+    /// The others, by why they stopped (the text of their outermost marker frame), most first.
+    pub cut: Vec<StackEnd>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StackEnd {
+    /// `truncated: no unwind info`, `frame-pointer walk`, …
+    pub reason: String,
+    pub samples: u64,
+}
+
+/// The outermost frame the sampler adds to a user stack that stopped short of its root
+/// (`[truncated: reason]`), or that was walked by frame pointers before the process's unwind
+/// tables were loaded (`[frame-pointer walk]`: whole if every function keeps a frame pointer).
+pub fn stack_end_marker(frame: &Frame) -> Option<&str> {
+    let name = frame.function.as_str();
+    (!frame.kernel && (name.starts_with("[truncated: ") || name == FRAME_POINTER_WALK))
+        .then(|| name.trim_start_matches('[').trim_end_matches(']'))
+}
+
+/// The marker frame of a user stack walked by frame pointers.
+pub const FRAME_POINTER_WALK: &str = "[frame-pointer walk]";
 
 /// Samples of one module: `self` where its code was running (the leaf frame is in it), `total`
 /// where it is anywhere on the stack (once per sample).
@@ -167,7 +201,18 @@ impl ProfileView {
         let mut arena = vec![ArenaNode { name: "all", value: 0, children: Map::default() }];
         // Functions already counted in this stack (a set: a damaged stack may be very deep).
         let mut seen: Set<&str> = Set::default();
+        let mut user_stacks = UserStacks::default();
+        let mut cut: Map<&str, u64> = Map::default();
         for (frames, count) in stacks {
+            if let Some(outermost) = frames.clone().next_back()
+                && !outermost.kernel
+            {
+                user_stacks.samples = user_stacks.samples.saturating_add(count);
+                match stack_end_marker(outermost) {
+                    Some(reason) => *cut.entry(reason).or_default() += count,
+                    None => user_stacks.whole = user_stacks.whole.saturating_add(count),
+                }
+            }
             arena[0].value = arena[0].value.saturating_add(count);
             if let Some(leaf) = frames.clone().next() {
                 let e = functions.entry(&leaf.function).or_default();
@@ -218,7 +263,10 @@ impl ProfileView {
         // Samples a node needs to stay: at least one, whatever the share.
         let min_value = (arena[0].value as f64 * min_share.max(0.0)).ceil().max(1.0) as u64;
         let (flamegraph, pruned_nodes) = nest(arena, min_value);
-        Ok(Self { samples, lost, functions, modules, flamegraph, pruned_nodes })
+        user_stacks.cut =
+            cut.into_iter().map(|(reason, samples)| StackEnd { reason: reason.to_string(), samples }).collect();
+        user_stacks.cut.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.reason.cmp(&b.reason)));
+        Ok(Self { samples, lost, functions, modules, flamegraph, pruned_nodes, user_stacks })
     }
 }
 
@@ -261,6 +309,31 @@ mod tests {
 
     fn f(name: &str) -> Frame {
         Frame::user(name, "m")
+    }
+
+    /// Whole stacks are counted against samples with a user stack; the others by the marker
+    /// the sampler put outermost; a kernel-only stack is neither.
+    #[test]
+    fn whole_and_cut_user_stacks_are_counted_by_their_outermost_frame() {
+        let marker = |name: &str| Frame::user(name, "");
+        let profile = Profile {
+            samples: 16,
+            lost: 0,
+            stacks: vec![
+                (vec![f("leaf"), f("main"), f("_start")], 10),
+                (vec![f("leaf"), marker("[truncated: no unwind info]")], 3),
+                (vec![f("leaf"), marker(FRAME_POINTER_WALK)], 1),
+                (vec![f("other"), marker("[truncated: too deep]")], 1),
+                (vec![Frame::kernel("schedule")], 1),
+                // A function that merely looks like a marker, not outermost, changes nothing.
+                (vec![marker("[truncated: no unwind info]"), f("main")], 0),
+            ],
+            span: None,
+        };
+        let stacks = ProfileView::new(&profile).user_stacks;
+        assert_eq!((stacks.samples, stacks.whole), (15, 10));
+        let cut: Vec<(&str, u64)> = stacks.cut.iter().map(|c| (c.reason.as_str(), c.samples)).collect();
+        assert_eq!(cut, [("truncated: no unwind info", 3), ("frame-pointer walk", 1), ("truncated: too deep", 1)]);
     }
 
     /// The indexed profile's view is the plain profile's, frame for frame: shared frames, one

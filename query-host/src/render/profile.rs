@@ -7,6 +7,19 @@ use crate::model::{ProfileView, SymbolizeReport};
 /// `rows` functions, hottest first, with self and total shares; then as many modules.
 pub fn summary(view: &ProfileView, rows: usize) -> String {
     let mut out = format!("{} samples, {} lost\n", view.samples, view.lost);
+    let stacks = &view.user_stacks;
+    if stacks.samples > 0 {
+        out += &format!(
+            "user stacks whole (to their thread's root): {:.1} % of {}",
+            100.0 * stacks.whole as f64 / stacks.samples as f64,
+            stacks.samples
+        );
+        let cut: Vec<String> = stacks.cut.iter().map(|c| format!("{} {}", c.reason, c.samples)).collect();
+        if !cut.is_empty() {
+            out += &format!("; the others end at: {}", cut.join(", "));
+        }
+        out.push('\n');
+    }
     let functions = view.functions.iter().map(|f| (f.self_samples, f.total, f.name.as_str()));
     table(&mut out, view.samples, "function", functions.take(rows));
     if !view.modules.is_empty() {

@@ -160,6 +160,7 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
         ['range (UTC)', h('span', { class: 'mono' }, range)],
         ['samples', count(profile.samples)],
         ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
+        ['whole stacks', wholeStacks(profile)],
         ['filters', [query.pid && `pid ${query.pid}`, query.comm && `comm ${query.comm}`, query.cpu && `cpu ${query.cpu}`, query.idle ? 'idle included' : 'idle excluded'].filter(Boolean).join(', ')],
       ]),
       pprofLink,
@@ -215,6 +216,7 @@ async function remoteProfile(root: HTMLElement, ctx: ViewCtx, host: string): Pro
         ['range (UTC)', h('span', { class: 'mono' }, range)],
         ['samples', count(profile.samples)],
         ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
+        ['whole stacks', wholeStacks(profile)],
       ]),
     ),
   );
@@ -256,6 +258,23 @@ export function renderFlame(parent: HTMLElement, profile: Profile, title: string
  * samples, self % (with a bar) and total %, by self samples. Flame nodes carry no module, so a
  * row highlights nothing; it is the "datacenter tax" figure of the range.
  */
+/**
+ * The share of samples whose user stack reaches its thread's root, and why the others stopped
+ * (`[truncated: …]` or `[frame-pointer walk]` as their outermost frame): a short stack gives its
+ * outermost function time that belongs to callers it does not show, so this is never hidden.
+ */
+export function wholeStacks(profile: Profile): HTMLElement | string {
+  const stacks = profile.user_stacks;
+  if (!stacks || !stacks.samples) return '—';
+  const share = (100 * stacks.whole) / stacks.samples;
+  const why = stacks.cut.map((c) => `${c.reason}: ${count(c.samples)}`).join(', ');
+  return h(
+    'span',
+    { class: share < 90 ? 'warn-text' : '', id: 'whole-stacks', 'data-whole': String(stacks.whole), 'data-samples': String(stacks.samples), title: why || 'every user stack reaches its root' },
+    `${share.toFixed(1)} % of ${count(stacks.samples)}${why ? ` (others: ${why})` : ''}`,
+  );
+}
+
 export function modulesTable(modules: ModuleCount[], samples: number): HTMLElement {
   const TOP = 20;
   const rows = moduleShares(modules, samples);

@@ -91,18 +91,17 @@ pub fn loupe_stacks(ctx: PerfEventContext) -> u32 {
         }
     }
     // Wake the reader only once a quarter of the buffer is waiting: userspace drains on its own
-    // schedule anyway, and a wakeup per sample would cost more than the sample. Except for a
-    // process whose unwind tables are missing: the sooner they are loaded, the fewer of its
-    // samples stop at the first function without a frame pointer.
+    // schedule anyway, and a wakeup per sample would cost more than the sample.
+    let wakeup = if STACK_EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= STACK_EVENTS.query(BPF_RB_RING_SIZE as u64) / 4 {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        BPF_RB_NO_WAKEUP
+    };
     // SAFETY: the scratch event, written above.
     let (end, flags) = unsafe { ((*event).user_end, (*event).flags) };
-    let wanted = end == user_end::FRAME_POINTERS || flags & FLAG_UNKNOWN_MAPPING != 0;
-    let wakeup =
-        if wanted || STACK_EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= STACK_EVENTS.query(BPF_RB_RING_SIZE as u64) / 4 {
-            BPF_RB_FORCE_WAKEUP
-        } else {
-            BPF_RB_NO_WAKEUP
-        };
+    if end == user_end::FRAME_POINTERS || flags & FLAG_UNKNOWN_MAPPING != 0 {
+        unwind::ask_for_tables(pid);
+    }
     // SAFETY: the scratch event, fully written above.
     if STACK_EVENTS.output::<StackEvent>(unsafe { &*event }, wakeup as u64).is_err() {
         if let Some(lost) = STACK_LOST.get_ptr_mut(0) {

@@ -16,12 +16,13 @@
 use core::ffi::c_void;
 
 use aya_ebpf::{
-    bindings::{bpf_perf_event_data, pt_regs},
-    helpers::generated::{
-        bpf_get_current_task_btf, bpf_loop, bpf_probe_read_kernel, bpf_probe_read_user, bpf_task_pt_regs,
+    bindings::{BPF_RB_FORCE_WAKEUP, bpf_perf_event_data, pt_regs},
+    helpers::{
+        bpf_ktime_get_ns,
+        generated::{bpf_get_current_task_btf, bpf_loop, bpf_probe_read_kernel, bpf_probe_read_user, bpf_task_pt_regs},
     },
     macros::map,
-    maps::{Array, LpmTrie, PerCpuArray, lpm_trie::Key},
+    maps::{Array, LpmTrie, LruHashMap, PerCpuArray, RingBuf, lpm_trie::Key},
 };
 use loupe_bpf_common::{
     stacks::{FLAG_UNKNOWN_MAPPING, MAX_USER_FRAMES, StackEvent, user_end},
@@ -44,6 +45,35 @@ static UNWIND_PAGES: Array<PageInfo> = Array::with_max_entries(1 << 12, MMAPABLE
 /// (PID, address) → the mapping holding it; ~20 prefixes per mapping, 5 mappings for python3.
 #[map(name = "UNWIND_MAPPINGS")]
 static UNWIND_MAPPINGS: LpmTrie<MappingKey, Mapping> = LpmTrie::with_max_entries(1 << 18, 0);
+
+/// PIDs whose tables are wanted (not loaded, or a PC in no known mapping): userspace's loader
+/// thread waits on this, so a new process is unwound from its tables within milliseconds
+/// whatever the sample reader is busy with.
+#[map(name = "UNWIND_WANTED")]
+static UNWIND_WANTED: RingBuf = RingBuf::with_byte_size(64 << 10, 0);
+
+/// When each PID was last asked for, so a process is asked for at most every
+/// [`ASK_EVERY_NS`] however fast it is sampled.
+#[map(name = "UNWIND_ASKED")]
+static UNWIND_ASKED: LruHashMap<u32, u64> = LruHashMap::with_max_entries(4096, 0);
+
+const ASK_EVERY_NS: u64 = 100_000_000;
+
+/// Asks userspace for `pid`'s tables (at most every 100 ms per PID).
+#[inline(always)]
+pub fn ask_for_tables(pid: u32) {
+    // SAFETY: plain-value lookups and updates; the ring copies the PID.
+    unsafe {
+        let now = bpf_ktime_get_ns();
+        if let Some(&asked) = UNWIND_ASKED.get(&pid)
+            && now.wrapping_sub(asked) < ASK_EVERY_NS
+        {
+            return;
+        }
+        let _ = UNWIND_ASKED.insert(&pid, &now, 0);
+    }
+    let _ = UNWIND_WANTED.output::<u32>(&pid, BPF_RB_FORCE_WAKEUP as u64);
+}
 
 /// The sample being built: a `StackEvent` is too big for the 512-byte stack, and the frame
 /// callback reaches it here rather than through a pointer the verifier would have to follow.
@@ -154,9 +184,12 @@ extern "C" fn frame(_index: u64, ctx: *mut c_void) -> i64 {
 fn step(walk: &mut Walk) -> Result<(), u8> {
     let lookup = if walk.exact != 0 { walk.pc } else { walk.pc.wrapping_sub(1) };
     // The PID's own entry (start = end = 0) answers for an address in no mapping.
+    // Code lives in executable mappings, JIT code included (they are in the trie without a
+    // table): a PC outside all of them means the mappings changed since they were read, or the
+    // return address that led here was wrong. Either way nothing past it can be trusted.
     let Some(mapping) = mapping_of(walk.pid, lookup).filter(|m| m.start <= lookup && lookup < m.end) else {
         walk.flags = 1;
-        return frame_pointer_step(walk);
+        return Err(user_end::NO_MAPPING);
     };
     if mapping.page_count == 0 {
         return frame_pointer_step(walk);

@@ -45,7 +45,9 @@ use blazesym::{
 };
 use debug_files::{Binary, DebugFiles};
 use elf_file::ElfFacts;
-use loupe_bpf::RawStack;
+use loupe_bpf::{RawStack, UserEnd};
+
+use crate::model::profile::FRAME_POINTER_WALK;
 use loupe_store::{Frame, Name, ObjectAddress, StackSample};
 
 /// How long a `(pid, address)` → frame answer is reused (a PID may be reused, a library
@@ -142,14 +144,15 @@ impl Symbolizer {
             frames.extend(self.frames(raw.pid, &raw.user, false));
         }
         // A user stack that stopped short of its root says so as its outermost frame, so a
-        // flame graph shows where depth was lost instead of a short stack posing as whole.
-        if raw.user_end.truncated() {
-            frames.push(Frame {
-                function: format!("{TRUNCATED_PREFIX}{}]", raw.user_end.reason()).into(),
-                module: Name::default(),
-                kernel: false,
-                location: None,
-            });
+        // flame graph shows where depth was lost instead of a short stack posing as whole; so
+        // does one walked by frame pointers (before the process's unwind tables were loaded).
+        let marker = match raw.user_end {
+            end if end.truncated() => Some(format!("{TRUNCATED_PREFIX}{}]", end.reason())),
+            UserEnd::FramePointers if !raw.user.is_empty() => Some(FRAME_POINTER_WALK.to_string()),
+            _ => None,
+        };
+        if let Some(marker) = marker {
+            frames.push(Frame { function: marker.into(), module: Name::default(), kernel: false, location: None });
         }
         StackSample {
             time_unix_ns: raw.time_unix_ns,
