@@ -3,7 +3,9 @@
 //! warm-up (first-time symbolization of the host's binaries is excluded), and peak RSS; and
 //! per thread, CPU and how often it ran (`schedstat`), which says where the cost goes.
 //!
-//! Three agents in turn: on an idle host; and while a process keeps one CPU busy in a libc
+//! Four agents in turn: on an idle host, with user stacks unwound from the binaries' tables
+//! (the default) and by frame pointers only (`--no-unwind-tables`, the baseline of the first);
+//! and while a process keeps one CPU busy in a libc
 //! function that only libc's debug file names, with `--no-debug-files` and with debug files
 //! looked up (their ratio is what naming frames from debug files costs). CPU per sample divides
 //! by the samples the agent stored in the window (idle ones included).
@@ -149,6 +151,18 @@ fn main() {
     );
     let idle = measure(&[], None, seconds);
     report("idle_host", "idle host", &idle);
+    // The same idle host with user stacks walked by frame pointers only: what unwinding from
+    // the binaries' tables adds (loading them, the loader thread, the longer kernel walk).
+    let frame_pointers = measure(&["--no-unwind-tables"], None, seconds);
+    report("idle_host_frame_pointers_only", "idle host, --no-unwind-tables", &frame_pointers);
+    let ratio = idle.cpu_share / frame_pointers.cpu_share.max(1e-9);
+    println!(
+        "agent_cost: unwinding from tables / frame pointers only, idle host: CPU {ratio:.2}x, RSS {:.2}x",
+        idle.rss_kb as f64 / frame_pointers.rss_kb.max(1) as f64
+    );
+    println!(
+        r#"BENCH {{"name": "agent_cpu_unwind_tables_ratio", "value": {ratio:.3}, "unit": "ratio", "baseline": "--no-unwind-tables"}}"#
+    );
     // A process spending its time in libc, whose hot function only libc's debug file names:
     // the agent's cost with and without looking for debug files.
     let dir = tempfile::tempdir().unwrap();

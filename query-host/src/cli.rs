@@ -196,6 +196,10 @@ pub struct StackArgs {
     /// Binaries that do not fit are stepped by frame pointer, and their stacks say so.
     #[arg(long = "unwind-memory-mib", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub unwind_memory_mib: u32,
+    /// Walk user stacks by frame pointers only (the kernel's walker), not from the binaries'
+    /// call-frame information: cheaper, but stops at the first function built without them.
+    #[arg(long)]
+    pub no_unwind_tables: bool,
 }
 
 impl StackArgs {
@@ -210,6 +214,7 @@ impl StackArgs {
             },
             table_rows: self.unwind_memory_mib << 17,
             table_cache: Some(data_dir.join("unwind-tables")),
+            unwind_tables: !self.no_unwind_tables,
         }
     }
 

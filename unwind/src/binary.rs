@@ -27,7 +27,9 @@ pub struct Binary {
 const MAX_BUILD_ID: usize = 64;
 
 impl Binary {
-    pub fn read(elf: &[u8]) -> Result<Binary, Error> {
+    /// `elf`: the file's bytes, or an `object::ReadCache` over the file (then only the headers
+    /// and the build-ID note are read).
+    pub fn read<'data, R: object::ReadRef<'data>>(elf: R) -> Result<Binary, Error> {
         let file = object::File::parse(elf).map_err(|e| Error::NotElf(e.to_string()))?;
         let build_id = file.build_id().ok().flatten().filter(|id| !id.is_empty() && id.len() <= MAX_BUILD_ID);
         let segments = file
@@ -88,9 +90,9 @@ mod tests {
     #[test]
     fn a_real_binary_has_its_build_id_and_code_segment() {
         let bytes = std::fs::read("/bin/dash").unwrap();
-        let binary = Binary::read(&bytes).unwrap();
+        let binary = Binary::read(&bytes[..]).unwrap();
         assert_eq!(binary.build_id.as_ref().map(Vec::len), Some(20));
         assert!(binary.segments.iter().any(|s| s.executable));
-        assert!(Binary::read(b"not an elf").is_err());
+        assert!(Binary::read(&b"not an elf"[..]).is_err());
     }
 }

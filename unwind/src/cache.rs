@@ -118,7 +118,7 @@ mod tests {
     #[test]
     fn a_table_comes_back_as_it_was_saved_and_damage_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let paged = Table::from_elf(&std::fs::read("/bin/dash").unwrap()).unwrap().paged().unwrap();
+        let paged = Table::from_elf(&std::fs::read("/bin/dash").unwrap()[..]).unwrap().paged().unwrap();
         save(dir.path(), "abcd", &paged).unwrap();
         assert_eq!(load(dir.path(), "abcd").as_ref(), Some(&paged));
         assert_eq!(load(dir.path(), "other"), None);

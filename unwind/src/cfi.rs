@@ -37,8 +37,9 @@ pub struct Parsed {
     pub truncated: bool,
 }
 
-/// Every span of `elf`'s `.eh_frame` and `.debug_frame`, in section order.
-pub fn spans(elf: &[u8]) -> Result<(Vec<Span>, Parsed), Error> {
+/// Every span of `elf`'s `.eh_frame` and `.debug_frame`, in section order. `elf` is the file's
+/// bytes, or an `object::ReadCache` over the file, which reads only the parts needed.
+pub fn spans<'data, R: object::ReadRef<'data>>(elf: R) -> Result<(Vec<Span>, Parsed), Error> {
     let file = object::File::parse(elf).map_err(|e| Error::NotElf(e.to_string()))?;
     if file.architecture() != object::Architecture::X86_64 {
         return Err(Error::Architecture(format!("{:?}", file.architecture())));
@@ -73,8 +74,8 @@ pub fn spans(elf: &[u8]) -> Result<(Vec<Span>, Parsed), Error> {
 }
 
 /// From the lowest executable section's start to the highest one's end.
-fn code_bounds(file: &object::File) -> Option<(u64, u64)> {
-    let executable = |s: &object::Section| match s.flags() {
+fn code_bounds<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) -> Option<(u64, u64)> {
+    let executable = |s: &object::Section<'data, '_, R>| match s.flags() {
         object::SectionFlags::Elf { sh_flags } => sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0,
         _ => false,
     };

@@ -22,6 +22,9 @@ pub mod rule;
 pub mod table;
 
 pub use binary::Binary;
+/// Reads only the parts of a file a parse asks for: a cached table needs the build-ID note, not
+/// the whole binary.
+pub use object::ReadCache;
 pub use rule::{Base, Rule, Unsupported};
 pub use table::{Paged, Table};
 

@@ -32,7 +32,7 @@ pub struct Paged {
 
 impl Table {
     /// The table of an ELF file's bytes.
-    pub fn from_elf(elf: &[u8]) -> Result<Table, Error> {
+    pub fn from_elf<'data, R: object::ReadRef<'data>>(elf: R) -> Result<Table, Error> {
         let (spans, parsed) = cfi::spans(elf)?;
         Ok(Table { rows: rows_of(spans), parsed })
     }

@@ -138,7 +138,7 @@ fn plt_ranges(binary: &Path) -> Vec<(u64, u64)> {
 
 fn check(binary: &Path) {
     let bytes = std::fs::read(binary).unwrap();
-    let table = Table::from_elf(&bytes).unwrap();
+    let table = Table::from_elf(&bytes[..]).unwrap();
     let paged = table.paged().unwrap();
     let fdes = readelf_fdes(binary);
     assert!(fdes.len() > 10, "{}: readelf printed {} FDEs", binary.display(), fdes.len());
@@ -241,7 +241,7 @@ fn a_program_built_here_without_frame_pointers() {
     check(&out);
     // Its ten levels keep their frames on the stack (CFA = RSP + 96 inside each, no RBP): the
     // unwinder evaluates every one.
-    let table = Table::from_elf(&std::fs::read(&out).unwrap()).unwrap();
+    let table = Table::from_elf(&std::fs::read(&out).unwrap()[..]).unwrap();
     assert!(
         table.rows.iter().any(|(_, r)| matches!(r, Rule::Cfa { base: Base::Rsp, offset, rbp: None } if *offset > 8))
     );
@@ -261,7 +261,7 @@ fn not_an_x86_elf_is_refused_with_a_reason() {
 fn corrupted_call_frame_information_is_survived() {
     let Some(dash) = system_binary(&["/bin/dash", "/usr/bin/dash"]) else { return };
     let original = std::fs::read(&dash).unwrap();
-    let clean = Table::from_elf(&original).unwrap();
+    let clean = Table::from_elf(&original[..]).unwrap();
     // `.eh_frame`'s place in the file, from the ELF section headers readelf prints.
     let out = Command::new("readelf").args(["--section-headers", "--wide"]).arg(&dash).output();
     let Ok(out) = out else { return };
@@ -284,7 +284,7 @@ fn corrupted_call_frame_information_is_survived() {
             let at = offset + (next() as usize) % size;
             bytes[at] = next() as u8;
         }
-        match Table::from_elf(&bytes) {
+        match Table::from_elf(&bytes[..]) {
             Ok(table) => {
                 tables += 1;
                 assert!(table.rows.len() <= loupe_unwind::cfi::MAX_ROWS);

@@ -4,10 +4,7 @@
 use std::{
     os::fd::{AsFd, AsRawFd},
     path::{Path, PathBuf},
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -32,7 +29,7 @@ use crate::{
     SamplerError,
     clock::ClockPair,
     map_mut,
-    unwinding::{DEFAULT_TABLE_ROWS, TABLE_PAGES, UnwindStats, Unwinder},
+    unwinding::{DEFAULT_TABLE_ROWS, LoaderStop, TABLE_PAGES, UnwindStats, Unwinder},
 };
 
 /// Sampling frequencies accepted, per CPU.
@@ -79,6 +76,9 @@ pub struct StackSamplerOptions {
     pub table_rows: u32,
     /// Where binaries' unwind tables are kept between runs (`None`: parsed every run).
     pub table_cache: Option<PathBuf>,
+    /// Unwind user stacks from the binaries' call-frame information; false: by frame pointers
+    /// only (the kernel's walker), which stops at the first function built without them.
+    pub unwind_tables: bool,
 }
 
 impl StackSamplerOptions {
@@ -93,7 +93,13 @@ impl StackSamplerOptions {
 
 impl Default for StackSamplerOptions {
     fn default() -> Self {
-        Self { frequency_hz: 10, deny: DenyList::default(), table_rows: DEFAULT_TABLE_ROWS, table_cache: None }
+        Self {
+            frequency_hz: 10,
+            deny: DenyList::default(),
+            table_rows: DEFAULT_TABLE_ROWS,
+            table_cache: None,
+            unwind_tables: true,
+        }
     }
 }
 
@@ -199,12 +205,13 @@ pub struct StackSampler {
     /// Shared with the loader thread, which loads tables as the kernel asks for them.
     unwinder: Arc<Mutex<Unwinder>>,
     loader: Option<std::thread::JoinHandle<()>>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<LoaderStop>,
+    unwind_tables: bool,
 }
 
 impl Drop for StackSampler {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.stop();
         if let Some(loader) = self.loader.take() {
             let _ = loader.join();
         }
@@ -300,15 +307,30 @@ impl StackSampler {
         )?));
         let wanted = RingBuf::try_from(take(MAP_UNWIND_WANTED)?)
             .map_err(|e| SamplerError::Load(format!("map {MAP_UNWIND_WANTED}: {e}")))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let loader = std::thread::Builder::new()
-            .name("loupe-unwind".into())
-            .spawn({
-                let (unwinder, stop) = (unwinder.clone(), stop.clone());
-                move || crate::unwinding::load_as_asked(&unwinder, wanted, &stop)
+        let stop = Arc::new(LoaderStop::new()?);
+        // Without tables nothing is loaded: every process stays unknown to the kernel program,
+        // which then takes the kernel's frame-pointer walk.
+        let loader = options
+            .unwind_tables
+            .then(|| {
+                std::thread::Builder::new().name("loupe-unwind".into()).spawn({
+                    let (unwinder, stop) = (unwinder.clone(), stop.clone());
+                    move || crate::unwinding::load_as_asked(&unwinder, wanted, &stop)
+                })
             })
+            .transpose()
             .map_err(|e| SamplerError::io("starting the unwind-table loader", e))?;
-        Ok(Self { ebpf, ring, clocks: ClockPair::now(), clock, frequency_hz: hz, unwinder, loader: Some(loader), stop })
+        Ok(Self {
+            ebpf,
+            ring,
+            clocks: ClockPair::now(),
+            clock,
+            frequency_hz: hz,
+            unwinder,
+            loader,
+            stop,
+            unwind_tables: options.unwind_tables,
+        })
     }
 
     pub fn clock(&self) -> SampleClock {
@@ -325,9 +347,25 @@ impl StackSampler {
     }
 
     /// Loads a process's unwind tables now rather than when the kernel first asks for them
-    /// (its first samples are then whole too).
+    /// (its first samples are then whole too). Does nothing when unwinding by tables is off.
     pub fn load_process(&mut self, pid: u32) -> Result<(), SamplerError> {
+        if !self.unwind_tables {
+            return Ok(());
+        }
         self.unwinder.lock().unwrap_or_else(|e| e.into_inner()).load_process(pid)
+    }
+
+    /// How often the kernel program has run and for how long in all, while the kernel counts
+    /// it (`kernel.bpf_stats_enabled` = 1; zeros otherwise): its cost per sample.
+    pub fn program_stats(&self) -> Result<(u64, Duration), SamplerError> {
+        let program: &PerfEvent = self
+            .ebpf
+            .program(PROG_STACKS)
+            .ok_or_else(|| SamplerError::Load(format!("program {PROG_STACKS} missing")))?
+            .try_into()
+            .map_err(|e| SamplerError::Load(format!("{PROG_STACKS}: {e}")))?;
+        let info = program.info().map_err(|e| SamplerError::Read(format!("{PROG_STACKS}: {e}")))?;
+        Ok((info.run_count(), info.run_time()))
     }
 
     /// Waits up to `timeout` for samples, then moves every sample the ring buffer holds into
