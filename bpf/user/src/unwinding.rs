@@ -568,6 +568,7 @@ pub(crate) fn load_as_asked(unwinder: &Mutex<Unwinder>, mut wanted: aya::maps::R
         pids.sort_unstable();
         pids.dedup();
         let mut unwinder = unwinder.lock().unwrap_or_else(|e| e.into_inner());
+        let parsed = unwinder.stats.parsed;
         for pid in pids {
             if refused.get(&pid).is_some_and(|at| at.elapsed() < RETRY_REFUSED_AFTER) {
                 continue;
@@ -577,6 +578,12 @@ pub(crate) fn load_as_asked(unwinder: &Mutex<Unwinder>, mut wanted: aya::maps::R
                 tracing::debug!(pid, error = %e, "unwind tables not loaded");
                 refused.insert(pid, Instant::now());
             }
+        }
+        if unwinder.stats.parsed > parsed {
+            // A parse's spans and rows (tens of MiB for a binary with 25 MiB of code) are freed
+            // by now; glibc keeps freed heap mapped unless asked to give it back.
+            // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
+            unsafe { libc::malloc_trim(0) };
         }
         if swept.elapsed() >= SWEEP_EVERY {
             unwinder.forget_exited();
