@@ -189,7 +189,8 @@ struct Loaded {
 
 struct Known {
     tables: Vec<String>,
-    keys: Vec<Key<MappingKey>>,
+    /// Its trie keys: (prefix bits, key data).
+    keys: Vec<(u32, MappingKey)>,
     read: Instant,
 }
 
@@ -285,6 +286,12 @@ impl Unwinder {
                 && let Some(table) = self.tables.get_mut(&key)
             {
                 table.last_used = self.clock;
+                // Counted as used at once: a later mapping's new table must not evict this one
+                // to make room while this process's entries point at its rows.
+                if !tables.contains(&key) {
+                    table.users += 1;
+                    tables.push(key.clone());
+                }
                 if let Some(bias) = table.binary.bias(line.start, line.offset)
                     && table.pages.1 > 0
                 {
@@ -294,42 +301,36 @@ impl Unwinder {
                     mapping.first_page = table.first_page;
                     mapping.page_count = table.pages.1;
                 }
-                if !tables.contains(&key) {
-                    tables.push(key);
-                }
             }
             entries.extend(
-                prefixes(line.start, line.end)
-                    .map(|(addr, bits)| (Key::new(32 + bits, mapping_key(pid, addr)), mapping)),
+                prefixes(line.start, line.end).map(|(addr, bits)| ((32 + bits, mapping_key(pid, addr)), mapping)),
             );
         }
         // The PID alone: marks the process as known, and answers for addresses in no mapping.
-        entries.push((Key::new(32, mapping_key(pid, 0)), Mapping::default()));
-        for key in &tables {
-            if let Some(table) = self.tables.get_mut(key) {
-                table.users += 1;
-            }
-        }
+        entries.push(((32, mapping_key(pid, 0)), Mapping::default()));
+        // New entries first (replacing equal keys), then the old ones that are gone: the kernel
+        // never sees the process without its mappings while they are read again.
         let before = self.known.remove(&pid);
-        if let Some(before) = &before {
-            self.remove_keys(&before.keys);
-        }
         let mut keys = Vec::with_capacity(entries.len());
         for (key, mapping) in entries {
-            if let Err(e) = self.mappings.insert(&key, mapping, 0) {
+            if let Err(e) = self.mappings.insert(&Key::new(key.0, key.1), mapping, 0) {
                 self.remove_keys(&keys);
                 self.release(&tables);
                 if let Some(before) = before {
+                    self.remove_keys(&before.keys);
                     self.release(&before.tables);
                 }
                 return Err(SamplerError::Load(format!("unwind mappings of PID {pid}: {e}")));
             }
             keys.push(key);
         }
-        self.known.insert(pid, Known { tables, keys, read: Instant::now() });
         if let Some(before) = before {
+            let now: std::collections::HashSet<&(u32, MappingKey)> = keys.iter().collect();
+            let stale: Vec<(u32, MappingKey)> = before.keys.iter().filter(|k| !now.contains(k)).copied().collect();
+            self.remove_keys(&stale);
             self.release(&before.tables);
         }
+        self.known.insert(pid, Known { tables, keys, read: Instant::now() });
         Ok(())
     }
 
@@ -345,9 +346,9 @@ impl Unwinder {
         }
     }
 
-    fn remove_keys(&mut self, keys: &[Key<MappingKey>]) {
-        for key in keys {
-            let _ = self.mappings.remove(key);
+    fn remove_keys(&mut self, keys: &[(u32, MappingKey)]) {
+        for &(bits, data) in keys {
+            let _ = self.mappings.remove(&Key::new(bits, data));
         }
     }
 

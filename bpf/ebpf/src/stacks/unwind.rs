@@ -10,8 +10,11 @@
 //! are not loaded yet gets the kernel's walk, marked as such.
 //!
 //! The walk runs in a `bpf_loop` callback, one call per frame, so the verifier checks one frame's
-//! code instead of 127 unrolled copies; its two binary searches (≤ 8 steps over a process's
-//! mappings, ≤ 16 over a 64 KiB page's rows) are bounded loops.
+//! code instead of 127 unrolled copies. The mapping is one LPM-trie lookup, not a binary search
+//! over the process's mappings: the verifier followed such a search branch by branch (each path
+//! a different offset into the map value) past its million-instruction budget. The row search
+//! (≤ 16 halvings of a 64 KiB page) is a bounded loop over array lookups whose indices come
+//! from the map, which the verifier does not need to follow value by value.
 
 use core::ffi::c_void;
 
