@@ -155,13 +155,12 @@ fn main() {
     // the binaries' tables adds (loading them, the loader thread, the longer kernel walk).
     let frame_pointers = measure(&["--no-unwind-tables"], None, seconds);
     report("idle_host_frame_pointers_only", "idle host, --no-unwind-tables", &frame_pointers);
-    let ratio = idle.cpu_share / frame_pointers.cpu_share.max(1e-9);
-    println!(
-        "agent_cost: unwinding from tables / frame pointers only, idle host: CPU {ratio:.2}x, RSS {:.2}x",
-        idle.rss_kb as f64 / frame_pointers.rss_kb.max(1) as f64
-    );
-    println!(
-        r#"BENCH {{"name": "agent_cpu_unwind_tables_ratio", "value": {ratio:.3}, "unit": "ratio", "baseline": "--no-unwind-tables"}}"#
+    compare(
+        "unwind_tables",
+        "unwinding from tables / frame pointers only, idle host",
+        &idle,
+        &frame_pointers,
+        "--no-unwind-tables",
     );
     // A process spending its time in libc, whose hot function only libc's debug file names:
     // the agent's cost with and without looking for debug files.
@@ -177,13 +176,15 @@ fn main() {
     report("libc_busy_no_debug_files", "one CPU busy in libc, --no-debug-files", &off);
     let on = measure(&[], Some(&names), seconds);
     report("libc_busy_debug_files", "one CPU busy in libc, debug files looked up", &on);
-    let ratio = on.cpu_share / off.cpu_share.max(1e-9);
+    compare("debug_files", "debug-file lookup on / off", &on, &off, "--no-debug-files");
+}
+
+/// Prints the CPU and RSS ratios of two agents, and the CPU ratio as a BENCH line.
+fn compare(name: &str, what: &str, with: &Figures, baseline: &Figures, baseline_flag: &str) {
+    let ratio = with.cpu_share / baseline.cpu_share.max(1e-9);
+    println!("agent_cost: {what}: CPU {ratio:.2}x, RSS {:.2}x", with.rss_kb as f64 / baseline.rss_kb.max(1) as f64);
     println!(
-        "agent_cost: debug-file lookup on / off: CPU {ratio:.2}x, RSS {:.2}x",
-        on.rss_kb as f64 / off.rss_kb.max(1) as f64
-    );
-    println!(
-        r#"BENCH {{"name": "agent_cpu_debug_files_ratio", "value": {ratio:.3}, "unit": "ratio", "baseline": "--no-debug-files"}}"#
+        r#"BENCH {{"name": "agent_cpu_{name}_ratio", "value": {ratio:.3}, "unit": "ratio", "baseline": "{baseline_flag}"}}"#
     );
 }
 
