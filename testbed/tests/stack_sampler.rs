@@ -225,10 +225,17 @@ fn whole_stacks_with_and_without_frame_pointers() {
         let mine: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid && s.time_unix_ns > loaded).collect();
         assert!(mine.len() >= 30, "{frame_pointers}: {} samples", mine.len());
         let want: Vec<String> = (1..=10).rev().map(|n| format!("loupe_deep_{n}")).chain(["main".to_string()]).collect();
-        for sample in &mine {
-            // A return address is looked up in its call, one byte back.
-            let names: Vec<&str> =
-                sample.user.iter().enumerate().map(|(i, &pc)| name(if i == 0 { pc } else { pc - 1 })).collect();
+        // A return address is looked up in its call, one byte back.
+        let names_of = |sample: &RawStack| -> Vec<&str> {
+            sample.user.iter().enumerate().map(|(i, &pc)| name(if i == 0 { pc } else { pc - 1 })).collect()
+        };
+        // Every sample of the spin; the few after it are the process exiting (its memory going
+        // away under the walk: `exit` in libc, then the kernel).
+        let (spinning, leaving): (Vec<&RawStack>, Vec<&RawStack>) =
+            mine.iter().partition(|s| names_of(s).contains(&"loupe_deep_10"));
+        assert!(leaving.len() <= 3, "{frame_pointers}: {} samples outside the spin", leaving.len());
+        for sample in &spinning {
+            let names = names_of(sample);
             let hot = names.iter().position(|n| *n == "loupe_deep_10");
             assert_eq!(sample.user_end, UserEnd::Root, "{frame_pointers}: stack ended early: {names:?}");
             let hot = hot.unwrap_or_else(|| panic!("{frame_pointers}: no loupe_deep_10 in {names:?}"));
@@ -236,9 +243,40 @@ fn whole_stacks_with_and_without_frame_pointers() {
             assert_eq!(names.last(), Some(&"_start"), "{frame_pointers}: {names:?}");
             assert!(names.len() >= hot + 13, "{frame_pointers}: libc's start between main and _start: {names:?}");
         }
-        chains.push(mine.iter().map(|s| s.user.len()).max());
+        chains.push(spinning.iter().map(|s| s.user.len()).max());
     }
     assert_eq!(chains[0], chains[1], "the same depth with and without frame pointers");
+}
+
+/// A binary whose table finds no room in the table memory ends every stack through it, saying
+/// so, rather than being stepped by frame pointers it does not keep.
+#[test]
+fn a_binary_without_room_for_its_table_ends_the_stack_saying_so() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/deep.c");
+    let exe = dir.path().join("deep");
+    let ok = Command::new("cc").args(["-O2", "-fomit-frame-pointer", "-o"]).arg(&exe).arg(&src).status();
+    assert!(ok.expect("running cc").success());
+    // Room for a single row: no binary's table fits.
+    let options = StackSamplerOptions { frequency_hz: 100, table_rows: 1, ..Default::default() };
+    let mut sampler = StackSampler::start(&options).unwrap();
+    let mut child = Command::new(&exe).arg("1").stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let pid: u32 = line.trim().parse().unwrap();
+    sampler.load_process(pid).unwrap();
+    let loaded = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let samples = collect_while(&mut sampler, Duration::from_millis(100), || child.try_wait().unwrap().is_none());
+    let mine: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid && s.time_unix_ns > loaded).collect();
+    assert!(mine.len() >= 20, "{} samples", mine.len());
+    for sample in &mine {
+        assert_eq!(sample.user_end, UserEnd::NoRoom, "{:x?}", sample.user);
+        assert_eq!(sample.user.len(), 1, "only the leaf, where the stack met the table-less binary");
+    }
+    assert_eq!(UserEnd::NoRoom.reason(), "no room for unwind table");
+    let stats = sampler.unwind_stats();
+    assert!(stats.without_table >= 1 && stats.rows == 0, "{stats:?}");
 }
 
 /// The functions of a binary: (start, end, name) from `nm -S`.

@@ -52,8 +52,10 @@ pub mod user_end {
     /// A PC in no executable mapping the unwinder knows: the process exec'd or loaded a library
     /// since its mappings were read (they are read again), or a return address was wrong.
     pub const NO_MAPPING: u8 = 8;
+    /// A PC in a binary whose table found no room in the table memory (`--unwind-memory-mib`).
+    pub const NO_ROOM: u8 = 9;
     /// How many ends there are.
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
 }
 
 /// One sample, as the kernel writes it into the ring buffer.

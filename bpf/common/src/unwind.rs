@@ -110,6 +110,12 @@ pub struct Mapping {
     /// The page number (address >> [`PAGE_BITS`]) of the binary's first page.
     pub first_page: u32,
     /// Pages the binary has; 0: no table (anonymous or JIT code, a binary without call-frame
-    /// information, or one refused for room): such frames are stepped by frame pointer.
+    /// information): such frames are stepped by frame pointer — unless `rows_base` is
+    /// [`ROWS_NO_ROOM`].
     pub page_count: u32,
 }
+
+/// `Mapping::rows_base` of a binary that has call-frame information but found no room in the
+/// table memory: its frames end the stack as "no room for unwind table" rather than be stepped
+/// by frame pointers it most likely does not keep.
+pub const ROWS_NO_ROOM: u32 = u32::MAX;

@@ -135,6 +135,8 @@ pub enum UserEnd {
     /// At a PC in no executable mapping known (the process exec'd or loaded a library since
     /// its mappings were read, or a return address was wrong).
     NoMapping,
+    /// At a binary whose table found no room in the table memory (`--unwind-memory-mib`).
+    NoRoom,
 }
 
 impl UserEnd {
@@ -150,6 +152,7 @@ impl UserEnd {
             user_end::UNREADABLE => UserEnd::Unreadable,
             user_end::NONE => UserEnd::None,
             user_end::NO_MAPPING => UserEnd::NoMapping,
+            user_end::NO_ROOM => UserEnd::NoRoom,
             _ => UserEnd::BadFrame,
         }
     }
@@ -171,6 +174,7 @@ impl UserEnd {
             UserEnd::BadFrame => "bad frame",
             UserEnd::None => "no user stack",
             UserEnd::NoMapping => "code outside known mappings",
+            UserEnd::NoRoom => "no room for unwind table",
         }
     }
 }

@@ -8,8 +8,8 @@
 //! written straight into the array's memory (the array is mapped into this process), its table
 //! parsed once per host (kept on disk by build ID). A binary stays loaded while a known process
 //! maps it; after that it stays until its room is needed, least recently used first; a binary
-//! that does not fit even then gets no table and its frames are stepped by frame pointer, which
-//! the samples' ends show.
+//! that does not fit even then gets no table, and a stack reaching it ends there as "no room for
+//! unwind table".
 //!
 //! Processes are loaded as the kernel asks for them, by a thread of their own: a process the
 //! kernel has no mappings for is walked by the kernel's frame-pointer walker for that sample,
@@ -34,7 +34,7 @@ use aya::maps::{
     Map, MapData,
     lpm_trie::{Key, LpmTrie},
 };
-use loupe_bpf_common::unwind::{MAX_MAPPINGS, Mapping, MappingKey, PageInfo, UnwindRow, mapping_key};
+use loupe_bpf_common::unwind::{MAX_MAPPINGS, Mapping, MappingKey, PageInfo, ROWS_NO_ROOM, UnwindRow, mapping_key};
 use loupe_unwind::{Binary, Paged, Table, cache};
 
 use crate::SamplerError;
@@ -182,6 +182,8 @@ struct Loaded {
     rows: (u32, u32),
     pages: (u32, u32),
     first_page: u32,
+    /// It has call-frame information but found no room (`pages.1 == 0`).
+    no_room: bool,
     /// Known processes mapping it.
     users: u32,
     last_used: u64,
@@ -300,6 +302,8 @@ impl Unwinder {
                     mapping.pages_base = table.pages.0;
                     mapping.first_page = table.first_page;
                     mapping.page_count = table.pages.1;
+                } else if table.no_room {
+                    mapping.rows_base = ROWS_NO_ROOM;
                 }
             }
             entries.extend(
@@ -431,7 +435,15 @@ impl Unwinder {
 
     /// Finds room for a table (making room from unused tables if needed) and writes it.
     fn place(&mut self, binary: Binary, paged: Option<Paged>) -> Loaded {
-        let mut loaded = Loaded { binary, rows: (0, 0), pages: (0, 0), first_page: 0, users: 0, last_used: self.clock };
+        let mut loaded = Loaded {
+            binary,
+            rows: (0, 0),
+            pages: (0, 0),
+            first_page: 0,
+            no_room: false,
+            users: 0,
+            last_used: self.clock,
+        };
         let Some(paged) = paged.filter(|p| !p.pages.is_empty() && p.pages[0].0 <= u32::MAX as u64) else {
             self.stats.without_table += 1;
             return loaded;
@@ -455,7 +467,8 @@ impl Unwinder {
         };
         let Some((row_base, page_base)) = room else {
             self.stats.without_table += 1;
-            tracing::warn!(rows, "no room for an unwind table; its frames are stepped by frame pointer");
+            loaded.no_room = true;
+            tracing::warn!(rows, "no room for an unwind table (--unwind-memory-mib); stacks through it end there");
             return loaded;
         };
         self.rows.write(row_base, &paged.rows);

@@ -31,7 +31,7 @@ use loupe_bpf_common::{
     stacks::{FLAG_UNKNOWN_MAPPING, MAX_USER_FRAMES, StackEvent, user_end},
     unwind::{
         Mapping, MappingKey, PAGE_BITS, PageInfo, ROW_CFA_RBP, ROW_CFA_RSP, ROW_INVALID, ROW_PLT, ROW_SIGNAL, ROW_STOP,
-        SIGNAL_MCONTEXT_OFFSET, UnwindRow,
+        ROWS_NO_ROOM, SIGNAL_MCONTEXT_OFFSET, UnwindRow,
     },
 };
 
@@ -195,6 +195,9 @@ fn step(walk: &mut Walk) -> Result<(), u8> {
         return Err(user_end::NO_MAPPING);
     };
     if mapping.page_count == 0 {
+        if mapping.rows_base == ROWS_NO_ROOM {
+            return Err(user_end::NO_ROOM);
+        }
         return frame_pointer_step(walk);
     }
     let row = row_of(&mapping, lookup.wrapping_sub(mapping.bias))?;
