@@ -52,7 +52,35 @@ pub fn save(dir: &Path, build_id_hex: &str, paged: &Paged) -> std::io::Result<()
     let mut file = std::fs::File::create(&temporary)?;
     file.write_all(&bytes)?;
     drop(file);
-    std::fs::rename(&temporary, &target)
+    std::fs::rename(&temporary, &target)?;
+    trim(dir, MAX_CACHE_BYTES)
+}
+
+/// The cache's bound on disk: a host that sees new binaries all the time (a build machine)
+/// would otherwise keep every table it ever parsed. The least recently written go first.
+pub const MAX_CACHE_BYTES: u64 = 256 << 20;
+
+/// Deletes the oldest tables under `dir` until they take at most `max_bytes`.
+pub fn trim(dir: &Path, max_bytes: u64) -> std::io::Result<()> {
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "unwind"))
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            Some((meta.modified().ok()?, meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    files.sort();
+    for (_, len, file) in files {
+        if total <= max_bytes {
+            break;
+        }
+        if std::fs::remove_file(&file).is_ok() {
+            total -= len;
+        }
+    }
+    Ok(())
 }
 
 /// The table kept for `build_id_hex`, if there is one that passes every check.
@@ -114,6 +142,23 @@ fn decode(bytes: &[u8]) -> Option<Paged> {
 mod tests {
     use super::*;
     use crate::Table;
+
+    #[test]
+    fn the_cache_keeps_to_its_bound_dropping_the_oldest() {
+        let dir = tempfile::tempdir().unwrap();
+        let paged = Table::from_elf(&std::fs::read("/bin/dash").unwrap()[..]).unwrap().paged().unwrap();
+        for name in ["a", "b", "c"] {
+            save(dir.path(), name, &paged).unwrap();
+            // Distinct modification times, oldest first.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let one = std::fs::metadata(path(dir.path(), "a")).unwrap().len();
+        trim(dir.path(), 2 * one).unwrap();
+        assert_eq!(load(dir.path(), "a"), None, "the oldest went");
+        assert!(load(dir.path(), "b").is_some() && load(dir.path(), "c").is_some());
+        trim(dir.path(), 0).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
 
     #[test]
     fn a_table_comes_back_as_it_was_saved_and_damage_is_refused() {
