@@ -13,9 +13,8 @@
 //!    second time (read from the on-disk cache) — the baseline.
 
 use std::{
-    io::BufRead,
     path::Path,
-    process::{Command, Stdio},
+    process::Command,
     time::{Duration, Instant},
 };
 
@@ -49,10 +48,7 @@ fn build(dir: &Path, name: &str, flag: &str) -> std::path::PathBuf {
 fn round(exe: &Path, unwind_tables: bool) -> (f64, f64) {
     let options = StackSamplerOptions { frequency_hz: 1000, unwind_tables, ..Default::default() };
     let mut sampler = StackSampler::start(&options).expect("starting the sampler");
-    let mut child = Command::new(exe).args(["1.5", "3"]).stdout(Stdio::piped()).spawn().unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let pid: u32 = line.trim().parse().unwrap();
+    let (mut child, pid) = loupe_testbed::sampling::spawn_with_pid(Command::new(exe).args(["1.5", "3"]));
     sampler.load_process(pid).unwrap();
     let mut samples: Vec<RawStack> = Vec::new();
     let (runs0, time0) = sampler.program_stats().unwrap();

@@ -19,7 +19,11 @@
 //! 2-core VM: 100 samples at 50 Hz for 0.968 CPU s, and 5,490 of 7,000 at 1,000 Hz. So the
 //! tests read [`Stolen`] over their window and widen their bands by `hz ×` the seconds taken.
 
-use std::path::Path;
+use std::{
+    io::BufRead,
+    path::Path,
+    process::{Child, Command, Stdio},
+};
 
 /// The band around `expected = hz × cpu_seconds` a correct sampler lands in: 15 % for the
 /// edges and the clock's granularity, plus three standard deviations of the binomial spread
@@ -45,6 +49,17 @@ fn cpu_seconds_in(stat: &Path) -> Option<f64> {
     // SAFETY: sysconf only reads a configuration value.
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     Some(ticks as f64 / per_second.max(1) as f64)
+}
+
+/// Spawns a fixture that prints its PID on its first line (`deep`, `names`), with its standard
+/// output piped, and waits for that line: once it is read the program is in `main`, its
+/// libraries mapped.
+pub fn spawn_with_pid(command: &mut Command) -> (Child, u32) {
+    let mut child = command.stdout(Stdio::piped()).spawn().expect("spawning the fixture");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line).expect("its first line");
+    let pid = line.trim().parse().unwrap_or_else(|_| panic!("a PID on the first line, not {line:?}"));
+    (child, pid)
 }
 
 /// Seconds each CPU's vCPU was taken by the hypervisor since [`Stolen::now`].

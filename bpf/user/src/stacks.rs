@@ -19,8 +19,8 @@ use aya::{
 };
 use loupe_bpf_common::{
     stacks::{
-        FLAG_IDLE, FLAG_UNKNOWN_MAPPING, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_STACK_EVENTS,
-        MAP_STACK_LOST, PROG_STACKS, StackEvent, user_end,
+        FLAG_IDLE, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_STACK_EVENTS, MAP_STACK_LOST, PROG_STACKS,
+        StackEvent, user_end,
     },
     unwind::{MAP_UNWIND_MAPPINGS, MAP_UNWIND_PAGES, MAP_UNWIND_ROWS, MAP_UNWIND_WANTED},
 };
@@ -194,8 +194,6 @@ pub struct RawStack {
     pub user: Vec<u64>,
     /// How `user` ended.
     pub user_end: UserEnd,
-    /// A user PC fell in no mapping the unwinder knew.
-    pub unknown_mapping: bool,
 }
 
 /// The running stack sampler. Detaches from every CPU when dropped.
@@ -376,11 +374,6 @@ impl StackSampler {
     /// `out`; returns how many were added.
     pub fn drain(&mut self, out: &mut Vec<RawStack>, timeout: Duration) -> Result<usize, SamplerError> {
         let before = out.len();
-        self.drain_ring(out, timeout);
-        Ok(out.len() - before)
-    }
-
-    fn drain_ring(&mut self, out: &mut Vec<RawStack>, timeout: Duration) {
         let clocks = self.clocks;
         let ring = &mut self.ring;
         let mut fds = libc::pollfd { fd: ring.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
@@ -403,9 +396,9 @@ impl StackSampler {
                 kernel: e.kernel[..(e.kernel_frames as usize).min(e.kernel.len())].to_vec(),
                 user: e.user[..(e.user_frames as usize).min(e.user.len())].to_vec(),
                 user_end: UserEnd::from_code(e.user_end),
-                unknown_mapping: e.flags & FLAG_UNKNOWN_MAPPING != 0,
             });
         }
+        Ok(out.len() - before)
     }
 
     /// The ring buffer's size in bytes, as the kernel made it ([`ring_bytes`] asked for it).
