@@ -1,10 +1,10 @@
-//! The agent's control socket, both ends: a call as the agent reads it (`protocol::Call`,
-//! JSON) and an answer as the CLI reads it (`protocol::decode`, depth-checked JSON), here one
+//! The agent's control socket, both ends: a call as the agent reads it (`control::Call`,
+//! JSON) and an answer as the CLI reads it (`control::decode`, depth-checked JSON), here one
 //! carrying a run and one carrying a profile. Input: a selector byte, then the line.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loupe_query_host::{doors::control::protocol, model::RunView};
+use loupe_api::{model::RunView, wire::control as protocol};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, line)) = data.split_first() else { return };

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use loupe_query_host::formats::millisampler;
+use loupe_api::formats::millisampler;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(run) = millisampler::parse(data, Path::new("rackId_7_hostId_9.json"), 1, 1_000_000) {

@@ -4,9 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loupe_query_host::{
-    doors::http::{api::StartRun, udfs::InvokeRequest},
+use loupe_api::{
     formats::msgpack,
+    wire::http::{InvokeRequest, StartRun},
 };
 
 fuzz_target!(|data: &[u8]| {

@@ -1,5 +1,6 @@
 //! The query host's modules import each other in one direction only:
-//! `main → cli/app → doors/render → core → ingest/analysis → model/formats → clock`.
+//! `main → cli/app → doors/render → core → ingest/analysis → model/formats → clock` (the last
+//! three are the `loupe-api` crate, re-exported; the compiler already holds that crate below).
 //! This test reads every source file and fails, naming the file and the import, when a module
 //! reaches up (e.g. the core importing a door) or sideways between peers (a circle waiting to
 //! happen). Test modules (`#[cfg(test)] mod tests`) are not counted.

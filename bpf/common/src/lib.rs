@@ -4,7 +4,16 @@
 //! object and into the loader, so a field can never mean one thing in the kernel and another in
 //! userspace. The connection sketch's hash lives here for the same reason: the testbed recomputes,
 //! in userspace, the exact bit the kernel sets for a known 5-tuple.
+//!
+//! With the `std` feature (userspace only) it also holds [`error::SamplerError`] and the slot
+//! bounds it names, so crates that report sampler errors need neither aya nor the kernel objects.
 #![no_std]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+#[cfg(feature = "std")]
+pub mod error;
 
 pub mod probes;
 pub mod sketch;
@@ -29,6 +38,11 @@ pub const PROG_EGRESS: &str = "loupe_egress";
 
 /// Slots compiled into the object; the loader resizes [`MAP_SLOTS`] to the capacity it needs.
 pub const DEFAULT_SLOTS: u32 = 2_000;
+
+/// Narrowest slot accepted: below ~10 µs the per-packet clock read dominates the slot.
+pub const MIN_INTERVAL: core::time::Duration = core::time::Duration::from_micros(10);
+/// Widest slot accepted.
+pub const MAX_INTERVAL: core::time::Duration = core::time::Duration::from_secs(10);
 
 /// `RunConfig::flags`: local prefixes are configured, so a miss in the trie means cross-region.
 /// Without it the cross-region counters stay zero rather than claim all traffic is remote.

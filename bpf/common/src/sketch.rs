@@ -73,9 +73,8 @@ pub fn set_bit(words: &mut [u64; 2], bit: u32) {
 }
 
 /// Estimated number of distinct flows in a (CPU-merged) sketch.
-#[cfg(feature = "user")]
+#[cfg(feature = "std")]
 pub fn estimate(bits: u128) -> u32 {
-    extern crate std;
     let set = bits.count_ones();
     if set <= EXACT_UP_TO {
         return set;
@@ -88,7 +87,7 @@ pub fn estimate(bits: u128) -> u32 {
     (m * std::primitive::f64::ln(m / zeros)).round() as u32
 }
 
-#[cfg(all(test, feature = "user"))]
+#[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
 

@@ -9,7 +9,6 @@
 //! * [`clock`] — converting between the kernel's monotonic clock and wall-clock time.
 
 pub mod clock;
-mod error;
 mod iface;
 mod probes;
 mod session_link;
@@ -17,8 +16,8 @@ mod stacks;
 mod traffic;
 mod unwinding;
 
-pub use error::SamplerError;
 pub use iface::Interface;
+pub use loupe_bpf_common::error::SamplerError;
 pub use loupe_bpf_common::{
     SlotCounters,
     probes::{BUCKETS, bucket_high, bucket_low, bucket_of},

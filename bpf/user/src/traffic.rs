@@ -27,10 +27,7 @@ use crate::{
     iface::InterfaceLock,
 };
 
-/// Narrowest slot accepted: below ~10 µs the per-packet clock read dominates the slot.
-pub const MIN_INTERVAL: Duration = Duration::from_micros(10);
-/// Widest slot accepted.
-pub const MAX_INTERVAL: Duration = Duration::from_secs(10);
+pub use loupe_bpf_common::{MAX_INTERVAL, MIN_INTERVAL};
 /// Most slots one sampler can hold (the per-CPU array is sized at attach time).
 pub const MAX_CAPACITY: u32 = 100_000;
 /// Priority of Loupe's tc filters where it falls back to cls_bpf: early, so filters that drop

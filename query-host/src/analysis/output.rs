@@ -32,60 +32,7 @@ pub const MAX_SERIES: usize = 256;
 pub const MAX_POINTS: usize = 1_000_000;
 pub const MAX_NAME_BYTES: usize = 4 << 10;
 
-/// Which bound a result broke.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bound {
-    FlameDepth,
-    FlameNodes,
-    TableRows,
-    TableColumns,
-    CellBytes,
-    Series,
-    SeriesPoints,
-    NameBytes,
-}
-
-impl Bound {
-    pub fn name(self) -> &'static str {
-        match self {
-            Bound::FlameDepth => "flame-graph depth",
-            Bound::FlameNodes => "flame-graph node",
-            Bound::TableRows => "table row",
-            Bound::TableColumns => "table column",
-            Bound::CellBytes => "cell size",
-            Bound::Series => "series count",
-            Bound::SeriesPoints => "series point",
-            Bound::NameBytes => "name size",
-        }
-    }
-
-    pub fn code(self) -> &'static str {
-        match self {
-            Bound::FlameDepth => "flame_depth_limit",
-            Bound::FlameNodes => "flame_nodes_limit",
-            Bound::TableRows => "table_rows_limit",
-            Bound::TableColumns => "table_columns_limit",
-            Bound::CellBytes => "cell_size_limit",
-            Bound::Series => "series_limit",
-            Bound::SeriesPoints => "series_points_limit",
-            Bound::NameBytes => "name_limit",
-        }
-    }
-
-    /// What the analysis returned, in words.
-    pub fn says(self, got: usize) -> String {
-        match self {
-            Bound::FlameDepth => format!("a stack of {got} frames"),
-            Bound::FlameNodes => format!("more than {got} nodes"),
-            Bound::TableRows => format!("{got} rows"),
-            Bound::TableColumns => format!("{got} columns in a row"),
-            Bound::CellBytes => format!("a cell of {got} bytes"),
-            Bound::Series => format!("{got} series"),
-            Bound::SeriesPoints => format!("{got} points"),
-            Bound::NameBytes => format!("a name of {got} bytes"),
-        }
-    }
-}
+pub use loupe_api::error::Bound;
 
 fn check(what: Bound, limit: usize, got: usize) -> Result<(), UdfError> {
     if got > limit { Err(UdfError::OutputShape { what, limit, got }) } else { Ok(()) }

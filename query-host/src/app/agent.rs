@@ -16,7 +16,7 @@ use tracing::{info, warn};
 use super::{demo, exit_within, open_store, stop_on_signals, wait_for_stop};
 use crate::{
     cli::{AgentArgs, FleetJoinArgs},
-    core::{Analyses, Host, ProbeManager, RunOrder, RunScheduler, tokens::TokenSet},
+    core::{Analyses, Host, ProbeManager, RunOrder, RunScheduler, runs::run_request, tokens::TokenSet},
     doors::{
         control::ControlServer,
         fleet::{Connection, FleetAgent, subjects},
@@ -42,7 +42,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
         bail!("jitter {} out of bounds (0 to 1)", schedule.jitter);
     }
     for interval in &schedule.intervals {
-        RunOrder { iface: None, interval: *interval, samples: schedule.samples, start_unix_ns: None }.request()?;
+        run_request(&RunOrder { iface: None, interval: *interval, samples: schedule.samples, start_unix_ns: None })?;
     }
     if ifaces.is_empty() && args.no_stacks && args.no_timeline && !args.demo {
         bail!("nothing to collect: give --iface IF (repeatable) or --demo, or drop --no-stacks or --no-timeline");

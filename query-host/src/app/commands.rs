@@ -7,6 +7,7 @@
 use std::{fs, io::Write, str::FromStr, time::Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use loupe_api::wire::http::StartedRun;
 use loupe_bpf::parse_prefix;
 use loupe_store::{NewRun, Profile, ProfileQuery, RunId, StoreError, TimeRange, TimelineQuery};
 use serde::Serialize;
@@ -21,9 +22,10 @@ use crate::{
     core::{
         CoreError, Host, ImportOutcome, RunFilter, RunOrder,
         profiles::pprof_of,
+        runs::run_request,
         time::{TimeArg, range},
     },
-    doors::{control::AgentClient, http::api::StartedRun, remote::Client},
+    doors::{control::AgentClient, remote::Client},
     formats::millisampler,
     ingest::stacks::StackCollector,
     model::{ProfileView, RunListEntry, RunView, TimelineEventsPage},
@@ -113,7 +115,7 @@ pub fn run(args: RunArgs, remote: &RemoteArgs) -> Result<()> {
         start_unix_ns: args.at.map(TimeArg::unix_ns),
     };
     // Cheap checks first: nothing is loaded or attached for a request that cannot run.
-    order.request()?;
+    run_request(&order)?;
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
     let backend = Backend::open(&args.store, remote)?;
     if !local_prefixes.is_empty() && !matches!(backend, Backend::Local(_)) {

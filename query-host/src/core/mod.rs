@@ -11,11 +11,9 @@
 //! `tests/layers.rs` fails if it does).
 
 pub mod analyses;
-pub mod error;
 pub mod probes;
 pub mod profiles;
 pub mod runs;
-pub mod time;
 pub mod timeline;
 pub mod tokens;
 
@@ -24,7 +22,10 @@ use std::time::Instant;
 use loupe_store::Store;
 
 pub use analyses::Analyses;
-pub use error::{CoreError, CoreResult};
+pub use loupe_api::{
+    error::{self, CoreError, CoreResult},
+    time,
+};
 pub use probes::{ProbeManager, ProbeOrder};
 pub use runs::{ImportOutcome, RunFilter, RunOrder, RunScheduler};
 

@@ -13,8 +13,6 @@ use std::{
 };
 
 use loupe_store::{ProbeSession, Store, TimeRange};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::{
     Host,
@@ -27,12 +25,9 @@ use crate::{
     },
 };
 
-/// Longest session.
-pub const MAX_SECONDS: f64 = 3600.0;
+pub use loupe_api::orders::{DEFAULT_BUDGET_PERCENT, MAX_PROBE_SECONDS as MAX_SECONDS, ProbeOrder};
 /// Sessions one agent runs at once.
 pub const MAX_ACTIVE: usize = 8;
-/// Cost budget when none is given: 1 % of one CPU.
-pub const DEFAULT_BUDGET_PERCENT: f64 = 1.0;
 /// Stored sessions listed at most.
 pub const MAX_LISTED: usize = 1000;
 /// Slowest outermost calls shown with their trees.
@@ -44,52 +39,25 @@ const MAX_TREE_NODES: usize = 256;
 /// A finished session's result is kept this long for `stop` to collect.
 const KEEP_FINISHED: Duration = Duration::from_secs(600);
 
-/// A probe session to start.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
-pub struct ProbeOrder {
-    /// Processes to probe (or give `binary`).
-    #[serde(default)]
-    pub pids: Vec<u32>,
-    /// A binary to probe in every process that runs or maps it.
-    pub binary: Option<String>,
-    /// `SYMBOL` or `LIBRARY:SYMBOL`; demangled names accepted.
-    pub functions: Vec<String>,
-    /// Length; without one, until stopped (at most an hour).
-    pub seconds: Option<f64>,
-    /// Time 1 outermost call in N (default 1: every call).
-    pub sample_every: Option<u32>,
-    /// Keep per-call records (for call trees).
-    #[serde(default)]
-    pub calls: bool,
-    /// Most CPU the probes may cost the probed programs, in % of one CPU (default 1).
-    pub budget_percent: Option<f64>,
-    /// Probe functions whose first instruction the kernel must single-step (~10× the cost).
-    #[serde(default)]
-    pub allow_single_step: bool,
-}
-
-impl ProbeOrder {
-    fn checked(&self) -> CoreResult<(TargetSpec, ProbeOptions, Duration)> {
-        let seconds = self.seconds.unwrap_or(MAX_SECONDS);
-        if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
-            return Err(CoreError::Probe(format!(
-                "seconds {seconds} out of bounds: more than 0, at most {MAX_SECONDS}"
-            )));
-        }
-        let budget = self.budget_percent.unwrap_or(DEFAULT_BUDGET_PERCENT);
-        let spec = TargetSpec {
-            pids: self.pids.clone(),
-            binary: self.binary.as_ref().map(PathBuf::from),
-            functions: self.functions.clone(),
-            allow_single_step: self.allow_single_step,
-        };
-        let options = ProbeOptions {
-            sample_every: self.sample_every.unwrap_or(1),
-            record_calls: self.calls,
-            budget: budget / 100.0,
-        };
-        Ok((spec, options, Duration::from_secs_f64(seconds)))
+/// What the kernel is asked to probe, how, and for how long, checked against the bounds.
+fn checked(order: &ProbeOrder) -> CoreResult<(TargetSpec, ProbeOptions, Duration)> {
+    let seconds = order.seconds.unwrap_or(MAX_SECONDS);
+    if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
+        return Err(CoreError::Probe(format!("seconds {seconds} out of bounds: more than 0, at most {MAX_SECONDS}")));
     }
+    let budget = order.budget_percent.unwrap_or(DEFAULT_BUDGET_PERCENT);
+    let spec = TargetSpec {
+        pids: order.pids.clone(),
+        binary: order.binary.as_ref().map(PathBuf::from),
+        functions: order.functions.clone(),
+        allow_single_step: order.allow_single_step,
+    };
+    let options = ProbeOptions {
+        sample_every: order.sample_every.unwrap_or(1),
+        record_calls: order.calls,
+        budget: budget / 100.0,
+    };
+    Ok((spec, options, Duration::from_secs_f64(seconds)))
 }
 
 /// The agent's running sessions.
@@ -117,7 +85,7 @@ impl ProbeManager {
 
     /// Attaches (errors come back at once, nothing attached) and watches in a thread of its own.
     pub fn start(&self, order: &ProbeOrder) -> CoreResult<ActiveProbeView> {
-        let (spec, options, length) = order.checked()?;
+        let (spec, options, length) = checked(order)?;
         let mut active = self.active.lock().expect("probe table");
         prune(&mut active);
         let running = active.values().filter(|a| a.result.lock().expect("result").is_none()).count();
@@ -269,7 +237,7 @@ impl Host {
         stop: &AtomicBool,
         attached: impl FnOnce(&ActiveProbeView),
     ) -> CoreResult<ProbeView> {
-        let (spec, options, length) = order.checked()?;
+        let (spec, options, length) = checked(order)?;
         let mut run = ProbeRun::start(&spec, options)?;
         attached(&active_view(0, &run, order, &options, length));
         let ended = run.watch(Some(Instant::now() + length), stop)?;
@@ -444,5 +412,17 @@ fn reverse_children(root: &mut CallTreeView) {
     while let Some(node) = stack.pop() {
         node.children.reverse();
         stack.extend(node.children.iter_mut());
+    }
+}
+impl From<crate::ingest::probes::ProbeError> for CoreError {
+    fn from(e: crate::ingest::probes::ProbeError) -> Self {
+        use crate::ingest::probes::ProbeError;
+        match e {
+            ProbeError::Kernel(e) => CoreError::Sampler(e),
+            ProbeError::Target(crate::ingest::probes::target::TargetError::NoProcess(pid)) => {
+                CoreError::Probe(format!("no process with PID {pid}"))
+            }
+            e => CoreError::Probe(e.to_string()),
+        }
     }
 }

@@ -9,8 +9,7 @@ use std::{
 };
 
 use loupe_bpf::{MAX_CAPACITY, RunRequest, SamplerOptions, StartAt, TrafficSampler};
-use loupe_store::{NewRun, RunId, Store, TimeRange};
-use serde::{Deserialize, Serialize};
+use loupe_store::{NewRun, RunId, Store};
 
 use super::{
     Host,
@@ -22,58 +21,24 @@ use crate::{
     model::{RunListEntry, RunView},
 };
 
-/// Farthest in the future an on-demand run may start: far enough to line up a rack, near
-/// enough that whoever asked is still waiting.
-pub const MAX_START_AHEAD: Duration = Duration::from_secs(600);
+pub use loupe_api::orders::{DEFAULT_SAMPLES, ImportOutcome, MAX_START_AHEAD, RunFilter, RunOrder};
 
-/// Samples of a run when not given.
-pub const DEFAULT_SAMPLES: u32 = 2000;
-
-/// Which stored runs to list.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunFilter {
-    pub range: TimeRange,
-    pub interval_ns: Option<u64>,
-    pub iface: Option<String>,
-}
-
-/// An on-demand run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunOrder {
-    /// May be left out when the agent samples exactly one interface.
-    pub iface: Option<String>,
-    pub interval: Duration,
-    pub samples: u32,
-    /// Start at this instant (Unix ns) instead of now.
-    pub start_unix_ns: Option<u64>,
-}
-
-impl RunOrder {
-    /// The kernel's request, checked: slot width and count in bounds, start not too far ahead.
-    pub fn request(&self) -> CoreResult<RunRequest> {
-        if let Some(t) = self.start_unix_ns
-            && t > now_unix_ns().saturating_add(MAX_START_AHEAD.as_nanos() as u64)
-        {
-            return Err(CoreError::StartTooFar { limit: MAX_START_AHEAD });
-        }
-        let request = RunRequest {
-            interval: self.interval,
-            samples: self.samples,
-            start: self.start_unix_ns.map_or(StartAt::Now, StartAt::UnixNs),
-        };
-        request.validate(MAX_CAPACITY)?;
-        Ok(request)
+/// The kernel's request for `order`, checked: slot width and count in bounds, start not too
+/// far ahead.
+pub fn run_request(order: &RunOrder) -> CoreResult<RunRequest> {
+    if let Some(t) = order.start_unix_ns
+        && t > now_unix_ns().saturating_add(MAX_START_AHEAD.as_nanos() as u64)
+    {
+        return Err(CoreError::StartTooFar { limit: MAX_START_AHEAD });
     }
-
-    /// How long the run takes from now, start delay included.
-    pub fn duration_from_now(&self) -> Duration {
-        let delay = self.start_unix_ns.map_or(0, |t| t.saturating_sub(now_unix_ns()));
-        Duration::from_nanos(delay).saturating_add(self.interval.saturating_mul(self.samples))
-    }
+    let request = RunRequest {
+        interval: order.interval,
+        samples: order.samples,
+        start: order.start_unix_ns.map_or(StartAt::Now, StartAt::UnixNs),
+    };
+    request.validate(MAX_CAPACITY)?;
+    Ok(request)
 }
-
-/// What one file or run of an import became: its id, or why it was not stored.
-pub type ImportOutcome = Result<u64, String>;
 
 /// The agent's interfaces, each with the worker that owns its sampler.
 pub struct RunScheduler {
@@ -164,7 +129,7 @@ impl Host {
     /// `wait` (the run then goes on and is stored when it ends: no thread waits past `wait`).
     pub fn start_run(&self, order: &RunOrder, wait: Duration) -> CoreResult<RunView> {
         let scheduler = self.runs.as_ref().ok_or(CoreError::NotCollecting)?;
-        let request = order.request()?;
+        let request = run_request(order)?;
         let worker = scheduler.worker(order.iface.as_deref())?;
         let meta = match worker.request(request).recv_timeout(wait) {
             Ok(outcome) => outcome?,
@@ -177,7 +142,7 @@ impl Host {
     /// A run without an agent: attach to `iface`, run, detach, store (the CLI's `loupe run`
     /// on a host where no agent holds the store).
     pub fn run_once(&self, iface: &str, order: &RunOrder, local_prefixes: Vec<ipnet::IpNet>) -> CoreResult<RunView> {
-        let request = order.request()?;
+        let request = run_request(order)?;
         let options = SamplerOptions { capacity: order.samples, local_prefixes };
         let mut sampler = TrafficSampler::attach(iface, &options)?;
         let counters = sampler.run(&request)?;

@@ -8,12 +8,12 @@
 //! core's result, the client knows from its call which type comes back.
 
 pub mod client;
-pub mod protocol;
 pub mod server;
 
 use std::path::{Path, PathBuf};
 
 pub use client::AgentClient;
+pub use loupe_api::wire::control as protocol;
 pub use server::ControlServer;
 
 pub fn socket_path(data_dir: &Path) -> PathBuf {

@@ -10,9 +10,11 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use loupe_store::{ProfileQuery, RunId};
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
-use utoipa::{IntoParams, ToSchema};
+use serde::{Deserialize, de::DeserializeOwned};
+use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
+
+use loupe_api::wire::http::{StartRun, StartedRun};
 
 use super::{AppState, auth::Caller, blocking, error::ApiError, negotiate::Format};
 use crate::{
@@ -162,29 +164,6 @@ async fn get_run(
 ) -> Result<Response, ApiError> {
     let id = RunId::from_str(&id).map_err(|_| CoreError::BadId(id))?;
     Ok(fmt.reply(&blocking(&state, move |host| host.show_run(id, q.per_cpu)).await?))
-}
-
-/// `POST /api/v1/runs`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StartRun {
-    /// Interface; may be left out when the agent samples exactly one.
-    pub iface: Option<String>,
-    /// Slot width: `100us`, `1ms` or `10ms` (any width the sampler accepts).
-    pub interval: String,
-    /// Slots (default 2000).
-    pub samples: Option<u32>,
-    /// Start at this exact instant (RFC 3339 or Unix ns) instead of now; at most 10 minutes ahead.
-    pub start: Option<String>,
-}
-
-#[derive(Serialize, Deserialize, ToSchema)]
-pub struct StartedRun {
-    pub id: u64,
-    pub iface: String,
-    pub start_unix_ns: u64,
-    pub interval_ns: u64,
-    pub samples: u32,
 }
 
 /// Starts an on-demand run on the agent and answers with its id once it is stored (a run of

@@ -11,9 +11,10 @@ use axum::{
 };
 use http_body_util::BodyExt;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
+
+use loupe_api::wire::http::{InvokeRequest, TimeValue};
 
 use super::{
     AppState,
@@ -138,29 +139,7 @@ async fn delete_udf(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `POST /api/v1/udfs/{name}/invoke`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct InvokeRequest {
-    /// Start (inclusive): RFC 3339, Unix ns (number or string), `now`, `-1h`. Default: the beginning.
-    #[serde(default)]
-    pub from: Option<TimeValue>,
-    /// End (exclusive), same forms. Default: the end of time.
-    #[serde(default)]
-    pub to: Option<TimeValue>,
-    /// Parameters by name, as the analysis declares them (`GET /api/v1/udfs/{name}`).
-    #[serde(default)]
-    pub params: Map<String, Value>,
-}
-
-/// An instant in a body: a string in any form the API takes, or Unix ns as a number.
-#[derive(Deserialize, ToSchema)]
-#[serde(untagged)]
-pub enum TimeValue {
-    UnixNs(u64),
-    Text(String),
-}
-
+/// An instant of an invoke body, parsed as the query strings' are.
 fn time_of(v: Option<&TimeValue>, name: &str) -> Result<Option<TimeArg>, CoreError> {
     match v {
         None => Ok(None),

@@ -1,4 +1,14 @@
-use std::{io, time::Duration};
+//! Why a sampler could not be set up or a run could not be done: the userspace's one error type.
+//!
+//! It lives here, beside the shared kernel types and behind the `std` feature, rather than in
+//! `loupe-bpf`, so the query host's error type (and everything that decodes it, such as the
+//! fuzz targets) can name it without building aya and the kernel programs.
+
+use std::{
+    io,
+    string::{String, ToString},
+    time::Duration,
+};
 
 /// Why a sampler could not be set up or a run could not be done. Messages are one line and name
 /// the thing at fault, because they end up as the CLI's error output.
@@ -39,13 +49,13 @@ pub enum SamplerError {
 }
 
 impl SamplerError {
-    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
         Self::Io { context: context.into(), source }
     }
 
     /// [`Self::from_privileged`] on an error and its sources: aya keeps the kernel's reason
     /// (the EPERM an unprivileged caller gets) in the sources, below e.g. "failed to create map".
-    pub(crate) fn from_privileged_error(
+    pub fn from_privileged_error(
         action: &'static str,
         err: &dyn std::error::Error,
         make: impl FnOnce(String) -> Self,
@@ -54,7 +64,7 @@ impl SamplerError {
     }
 
     /// Classifies a failure of a privileged operation, so "not root" reads as such.
-    pub(crate) fn from_privileged(
+    pub fn from_privileged(
         action: &'static str,
         err: impl std::fmt::Display,
         make: impl FnOnce(String) -> Self,
@@ -69,7 +79,7 @@ impl SamplerError {
 }
 
 /// An error and its sources on one line.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+pub fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -11,8 +11,7 @@ use std::{
 
 use loupe_store::TimeRange;
 
-use super::error::CoreError;
-use crate::clock::now_unix_ns;
+use crate::{clock::now_unix_ns, error::CoreError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeArg {

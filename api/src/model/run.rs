@@ -4,7 +4,7 @@
 //! Stored runs keep per-CPU columns and raw connection sketches; this view sums counters over
 //! CPUs and turns the union of the CPUs' sketches into a connection estimate per slot.
 
-use loupe_bpf::sketch;
+use loupe_bpf_common::sketch;
 use loupe_store::{Counter, CpuColumns, Run, RunMeta, RunSource};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

@@ -4,11 +4,13 @@
 
 use std::time::Duration;
 
-use loupe_bpf::SamplerError;
+mod analysis;
+
+pub use analysis::{Bound, UdfError};
+pub use loupe_bpf_common::error::SamplerError;
 use loupe_store::StoreError;
 
 use crate::{
-    analysis::UdfError,
     clock::format_unix_ns,
     model::{ErrorBody, ErrorKind},
 };
@@ -178,16 +180,3 @@ impl CoreError {
 }
 
 pub type CoreResult<T> = Result<T, CoreError>;
-
-impl From<crate::ingest::probes::ProbeError> for CoreError {
-    fn from(e: crate::ingest::probes::ProbeError) -> Self {
-        use crate::ingest::probes::ProbeError;
-        match e {
-            ProbeError::Kernel(e) => CoreError::Sampler(e),
-            ProbeError::Target(crate::ingest::probes::target::TargetError::NoProcess(pid)) => {
-                CoreError::Probe(format!("no process with PID {pid}"))
-            }
-            e => CoreError::Probe(e.to_string()),
-        }
-    }
-}

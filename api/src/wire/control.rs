@@ -8,8 +8,9 @@ use loupe_store::{NewRun, ProfileQuery, TimeRange, TimelineQuery};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::{
-    core::{CoreError, CoreResult, ProbeOrder, RunFilter, RunOrder},
+    error::{CoreError, CoreResult},
     model::{ErrorBody, ErrorKind},
+    orders::{ProbeOrder, RunFilter, RunOrder},
 };
 
 /// Largest call the server reads (imports carry runs; the client sends them in chunks of
@@ -105,7 +106,7 @@ mod tests {
 
     #[test]
     fn errors_keep_their_kind_and_code_across_the_socket() {
-        let e = CoreError::Analysis(crate::analysis::UdfError::NoSpace("storing a run".into()));
+        let e = CoreError::Analysis(crate::error::UdfError::NoSpace("storing a run".into()));
         let back = decode::<u64>(&encode::<u64>(Err(e))).unwrap_err();
         assert_eq!((back.kind(), back.code()), (ErrorKind::NoSpace, "no_space"));
         assert!(back.to_string().contains("storing a run"), "{back}");
