@@ -7,6 +7,12 @@
 //! `.text` — so the real debug file of libc (`libc6-dbg`, under `/usr/lib/debug`) names most of
 //! them (an address in padding between functions stays unnamed, as it would for perf).
 //!
+//! Then the first sight of a binary that carries its own DWARF (this bench's executable, built
+//! with the workspace's `line-tables-only` debug info, as every Rust binary of the workspace
+//! is): the ingest symbolizer names 3,000 of its addresses in stacks of 30, once from the
+//! symbol table only (`--no-inlined-frames`) and once with inlined frames from DWARF, each with
+//! a fresh symbolizer — the one-time price per binary, and how many addresses gained frames.
+//!
 //! `cargo bench -p loupe-query-host --bench symbolize`
 //! - `LOUPE_BENCH_CPUS` (default 16) and `LOUPE_BENCH_HOURS` (default 24) size the day;
 //! - the pristine store is kept under `/var/tmp/loupe-bench-symbolize-…` and copied for each
@@ -22,7 +28,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use loupe_query_host::ingest::symbolize::elf_file::ElfFacts;
+use loupe_bpf::{RawStack, UserEnd};
+use loupe_query_host::ingest::symbolize::{INLINED_SUFFIX, NamingOptions, Symbolizer, elf_file::ElfFacts};
 use loupe_store::{Retention, Store, TimeRange};
 use object::{Object, ObjectSection};
 use samples::{Synth, SynthParams, UnnamedFrames};
@@ -62,7 +69,93 @@ fn build(dir: &Path, cpus: u32, hours: u64, unnamed: UnnamedFrames) {
     eprintln!("symbolize: built {} in {:.0} s", dir.display(), started.elapsed().as_secs_f64());
 }
 
+/// Addresses inside this executable's functions, as mapped in this process: function starts
+/// from its symbol table plus a few bytes, moved by the executable's load bias.
+fn own_addresses(count: usize) -> Vec<u64> {
+    let exe = std::env::current_exe().expect("own executable");
+    let bytes = std::fs::read(&exe).expect("reading own executable");
+    let file = object::File::parse(&*bytes).expect("own executable is ELF");
+    use object::{ObjectSymbol, SymbolKind};
+    let mut funcs: Vec<u64> = file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() >= 16)
+        .map(|s| s.address() + s.size() / 2)
+        .collect();
+    funcs.sort_unstable();
+    let step = (funcs.len() / count).max(1);
+    // The bias: where the first executable segment was mapped, minus its file address.
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let exe_name = exe.to_string_lossy().into_owned();
+    let (start, offset) = maps
+        .lines()
+        .filter(|l| l.ends_with(&*exe_name))
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let range = f.next()?;
+            let perms = f.next()?;
+            let offset = u64::from_str_radix(f.next()?, 16).ok()?;
+            let start = u64::from_str_radix(range.split('-').next()?, 16).ok()?;
+            perms.contains('x').then_some((start, offset))
+        })
+        .expect("own executable's text mapping");
+    use object::ObjectSegment;
+    // The segment the mapping holds: its file offset, rounded down to a page, is the mapping's.
+    let segment = file.segments().find(|s| s.file_range().0 & !0xfff == offset).expect("the mapped segment");
+    let bias = start + (segment.file_range().0 - offset) - segment.address();
+    funcs.iter().step_by(step).take(count).map(|a| a + bias).collect()
+}
+
+/// Names `addresses` with a fresh symbolizer, in stacks of 30: the time, and how many addresses
+/// gained inlined frames.
+fn name_own(addresses: &[u64], inlined: bool) -> (Duration, usize, usize) {
+    let mut symbolizer =
+        Symbolizer::new(&NamingOptions { no_inlined: !inlined, no_debug_files: true, ..Default::default() });
+    let started = Instant::now();
+    let (mut frames, mut expanded) = (0, 0);
+    for stack in addresses.chunks(30) {
+        let raw = RawStack {
+            time_unix_ns: 0,
+            cpu: 0,
+            pid: std::process::id(),
+            tid: std::process::id(),
+            comm: "bench".into(),
+            cgroup_id: 0,
+            idle: false,
+            kernel: Vec::new(),
+            user: stack.to_vec(),
+            user_end: UserEnd::Root,
+        };
+        let named = symbolizer.sample(&raw);
+        frames += named.frames.len();
+        expanded += named.frames.iter().filter(|f| f.function.ends_with(INLINED_SUFFIX)).count();
+    }
+    (started.elapsed(), frames, expanded)
+}
+
+fn inlined_first_sight() {
+    let addresses = own_addresses(3000);
+    let (plain, plain_frames, none) = name_own(&addresses, false);
+    let (dwarf, dwarf_frames, inlined) = name_own(&addresses, true);
+    assert_eq!(plain_frames, addresses.len(), "one frame an address from symbols alone");
+    assert_eq!(none, 0);
+    assert_eq!(dwarf_frames, addresses.len() + inlined);
+    let size = std::fs::metadata(std::env::current_exe().unwrap()).unwrap().len();
+    println!(
+        "symbolize: first sight of this {:.0} MB executable, {} addresses: symbols only {:.1} ms, with inlined frames from DWARF {:.1} ms ({:.1}×), {inlined} inlined frames added",
+        size as f64 / 1e6,
+        addresses.len(),
+        plain.as_secs_f64() * 1e3,
+        dwarf.as_secs_f64() * 1e3,
+        dwarf.as_secs_f64() / plain.as_secs_f64()
+    );
+    bench_line("symbolize_first_sight_symbols", plain.as_secs_f64() * 1e3, "ms");
+    bench_line("symbolize_first_sight_inlined", dwarf.as_secs_f64() * 1e3, "ms");
+    bench_line("symbolize_first_sight_inlined_ratio", dwarf.as_secs_f64() / plain.as_secs_f64(), "ratio");
+    bench_line("symbolize_inlined_frames_added", inlined as f64, "frames");
+}
+
 fn main() {
+    inlined_first_sight();
     let libc = ElfFacts::read(Path::new(LIBC)).expect("libc's facts");
     let id = loupe_query_host::formats::hex::encode(&libc.build_id);
     let debug = PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]));

@@ -259,3 +259,56 @@ fn cpp_names_are_demangled() {
     let placed = under(&view["flamegraph"], "loupe_cold_caller(double)", "loupe_hot_spin(double)");
     assert!(placed as f64 >= 0.9 * view["samples"].as_u64().unwrap() as f64);
 }
+
+/// Samples whose leaf (innermost) frame is the function `name`.
+fn self_samples(view: &Value, name: &str) -> u64 {
+    function(view, name).and_then(|f| f["self"].as_u64()).unwrap_or(0)
+}
+
+#[test]
+fn inlined_functions_get_frames_of_their_own_from_dwarf() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    // The same program twice: with its own DWARF (-g), and without (no record of the inlining).
+    let with_dwarf = build_busy_with(dir.path(), "busy-g", &["-g"]);
+    let without = build_busy_with(dir.path(), "busy-nodwarf", &[]);
+    let data = dir.path().join("data");
+    let sampler = start_sampling(&data, 6.0, &[]);
+    let (g_pid, _) = pid_and_cpu(&Command::new(&with_dwarf).args(["inline", "2", "1"]).output().unwrap());
+    let (plain_pid, _) = pid_and_cpu(&Command::new(&without).args(["inline", "2", "1"]).output().unwrap());
+    finish(sampler);
+
+    let inlined = "loupe_inlined_spin [inlined]";
+    let view = profile(&data, &["--pid", &g_pid]);
+    let samples = view["samples"].as_u64().unwrap();
+    assert!(samples >= 10, "only {samples} samples of the -g build");
+    // The spin's loop is the inlined function's code: nearly every sample is in it, as its own
+    // frame directly under the function it was inlined into.
+    let placed = under(&view["flamegraph"], "loupe_inlining_caller", inlined);
+    assert!(
+        placed as f64 >= 0.8 * samples as f64,
+        "{placed} of {samples} samples have loupe_inlining_caller -> {inlined}: {}",
+        view["functions"]
+    );
+    assert!(self_samples(&view, inlined) as f64 >= 0.6 * samples as f64, "{}", view["functions"]);
+
+    // Without DWARF nothing changes: the caller is the leaf, and nothing says inlined.
+    let view = profile(&data, &["--pid", &plain_pid]);
+    let samples = view["samples"].as_u64().unwrap();
+    let mut all = Vec::new();
+    names(&view["flamegraph"], &mut all);
+    assert!(!all.iter().any(|n| n.ends_with("[inlined]")), "no DWARF, yet: {all:?}");
+    let leaf = self_samples(&view, "loupe_inlining_caller");
+    assert!(leaf as f64 >= 0.6 * samples as f64, "{leaf} of {samples} samples end in loupe_inlining_caller: {all:?}");
+
+    // `--no-inlined-frames`: the -g build named from its symbols alone, as if it had no DWARF.
+    let data = dir.path().join("data-no-inlined");
+    let sampler = start_sampling(&data, 4.0, &["--no-inlined-frames"]);
+    let (pid, _) = pid_and_cpu(&Command::new(&with_dwarf).args(["inline", "2", "1"]).output().unwrap());
+    finish(sampler);
+    let view = profile(&data, &["--pid", &pid]);
+    let mut all = Vec::new();
+    names(&view["flamegraph"], &mut all);
+    assert!(!all.iter().any(|n| n.ends_with("[inlined]")), "--no-inlined-frames, yet: {all:?}");
+    assert!(all.iter().any(|n| n == "loupe_inlining_caller"), "{all:?}");
+}

@@ -1,7 +1,7 @@
 //! Clocks, CPU ids and process facts, for the writer and the reader.
 //!
 //! *Why the TSC:* on this project's machines `rdtsc` costs 12–20 ns, `rdtscp` twice that and
-//! the vDSO `clock_gettime` 30–50 ns (DESIGN.md, "Application timeline"), so a record stamped
+//! the vDSO `clock_gettime` 30–50 ns (timed in loops on this project's VMs), so a record stamped
 //! from the TSC costs about one `rdtsc`. It is only used when the CPU says the counter is
 //! constant-rate and keeps ticking in deep idle (`constant_tsc` and `nonstop_tsc` in
 //! `/proc/cpuinfo`); then every CPU's counter is the same clock and a reader on the same boot

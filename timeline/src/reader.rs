@@ -15,8 +15,8 @@
 //! # Never slowing the writer
 //! The reader only reads: the writer never waits for it and never learns it exists. The cost
 //! it does impose is cache-line traffic on the ring heads and records it reads, so poll every
-//! 20–50 ms, not every millisecond (DESIGN.md measured 28 % writer slowdown at 1 ms under
-//! stress; `benches/timeline.rs` measures it at 20–50 ms).
+//! 20–50 ms, not every millisecond (a reader polling every 1 ms slowed a writer under stress by
+//! 28 %; `benches/timeline.rs` measures it at 20–50 ms, `docs/hot-paths.md` keeps the figures).
 //!
 //! # Losses
 //! Each ring is a window of its last `N` records. A record the writer overwrote before we read

@@ -1,5 +1,6 @@
 //! The public types of probe sessions: what `loupe probe` measured on named functions of
-//! running processes (see `query-host/src/ingest/probes.rs` for how they are made).
+//! running processes (see `query-host/src/ingest/probes/`, `session.rs` and `target.rs`, for how
+//! they are made).
 
 use serde::{Deserialize, Serialize};
 

@@ -15,6 +15,14 @@
 //!    [`later`] can name it once debug information appears — or `[unknown]+0xaddress` when
 //!    even the mapping is gone. Never dropped.
 //!
+//! Inlined functions: where a binary carries its own DWARF (built with `-g`, not stripped), an
+//! address inside code the compiler inlined becomes the chain of inlined calls, innermost first,
+//! each named `function [inlined]`, above the function they were inlined into — what the hot
+//! leaf of optimized code usually is. Binaries without DWARF (Debian's, stripped ones) are named
+//! from their symbols as before. blazesym reads a binary's DWARF once per file and lazily per
+//! compilation unit, here on the ingest thread, never in the sampler; `--no-inlined-frames`
+//! turns it off (`benches/symbolize.rs` measures the first sight of a `-g` binary).
+//!
 //! Why at ingest: a retained day must stay readable after its processes have exited, and the
 //! address space that gives an address meaning exists only while the process lives.
 //!
@@ -63,6 +71,11 @@ pub const JIT_MODULE: &str = "[jit]";
 /// How the outermost frame of a user stack that stopped short of its root begins
 /// (`[truncated: no unwind info]`, …; the reasons are `loupe_bpf::UserEnd::reason`).
 pub const TRUNCATED_PREFIX: &str = "[truncated: ";
+/// What follows the name of a function inlined at the sampled address (`helper [inlined]`).
+pub const INLINED_SUFFIX: &str = " [inlined]";
+/// Most inlined calls one address expands into, innermost kept: DWARF comes from the binary,
+/// and a damaged or hostile one may nest without end.
+pub const MAX_INLINED: usize = 16;
 /// Most binaries whose ELF facts are remembered between resets.
 const MAX_FACTS: usize = 4096;
 
@@ -77,14 +90,21 @@ pub struct NamingOptions {
     /// Never look for debug files (`--no-debug-files`): frames the binaries cannot name are
     /// kept as `module+address` with their build ID, for `loupe symbolize` later.
     pub no_debug_files: bool,
+    /// Name from symbol tables only, never from a binary's DWARF (`--no-inlined-frames`): no
+    /// inlined frames, and no DWARF parsed.
+    pub no_inlined: bool,
 }
 
 pub struct Symbolizer {
     blazesym: Blazesym,
     normalizer: Normalizer,
     kernel: Source<'static>,
-    memo: HashMap<(u32, u64), Frame>,
+    /// The frames of each `(pid, address)` (kernel: pid 0), innermost first: one, or an
+    /// inlined chain above the function it is inlined into.
+    memo: HashMap<(u32, u64), Vec<Frame>>,
     debug: DebugFiles,
+    /// Read binaries' DWARF for inlined functions.
+    inlined: bool,
     /// Facts of the binaries frames could not be named from, by (build ID, path if none).
     facts: FactsCache,
     /// Processes whose memory map blazesym holds: reading `/proc/PID/maps` for every new
@@ -110,11 +130,12 @@ impl Symbolizer {
             ..Default::default()
         };
         Self {
-            blazesym: Blazesym::new(),
+            blazesym: own_dwarf_only(),
             normalizer: Normalizer::new(),
             kernel: Source::Kernel(kernel),
             memo: HashMap::new(),
             debug: if options.no_debug_files { DebugFiles::disabled() } else { DebugFiles::new(&options.debug_dirs) },
+            inlined: !options.no_inlined,
             facts: HashMap::new(),
             vmas_cached: HashSet::new(),
             memo_since: Instant::now(),
@@ -133,7 +154,7 @@ impl Symbolizer {
             self.memo_since = Instant::now();
         }
         if self.blazesym_since.elapsed() > SYMBOLIZER_TTL {
-            self.blazesym = Blazesym::new();
+            self.blazesym = own_dwarf_only();
             self.vmas_cached.clear();
             self.facts.clear();
             self.blazesym_since = Instant::now();
@@ -177,9 +198,10 @@ impl Symbolizer {
                     let _ = self.blazesym.cache(&cache::Cache::Process(cache::Process::new(Pid::from(pid))));
                 }
                 let mut process = source::Process::new(Pid::from(pid));
-                // ELF symbols name functions; DWARF (inlined frames, lines) would mean inflating
-                // the compressed debug sections of every new binary: most of the sampler's cost.
-                process.debug_syms = false;
+                // A binary's own DWARF, where it has one, for inlined functions (blazesym falls
+                // back to the symbol table without it; it looks for no separate debug file:
+                // `own_dwarf_only`).
+                process.debug_syms = self.inlined;
                 self.blazesym.symbolize(&Source::Process(process), Input::AbsAddr(&missing))
             };
             let named = named
@@ -194,19 +216,27 @@ impl Symbolizer {
                             // Named without a file: JIT code, from the process's perf map.
                             (None, false) => JIT_MODULE.to_string(),
                         };
-                        self.memo.insert(
-                            key(*addr),
-                            Frame { function: sym.name.as_ref().into(), module: module.into(), kernel, location: None },
-                        );
+                        let module: Name = module.into();
+                        let frame = |function: Name| Frame { function, module: module.clone(), kernel, location: None };
+                        // blazesym lists inlined calls outermost first; a stack is innermost first.
+                        let mut chain: Vec<Frame> = sym
+                            .inlined
+                            .iter()
+                            .rev()
+                            .take(MAX_INLINED)
+                            .map(|f| frame(format!("{}{INLINED_SUFFIX}", f.name).into()))
+                            .collect();
+                        chain.push(frame(sym.name.as_ref().into()));
+                        self.memo.insert(key(*addr), chain);
                     }
                     Symbolized::Unknown(_) => unknown.push(*addr),
                 }
             }
             for (addr, frame) in unknown.iter().zip(self.unnamed(pid, &unknown, kernel)) {
-                self.memo.insert(key(*addr), frame);
+                self.memo.insert(key(*addr), vec![frame]);
             }
         }
-        addrs.iter().map(|a| self.memo[&key(*a)].clone()).collect()
+        addrs.iter().flat_map(|a| self.memo[&key(*a)].iter().cloned()).collect()
     }
 
     /// Names for addresses the binaries' own symbols did not name: from the binary's debug
@@ -260,6 +290,13 @@ impl Symbolizer {
         }
         out
     }
+}
+
+/// A blazesym that reads a binary's own DWARF but never looks for separate debug files: those
+/// are found and checked by [`debug_files`], and only their symbol tables read (their DWARF is
+/// megabytes of compressed sections per library, libc's included, on the agent's heap).
+fn own_dwarf_only() -> Blazesym {
+    Blazesym::builder().set_debug_dirs(Some(Vec::<PathBuf>::new())).build()
 }
 
 /// The ELF facts of a binary, read once per build ID.
