@@ -10,7 +10,7 @@
 //! Then the first sight of a binary that carries its own DWARF (this bench's executable, built
 //! with the workspace's `line-tables-only` debug info, as every Rust binary of the workspace
 //! is): the ingest symbolizer names 3,000 of its addresses in stacks of 30, once from the
-//! symbol table only (`--no-inlined-frames`) and once with inlined frames from DWARF, each with
+//! symbol table only (the default) and once with inlined frames from DWARF (`--inlined-frames`), each with
 //! a fresh symbolizer — the one-time price per binary, and how many addresses gained frames.
 //!
 //! `cargo bench -p loupe-query-host --bench symbolize`
@@ -108,8 +108,7 @@ fn own_addresses(count: usize) -> Vec<u64> {
 /// Names `addresses` with a fresh symbolizer, in stacks of 30: the time, and how many addresses
 /// gained inlined frames.
 fn name_own(addresses: &[u64], inlined: bool) -> (Duration, usize, usize) {
-    let mut symbolizer =
-        Symbolizer::new(&NamingOptions { no_inlined: !inlined, no_debug_files: true, ..Default::default() });
+    let mut symbolizer = Symbolizer::new(&NamingOptions { inlined, no_debug_files: true, ..Default::default() });
     let started = Instant::now();
     let (mut frames, mut expanded) = (0, 0);
     for stack in addresses.chunks(30) {

@@ -192,10 +192,10 @@ pub struct StackArgs {
     /// `module+address` (with their build ID, for `loupe symbolize` later).
     #[arg(long)]
     pub no_debug_files: bool,
-    /// Name functions from symbol tables only: no `[inlined]` frames from binaries that carry
-    /// their own DWARF (built with -g), and no DWARF read.
+    /// Name code inlined into its caller as `function [inlined]` frames, from the DWARF of
+    /// binaries that carry their own (built with -g); profiles grow several-fold for such binaries.
     #[arg(long)]
-    pub no_inlined_frames: bool,
+    pub inlined_frames: bool,
     /// Kernel memory for unwind tables, in MiB (8 bytes a row; ~60 MiB of code per 16 MiB).
     /// Binaries that do not fit are stepped by frame pointer, and their stacks say so.
     #[arg(long = "unwind-memory-mib", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -226,7 +226,7 @@ impl StackArgs {
         crate::ingest::symbolize::NamingOptions {
             debug_dirs: self.debug_dirs.clone(),
             no_debug_files: self.no_debug_files,
-            no_inlined: self.no_inlined_frames,
+            inlined: self.inlined_frames,
         }
     }
 }

@@ -273,7 +273,7 @@ fn inlined_functions_get_frames_of_their_own_from_dwarf() {
     let with_dwarf = build_busy_with(dir.path(), "busy-g", &["-g"]);
     let without = build_busy_with(dir.path(), "busy-nodwarf", &[]);
     let data = dir.path().join("data");
-    let sampler = start_sampling(&data, 6.0, &[]);
+    let sampler = start_sampling(&data, 6.0, &["--inlined-frames"]);
     let (g_pid, _) = pid_and_cpu(&Command::new(&with_dwarf).args(["inline", "2", "1"]).output().unwrap());
     let (plain_pid, _) = pid_and_cpu(&Command::new(&without).args(["inline", "2", "1"]).output().unwrap());
     finish(sampler);
@@ -301,14 +301,14 @@ fn inlined_functions_get_frames_of_their_own_from_dwarf() {
     let leaf = self_samples(&view, "loupe_inlining_caller");
     assert!(leaf as f64 >= 0.6 * samples as f64, "{leaf} of {samples} samples end in loupe_inlining_caller: {all:?}");
 
-    // `--no-inlined-frames`: the -g build named from its symbols alone, as if it had no DWARF.
+    // Without `--inlined-frames` (the default): the -g build named from its symbols alone.
     let data = dir.path().join("data-no-inlined");
-    let sampler = start_sampling(&data, 4.0, &["--no-inlined-frames"]);
+    let sampler = start_sampling(&data, 4.0, &[]);
     let (pid, _) = pid_and_cpu(&Command::new(&with_dwarf).args(["inline", "2", "1"]).output().unwrap());
     finish(sampler);
     let view = profile(&data, &["--pid", &pid]);
     let mut all = Vec::new();
     names(&view["flamegraph"], &mut all);
-    assert!(!all.iter().any(|n| n.ends_with("[inlined]")), "--no-inlined-frames, yet: {all:?}");
+    assert!(!all.iter().any(|n| n.ends_with("[inlined]")), "no --inlined-frames, yet: {all:?}");
     assert!(all.iter().any(|n| n == "loupe_inlining_caller"), "{all:?}");
 }
