@@ -83,7 +83,7 @@ fn own_addresses(count: usize) -> Vec<u64> {
         .collect();
     funcs.sort_unstable();
     let step = (funcs.len() / count).max(1);
-    // The bias: where the first executable segment was mapped, minus its file address.
+    // The executable mapping of this file, and what maps its addresses to the file's own.
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     let exe_name = exe.to_string_lossy().into_owned();
     let (start, offset) = maps
@@ -91,18 +91,14 @@ fn own_addresses(count: usize) -> Vec<u64> {
         .filter(|l| l.ends_with(&*exe_name))
         .find_map(|l| {
             let mut f = l.split_whitespace();
-            let range = f.next()?;
+            let start = u64::from_str_radix(f.next()?.split('-').next()?, 16).ok()?;
             let perms = f.next()?;
             let offset = u64::from_str_radix(f.next()?, 16).ok()?;
-            let start = u64::from_str_radix(range.split('-').next()?, 16).ok()?;
             perms.contains('x').then_some((start, offset))
         })
         .expect("own executable's text mapping");
-    use object::ObjectSegment;
-    // The segment the mapping holds: its file offset, rounded down to a page, is the mapping's.
-    let segment = file.segments().find(|s| s.file_range().0 & !0xfff == offset).expect("the mapped segment");
-    let bias = start + (segment.file_range().0 - offset) - segment.address();
-    funcs.iter().step_by(step).take(count).map(|a| a + bias).collect()
+    let bias = loupe_unwind::Binary::read(&*bytes).unwrap().bias(start, offset).expect("an executable segment");
+    funcs.iter().step_by(step).take(count).map(|a| a.wrapping_add(bias)).collect()
 }
 
 /// Names `addresses` with a fresh symbolizer, in stacks of 30: the time, and how many addresses
