@@ -119,6 +119,7 @@ fn name_own(addresses: &[u64], inlined: bool) -> (Duration, usize, usize) {
             kernel: Vec::new(),
             user: stack.to_vec(),
             user_end: UserEnd::Root,
+            off_cpu: None,
         };
         let named = symbolizer.sample(&raw);
         frames += named.frames.len();

@@ -219,6 +219,8 @@ impl StackArgs {
             table_rows: self.unwind_memory_mib << 17,
             table_cache: Some(data_dir.join("unwind-tables")),
             unwind_tables: !self.no_unwind_tables,
+            // Off-CPU samples have no kind in the store yet (docs/stacks.md).
+            off_cpu: None,
         }
     }
 

@@ -112,11 +112,11 @@ fn the_ring_is_sized_for_the_rate_and_loses_nothing_at_the_highest_rate() {
     let busy = build_busy(dir.path());
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let slow = StackSampler::start(&StackSamplerOptions { frequency_hz: 10, ..Default::default() }).unwrap();
-    assert_eq!(slow.ring_size().unwrap(), loupe_bpf::ring_bytes(cpus, 10));
+    assert_eq!(slow.ring_size().unwrap(), loupe_bpf::ring_bytes(cpus, 10, 0));
     drop(slow);
     let hz = loupe_bpf::MAX_FREQUENCY;
     let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: hz, ..Default::default() }).unwrap();
-    assert_eq!(sampler.ring_size().unwrap(), loupe_bpf::ring_bytes(cpus, hz));
+    assert_eq!(sampler.ring_size().unwrap(), loupe_bpf::ring_bytes(cpus, hz, 0));
     let (start, stolen) = (Instant::now(), Stolen::now());
     let child = Command::new(&busy).args(["spin", "3", &cpus.to_string()]).stdout(Stdio::null()).spawn().unwrap();
     let all = collect(&mut sampler, start + Duration::from_millis(3500), Duration::from_millis(500));
@@ -306,4 +306,84 @@ fn functions_of(exe: &Path) -> Vec<(u64, u64, String)> {
             Some((start, start + u64::from_str_radix(size, 16).ok()?, name.to_string()))
         })
         .collect()
+}
+
+/// `waits`: a thread sleeping `sleeps` × `sleep_ms` in `loupe_sleeper`, one blocked on a pipe
+/// `pipe_waits` × ~`pipe_ms` in `loupe_pipe_waiter`, under an off-CPU sampler, started once the
+/// process's tables are loaded. Returns the samples of that process and what it measured:
+/// `(thread, tid, ns)` per waiting thread.
+fn waits_under_sampler(
+    options: &StackSamplerOptions,
+    exe: &Path,
+    args: [&str; 4],
+) -> (Vec<RawStack>, Vec<(String, u32, u64)>) {
+    use std::io::{BufRead, Read, Write};
+    let mut sampler = StackSampler::start(options).unwrap();
+    let mut child = Command::new(exe).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let pid: u32 = line.trim().parse().unwrap_or_else(|_| panic!("a PID first, not {line:?}"));
+    sampler.load_process(pid).unwrap();
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let samples = collect_while(&mut sampler, Duration::from_millis(100), || child.try_wait().unwrap().is_none());
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    let truth = rest
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_string(), f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    (samples.into_iter().filter(|s| s.pid == pid).collect(), truth)
+}
+
+#[test]
+fn off_cpu_time_is_weighted_by_how_long_each_thread_waited() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("waits");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/waits.c");
+    let ok = Command::new("cc").args(["-O2", "-pthread", "-no-pie", "-o"]).arg(&exe).arg(&src).status();
+    assert!(ok.expect("running cc").success());
+    let functions = functions_of(&exe);
+    let name = |pc: u64| {
+        functions.iter().find(|(start, end, _)| (*start..*end).contains(&pc)).map_or("?", |(_, _, n)| n.as_str())
+    };
+    // A cap no busy test machine reaches, so every block is taken (the ratio is its own test).
+    let off_cpu = loupe_bpf::OffCpuOptions { max_stacks_per_second: 5000, ..Default::default() };
+    let options = StackSamplerOptions { frequency_hz: 10, off_cpu: Some(off_cpu), ..Default::default() };
+    // 50 sleeps of 20 ms, and 4 pipe reads each answered 100 ms after it began.
+    let (samples, truth) = waits_under_sampler(&options, &exe, ["50", "20", "4", "100"]);
+    for (thread, function, count) in [("sleeper", "loupe_sleeper", 50), ("pipe", "loupe_pipe_waiter", 4)] {
+        let &(_, tid, measured) = truth.iter().find(|(t, _, _)| t == thread).expect("the fixture's line");
+        let off: Vec<&RawStack> = samples.iter().filter(|s| s.tid == tid && s.off_cpu.is_some()).collect();
+        // Below the rate cap every block is taken: each sample is one wait, weighted by itself.
+        assert!(off.iter().all(|s| s.off_cpu.unwrap().one_in == 1), "{thread}: sampled at a rate this low");
+        let in_function = |s: &&&RawStack| {
+            s.user.iter().enumerate().any(|(i, &pc)| name(if i == 0 { pc } else { pc - 1 }) == function)
+        };
+        let named: Vec<&&RawStack> = off.iter().filter(in_function).collect();
+        let total: u64 = named.iter().map(|s| s.off_cpu.unwrap().weight_ns()).sum();
+        eprintln!(
+            "{thread}: {} off-CPU samples ({} through {function}), {:.1} ms blocked, measured {:.1} ms",
+            off.len(),
+            named.len(),
+            total as f64 / 1e6,
+            measured as f64 / 1e6
+        );
+        // One sample per wait (a page fault read from disk on the way would add one more).
+        assert!((count..=count + 2).contains(&named.len()), "{thread}: {} samples naming {function}", named.len());
+        assert!(
+            (total as f64 - measured as f64).abs() <= 0.1 * measured as f64,
+            "{thread}: {total} ns off the CPU in {function}, measured {measured} ns"
+        );
+        // The kernel's side says what it waited on.
+        assert!(named.iter().all(|s| !s.kernel.is_empty()), "{thread}: kernel stacks taken as it blocked");
+    }
+    // Without the option, no off-CPU samples at all.
+    let (samples, _) = waits_under_sampler(&StackSamplerOptions::default(), &exe, ["5", "20", "1", "20"]);
+    assert!(samples.iter().all(|s| s.off_cpu.is_none()), "off-CPU samples without --off-cpu");
 }

@@ -102,6 +102,7 @@ impl CoreError {
                 | SamplerError::IntervalOutOfBounds(_)
                 | SamplerError::SamplesOutOfBounds { .. }
                 | SamplerError::FrequencyOutOfBounds(_)
+                | SamplerError::OffCpuOutOfBounds(_)
                 | SamplerError::StartOutOfBounds(_)
                 | SamplerError::BadPrefix(_)
                 | SamplerError::Probe(_) => ErrorKind::Invalid,

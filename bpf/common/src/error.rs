@@ -26,6 +26,8 @@ pub enum SamplerError {
     SamplesOutOfBounds { samples: u32, max: u32 },
     #[error("frequency {0} Hz out of bounds (1 to 1000)")]
     FrequencyOutOfBounds(u64),
+    #[error("off-CPU sampling: {0}")]
+    OffCpuOutOfBounds(String),
     #[error("start time {0} is in the past or more than a day ahead")]
     StartOutOfBounds(String),
     #[error("bad local prefix '{0}': expected CIDR such as 10.0.0.0/8 or 2001:db8::/32")]

@@ -13,6 +13,23 @@ pub const MAP_DENY_PIDS: &str = "DENY_PIDS";
 pub const MAP_DENY_CGROUPS: &str = "DENY_CGROUPS";
 /// The perf-event program.
 pub const PROG_STACKS: &str = "loupe_stacks";
+/// The off-CPU program: a raw tracepoint on `sched_switch`.
+pub const PROG_OFF_CPU: &str = "loupe_off_cpu";
+/// What it tail-calls to take a blocking thread's stacks (never attached itself).
+pub const PROG_OFF_CPU_TAKE: &str = "loupe_off_cpu_take";
+/// Program array holding [`PROG_OFF_CPU_TAKE`] at [`OFF_CPU_TAKE_INDEX`].
+pub const MAP_OFF_CPU_TAKE: &str = "OFF_CPU_TAKE";
+pub const OFF_CPU_TAKE_INDEX: u32 = 0;
+/// The raw tracepoint it attaches to.
+pub const OFF_CPU_TRACEPOINT: &str = "sched_switch";
+/// Array of one [`OffCpuConfig`], written by userspace.
+pub const MAP_OFF_CPU_CONFIG: &str = "OFF_CPU_CONFIG";
+/// Task (its `task_struct` address) → the [`StackEvent`] taken as it blocked, until it runs again.
+pub const MAP_OFF_CPU_PENDING: &str = "OFF_CPU_PENDING";
+/// Per-CPU `u64`: threads seen blocking (sampled or not), for userspace to set the rate.
+pub const MAP_OFF_CPU_BLOCKS: &str = "OFF_CPU_BLOCKS";
+/// Threads blocked at once whose stacks are held (an LRU: the oldest are dropped past it).
+pub const OFF_CPU_PENDING_ENTRIES: u32 = 4096;
 
 /// Deepest kernel stack recorded (frames past it are cut off, the leaf side kept).
 pub const MAX_KERNEL_FRAMES: usize = 64;
@@ -26,6 +43,9 @@ pub const FLAG_IDLE: u32 = 1;
 /// `StackEvent::flags`: the sample interrupted kernel code.
 pub const FLAG_IN_KERNEL: u32 = 2;
 
+/// `StackEvent::flags`: an off-CPU sample: the stacks of a thread as it blocked, sent when it
+/// ran again, weighted by [`StackEvent::off_cpu_ns`].
+pub const FLAG_OFF_CPU: u32 = 8;
 /// `StackEvent::flags`: a user PC fell in no mapping the unwinder knows (a library loaded or a
 /// process exec'd since its mappings were read): userspace reads them again.
 pub const FLAG_UNKNOWN_MAPPING: u32 = 4;
@@ -76,9 +96,24 @@ pub struct StackEvent {
     pub user_frames: u32,
     /// How the user stack ended: one of [`user_end`].
     pub user_end: u8,
-    pub _pad: [u8; 7],
+    pub _pad: [u8; 3],
+    /// Off-CPU: blocks were sampled 1 in this many (so this one stands for that many); 0 on CPU.
+    pub one_in: u32,
+    /// Off-CPU: how long the thread stayed off the CPU, in ns; 0 on CPU.
+    pub off_cpu_ns: u64,
     pub comm: [u8; 16],
     /// Instruction pointers, leaf first.
     pub kernel: [u64; MAX_KERNEL_FRAMES],
     pub user: [u64; MAX_USER_FRAMES],
+}
+
+/// What the off-CPU program does, set by userspace (and changed as the blocking rate changes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuConfig {
+    /// Blocks shorter than this are not sent (their stacks were taken and are dropped).
+    pub threshold_ns: u64,
+    /// Take the stacks of 1 block in this many (0: none; 1: every one), chosen at random.
+    pub one_in: u32,
+    pub _pad: u32,
 }

@@ -10,6 +10,7 @@
 
 pub mod clock;
 mod iface;
+mod off_cpu;
 mod probes;
 mod session_link;
 mod stacks;
@@ -23,6 +24,7 @@ pub use loupe_bpf_common::{
     probes::{BUCKETS, bucket_high, bucket_low, bucket_of},
     sketch,
 };
+pub use off_cpu::{DEFAULT_MAX_STACKS_PER_SECOND, DEFAULT_THRESHOLD, OffCpu, OffCpuOptions, OffCpuStats, one_in_for};
 pub use probes::{
     FunctionProbeOptions, FunctionProbes, FunctionTotals, LinkKind, MAX_ATTACHMENTS, MAX_SAMPLE_EVERY, ProbePoint,
     RawCall,

@@ -19,8 +19,8 @@ use aya::{
 };
 use loupe_bpf_common::{
     stacks::{
-        FLAG_IDLE, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_STACK_EVENTS, MAP_STACK_LOST, PROG_STACKS,
-        StackEvent, user_end,
+        FLAG_IDLE, FLAG_OFF_CPU, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_OFF_CPU_PENDING,
+        MAP_STACK_EVENTS, MAP_STACK_LOST, OFF_CPU_PENDING_ENTRIES, PROG_STACKS, StackEvent, user_end,
     },
     unwind::{MAP_UNWIND_MAPPINGS, MAP_UNWIND_PAGES, MAP_UNWIND_ROWS, MAP_UNWIND_WANTED},
 };
@@ -29,6 +29,7 @@ use crate::{
     SamplerError,
     clock::ClockPair,
     map_mut,
+    off_cpu::{OffCpu, OffCpuOptions, OffCpuRate},
     unwinding::{DEFAULT_TABLE_ROWS, LoaderStop, TABLE_PAGES, UnwindStats, Unwinder},
 };
 
@@ -50,9 +51,12 @@ const RING_MAX: u64 = 64 << 20;
 /// ring's pages are all touched once it has wrapped, so a fixed 4 MiB was 8 MiB of the agent's
 /// resident memory (user space maps the data twice) on a 2-CPU host that needs 64 KB, while a
 /// 96-CPU host at 100 Hz fills 4 MiB in under 0.3 s and loses samples between two drains.
-pub fn ring_bytes(cpus: usize, hz: u64) -> u32 {
+///
+/// Off-CPU samples share the ring: `extra_per_second` more records a second at most.
+pub fn ring_bytes(cpus: usize, hz: u64, extra_per_second: u64) -> u32 {
     let record = (size_of::<StackEvent>() as u64 + 8).next_multiple_of(8); // + the ring's header
-    let want = (cpus as u64).saturating_mul(hz).saturating_mul(record).saturating_mul(RING_SECONDS);
+    let per_second = (cpus as u64).saturating_mul(hz).saturating_add(extra_per_second);
+    let want = per_second.saturating_mul(record).saturating_mul(RING_SECONDS);
     want.clamp(RING_MIN, RING_MAX).next_power_of_two().min(RING_MAX) as u32
 }
 
@@ -79,6 +83,8 @@ pub struct StackSamplerOptions {
     /// Unwind user stacks from the binaries' call-frame information; false: by frame pointers
     /// only (the kernel's walker), which stops at the first function built without them.
     pub unwind_tables: bool,
+    /// Also take the stacks of threads as they block (`None`: on-CPU samples only).
+    pub off_cpu: Option<OffCpuOptions>,
 }
 
 impl StackSamplerOptions {
@@ -86,6 +92,9 @@ impl StackSamplerOptions {
     pub fn validate(&self) -> Result<(), SamplerError> {
         if !(MIN_FREQUENCY..=MAX_FREQUENCY).contains(&self.frequency_hz) {
             return Err(SamplerError::FrequencyOutOfBounds(self.frequency_hz));
+        }
+        if let Some(off_cpu) = &self.off_cpu {
+            off_cpu.validate()?;
         }
         Ok(())
     }
@@ -99,6 +108,7 @@ impl Default for StackSamplerOptions {
             table_rows: DEFAULT_TABLE_ROWS,
             table_cache: None,
             unwind_tables: true,
+            off_cpu: None,
         }
     }
 }
@@ -194,6 +204,9 @@ pub struct RawStack {
     pub user: Vec<u64>,
     /// How `user` ended.
     pub user_end: UserEnd,
+    /// An off-CPU sample: the stacks as the thread blocked, and how long it stayed off the CPU
+    /// (`time_unix_ns` is when it blocked). `None`: a CPU sample.
+    pub off_cpu: Option<OffCpu>,
 }
 
 /// The running stack sampler. Detaches from every CPU when dropped.
@@ -209,6 +222,8 @@ pub struct StackSampler {
     loader: Option<std::thread::JoinHandle<()>>,
     stop: Arc<LoaderStop>,
     unwind_tables: bool,
+    /// Off-CPU sampling's rate control, when it is on.
+    off_cpu: Option<OffCpuRate>,
 }
 
 impl Drop for StackSampler {
@@ -233,8 +248,11 @@ impl StackSampler {
         options.validate()?;
         let cgroup_ids = options.deny.cgroups.iter().map(|p| cgroup_id(p)).collect::<Result<Vec<_>, _>>()?;
         let cpus = online_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
+        let off_cpu_rate = options.off_cpu.as_ref().map_or(0, |o| u64::from(o.max_stacks_per_second));
         let mut ebpf = EbpfLoader::new()
-            .map_max_entries(MAP_STACK_EVENTS, ring_bytes(cpus.len(), hz))
+            .map_max_entries(MAP_STACK_EVENTS, ring_bytes(cpus.len(), hz, off_cpu_rate))
+            // Held stacks of blocked threads (~1.7 KB each, allocated up front): none when off.
+            .map_max_entries(MAP_OFF_CPU_PENDING, if options.off_cpu.is_some() { OFF_CPU_PENDING_ENTRIES } else { 1 })
             .map_max_entries(MAP_UNWIND_ROWS, options.table_rows.max(1))
             .map_max_entries(MAP_UNWIND_PAGES, TABLE_PAGES)
             .load(crate::STACKS_OBJECT)
@@ -293,6 +311,7 @@ impl StackSampler {
                 })
             })?;
         }
+        let off_cpu = options.off_cpu.as_ref().map(|o| OffCpuRate::start(&mut ebpf, o)).transpose()?;
         let ring = ebpf
             .take_map(MAP_STACK_EVENTS)
             .ok_or_else(|| SamplerError::Load(format!("map {MAP_STACK_EVENTS} missing")))
@@ -332,6 +351,7 @@ impl StackSampler {
             loader,
             stop,
             unwind_tables: options.unwind_tables,
+            off_cpu,
         })
     }
 
@@ -370,9 +390,23 @@ impl StackSampler {
         Ok((info.run_count(), info.run_time()))
     }
 
+    /// Off-CPU sampling's figures (`None` when it is off): blocks seen, and 1 in how many now
+    /// have their stacks taken.
+    pub fn off_cpu_stats(&self) -> Option<crate::off_cpu::OffCpuStats> {
+        self.off_cpu.as_ref().map(OffCpuRate::stats)
+    }
+
+    /// How often the off-CPU program has run and for how long in all (see [`Self::program_stats`]).
+    pub fn off_cpu_program_stats(&self) -> Result<(u64, Duration), SamplerError> {
+        crate::off_cpu::program_stats(&self.ebpf)
+    }
+
     /// Waits up to `timeout` for samples, then moves every sample the ring buffer holds into
     /// `out`; returns how many were added.
     pub fn drain(&mut self, out: &mut Vec<RawStack>, timeout: Duration) -> Result<usize, SamplerError> {
+        if let Some(rate) = &mut self.off_cpu {
+            rate.adjust(&mut self.ebpf)?;
+        }
         let before = out.len();
         let clocks = self.clocks;
         let ring = &mut self.ring;
@@ -396,6 +430,8 @@ impl StackSampler {
                 kernel: e.kernel[..(e.kernel_frames as usize).min(e.kernel.len())].to_vec(),
                 user: e.user[..(e.user_frames as usize).min(e.user.len())].to_vec(),
                 user_end: UserEnd::from_code(e.user_end),
+                off_cpu: (e.flags & FLAG_OFF_CPU != 0)
+                    .then(|| OffCpu { waited_ns: e.off_cpu_ns, one_in: e.one_in.max(1) }),
             });
         }
         Ok(out.len() - before)
@@ -459,14 +495,15 @@ mod tests {
     fn the_ring_holds_two_seconds_of_samples_within_its_bounds() {
         let record = size_of::<StackEvent>() as u64 + 8;
         for (cpus, hz) in [(1, 1), (2, 10), (8, 99), (96, 10), (128, 10), (96, 100), (400, 1000), (100_000, 1000)] {
-            let bytes = u64::from(ring_bytes(cpus, hz));
+            let bytes = u64::from(ring_bytes(cpus, hz, 0));
             assert!(bytes.is_power_of_two(), "{cpus} CPUs at {hz} Hz: {bytes} is not a power of two");
             assert!((RING_MIN..=RING_MAX).contains(&bytes), "{cpus} CPUs at {hz} Hz: {bytes} out of bounds");
             let two_seconds = cpus as u64 * hz * record * RING_SECONDS;
             assert!(bytes >= two_seconds.min(RING_MAX), "{cpus} CPUs at {hz} Hz: {bytes} B holds less than 2 s");
             assert!(bytes == RING_MIN || bytes < 2 * two_seconds, "{cpus} CPUs at {hz} Hz: {bytes} B is oversized");
         }
-        assert_eq!(ring_bytes(2, 10), 256 << 10, "a small host keeps the floor, not the old 4 MiB");
-        assert_eq!(ring_bytes(96, 100), 32 << 20, "a big, fast host gets more than the old 4 MiB");
+        assert_eq!(ring_bytes(2, 10, 0), 256 << 10, "a small host keeps the floor, not the old 4 MiB");
+        assert_eq!(ring_bytes(96, 100, 0), 32 << 20, "a big, fast host gets more than the old 4 MiB");
+        assert!(ring_bytes(2, 10, 1000) >= 2 * 1020 * record as u32, "off-CPU samples are made room for");
     }
 }

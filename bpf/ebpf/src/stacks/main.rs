@@ -8,6 +8,9 @@
 //!
 //! The deny list is enforced here, before anything is recorded: listed comms, PIDs and cgroup
 //! subtrees are never sampled.
+//!
+//! With off-CPU sampling on, two more programs (`off_cpu`) take the same record from a thread
+//! as it blocks, and send it when the thread runs again, weighted by the time in between.
 #![no_std]
 #![no_main]
 
@@ -27,7 +30,10 @@ use loupe_bpf_common::stacks::{
     user_end,
 };
 
+mod off_cpu;
 mod unwind;
+
+use unwind::RegsFrom;
 
 /// Sized by userspace at load for ~2 s of samples at the sampling rate (`ring_bytes` in
 /// `loupe-bpf`'s `stacks`); this is only the object file's default.
@@ -68,6 +74,8 @@ pub fn loupe_stacks(ctx: PerfEventContext) -> u32 {
         (*event).tid = tid;
         (*event).comm = comm;
         (*event).flags = if pid == 0 { FLAG_IDLE } else { 0 };
+        (*event).one_in = 0;
+        (*event).off_cpu_ns = 0;
         let kernel_bytes =
             bpf_get_stack(ctx.as_ptr(), (*event).kernel.as_mut_ptr().cast(), (MAX_KERNEL_FRAMES * 8) as u32, 0);
         (*event).kernel_frames = if kernel_bytes > 0 { (kernel_bytes / 8) as u32 } else { 0 };
@@ -77,7 +85,7 @@ pub fn loupe_stacks(ctx: PerfEventContext) -> u32 {
         if pid == 0 {
             (*event).user_frames = 0;
             (*event).user_end = user_end::NONE;
-        } else if !unwind::user_stack(ctx.as_ptr(), pid, event) {
+        } else if !unwind::user_stack(RegsFrom::Perf(ctx.as_ptr()), pid, event) {
             // Not loaded yet (userspace loads the process's tables when it sees this): the
             // kernel's frame-pointer walk, which stops at the first function without one.
             let user_bytes = bpf_get_stack(

@@ -98,19 +98,29 @@ struct Walk {
     _pad: [u8; 6],
 }
 
+/// Where the walk's first registers come from.
+#[derive(Clone, Copy)]
+pub enum RegsFrom {
+    /// A perf-event program's context: its own registers when the sample interrupted user code,
+    /// else the ones saved on entry to the kernel.
+    Perf(*mut c_void),
+    /// The ones saved when the current task entered the kernel: a task switching out.
+    Saved,
+}
+
 /// Unwinds the current task's user stack into `event.user`, setting `user_frames` and
 /// `user_end`. Returns false when the process's mappings are not loaded (the caller then
 /// takes the kernel's frame-pointer walk).
 ///
 /// # Safety
-/// `ctx` is the perf-event program's context; `event` is this CPU's scratch event.
+/// A `RegsFrom::Perf` context is the perf-event program's; `event` is this CPU's scratch event.
 #[inline(always)]
-pub unsafe fn user_stack(ctx: *mut c_void, pid: u32, event: *mut StackEvent) -> bool {
+pub unsafe fn user_stack(from: RegsFrom, pid: u32, event: *mut StackEvent) -> bool {
     // Every known process has its PID alone as a prefix (no mapping holds address 0).
     if mapping_of(pid, 0).is_none() {
         return false;
     }
-    let Some(regs) = (unsafe { user_regs(ctx) }) else {
+    let Some(regs) = (unsafe { user_regs(from) }) else {
         // SAFETY: `event` is this CPU's scratch event.
         unsafe {
             (*event).user_frames = 0;
@@ -135,12 +145,20 @@ pub unsafe fn user_stack(ctx: *mut c_void, pid: u32, event: *mut StackEvent) -> 
 /// The user registers at the sample: the perf context's own when it interrupted user code,
 /// else (in a system call or an interrupt) the ones saved on entry to the kernel.
 #[inline(always)]
-unsafe fn user_regs(ctx: *mut c_void) -> Option<pt_regs> {
-    // SAFETY: a perf-event program's context is a `bpf_perf_event_data`.
-    let here = unsafe { &(*(ctx as *const bpf_perf_event_data)).regs };
-    if here.cs & 3 == 3 {
-        return Some(*here);
+unsafe fn user_regs(from: RegsFrom) -> Option<pt_regs> {
+    if let RegsFrom::Perf(ctx) = from {
+        // SAFETY: a perf-event program's context is a `bpf_perf_event_data`.
+        let here = unsafe { &(*(ctx as *const bpf_perf_event_data)).regs };
+        if here.cs & 3 == 3 {
+            return Some(*here);
+        }
     }
+    saved_user_regs()
+}
+
+/// The user registers the current task saved on entry to the kernel; `None` for a kernel thread.
+#[inline(always)]
+pub fn saved_user_regs() -> Option<pt_regs> {
     // SAFETY: the helpers take the current task; the saved registers are read with a checked copy.
     unsafe {
         let saved = bpf_task_pt_regs(bpf_get_current_task_btf()) as *const c_void;
@@ -271,8 +289,45 @@ fn mapping_of(pid: u32, pc: u64) -> Option<Mapping> {
     UNWIND_MAPPINGS.get(Key::new(96, data)).copied()
 }
 
+/// A binary search between rows `lo` and `hi` (of the table at `base`) for the first row whose
+/// `pc_low` is past `low`: one halving per call of [`halve`].
+#[repr(C)]
+struct Search {
+    base: u32,
+    lo: u32,
+    hi: u32,
+    low: u16,
+    /// A row index the array does not hold (a damaged page): no row.
+    missing: u16,
+}
+
+/// One halving of a [`Search`]. Returns 1 to stop the loop.
+///
+/// The halvings are a `bpf_loop` of their own rather than a 17-step loop inside the frame
+/// callback: the verifier checks a loop callback until its states converge, whereas it walked
+/// the unrolled steps with the loop counter known, state by state, and the frame callback sat
+/// at the 1M-instruction limit (a second program reusing the walk went over).
+extern "C" fn halve(_index: u64, ctx: *mut c_void) -> i64 {
+    // SAFETY: `ctx` is the `Search` on `row_of`'s stack.
+    let search = unsafe { &mut *(ctx as *mut Search) };
+    if search.lo >= search.hi {
+        return 1;
+    }
+    let mid = search.lo + (search.hi - search.lo) / 2;
+    let Some(row) = UNWIND_ROWS.get(search.base.wrapping_add(mid)) else {
+        search.missing = 1;
+        return 1;
+    };
+    if row.pc_low <= search.low {
+        search.lo = mid + 1;
+    } else {
+        search.hi = mid;
+    }
+    0
+}
+
 /// The row covering ELF address `addr` in `mapping`'s table: its 64 KiB page, then the last row
-/// of the page starting at or before `addr` (≤ 16 halvings), or the row before the page's first
+/// of the page starting at or before `addr` (≤ 17 halvings), or the row before the page's first
 /// when the page's own rows start later.
 #[inline(always)]
 fn row_of(mapping: &Mapping, addr: u64) -> Result<UnwindRow, u8> {
@@ -282,23 +337,21 @@ fn row_of(mapping: &Mapping, addr: u64) -> Result<UnwindRow, u8> {
         return Err(user_end::NO_ROW);
     }
     let info = UNWIND_PAGES.get(mapping.pages_base.wrapping_add(index as u32)).ok_or(user_end::NO_ROW)?;
-    let (first, low) = (info.first, addr as u16);
-    let (mut lo, mut hi) = (first, first.wrapping_add(info.count));
-    for _ in 0..17 {
-        if lo >= hi {
-            break;
-        }
-        let mid = lo + (hi - lo) / 2;
-        let row = UNWIND_ROWS.get(mapping.rows_base.wrapping_add(mid)).ok_or(user_end::NO_ROW)?;
-        if row.pc_low <= low {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+    let mut search = Search {
+        base: mapping.rows_base,
+        lo: info.first,
+        hi: info.first.wrapping_add(info.count),
+        low: addr as u16,
+        missing: 0,
+    };
+    // SAFETY: the callback only reads the array and writes `search`, which outlives the loop.
+    unsafe { bpf_loop(17, halve as *mut c_void, (&mut search as *mut Search).cast(), 0) };
+    if search.missing != 0 {
+        return Err(user_end::NO_ROW);
     }
     // `lo` is the first row past `addr`; the one before it covers `addr`. Before the table's
     // first row there is none.
-    let index = lo.checked_sub(1).ok_or(user_end::NO_ROW)?;
+    let index = search.lo.checked_sub(1).ok_or(user_end::NO_ROW)?;
     UNWIND_ROWS.get(mapping.rows_base.wrapping_add(index)).copied().ok_or(user_end::NO_ROW)
 }
 
