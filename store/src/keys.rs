@@ -26,6 +26,13 @@
 //! | `H`  | `H` hour:u64                               | hour rollup: the hour's batch tables summed |
 //! | `d`  | `d` kind:u8 id:u32 (`f` frame, `c` comm, `s` stack, `t` thread) | dictionary entry |
 //! | `x`  | `x`                                        | sample totals, lost, id counters   |
+//! | `O`  | `O` start:u64 batch:u64                    | off-CPU batch metadata (as `B`)    |
+//! | `o`  | `o` start:u64 batch:u64                    | off-CPU batch table and blocks (as `h`) |
+//! | `w`  | `w` start:u64 batch:u64                    | off-CPU batch: each sample's wait and 1-in-N |
+//!
+//! Off-CPU batches (waits, see `samples::off_cpu`) have keys of their own so that nothing
+//! reading CPU samples (profiles, hour rollups, cursors) can meet one; they share the
+//! dictionary and the totals.
 //!
 //! Programs' timeline events too (see [`crate::timeline`]):
 //!
@@ -67,6 +74,10 @@ pub const DICT_STACK: u8 = b's';
 pub const DICT_THREAD: u8 = b't';
 /// A process's stack vocabulary: `d v ++ pid:u32 ++ local:u32 → stack id`.
 pub const DICT_VOCAB: u8 = b'v';
+/// Off-CPU batches: metadata, table (with the blocks), waits.
+pub const OFF_BATCH: u8 = b'O';
+pub const OFF_TABLE: u8 = b'o';
+pub const OFF_WAITS: u8 = b'w';
 /// The single key holding the sample totals.
 pub const SAMPLE_TOTALS: &[u8] = b"x";
 

@@ -127,7 +127,8 @@ pub use probes::model::{
 };
 pub use probes::{ProbeCallChunks, ProbePos};
 pub use samples::model::{
-    Frame, IndexedProfile, Name, ObjectAddress, Profile, ProfileQuery, SampleBatchMeta, SampleStats, StackSample,
+    Frame, IndexedProfile, Name, ObjectAddress, OffCpuSample, Profile, ProfileQuery, SampleBatchMeta, SampleKind,
+    SampleStats, StackSample,
 };
 pub use samples::{RawSample, Renamed, SampleCursor};
 pub use timeline::model::{

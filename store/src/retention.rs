@@ -3,8 +3,8 @@
 //!
 //! Because `m` keys sort by start time, "the oldest run" is simply the first `m` key, and
 //! "runs older than the cutoff" is a range scan — no index beyond the key order is needed.
-//! Sample batches (`B` keys) sort the same way by their first sample, so they are handled as
-//! one more kind of run, and so are timeline batches (`E` keys, by their first event) and probe
+//! Sample batches (`B` keys, and `O` for waits off the CPU) sort the same way by their first
+//! sample, so they are handled as one more kind of run, and so are timeline batches (`E` keys, by their first event) and probe
 //! sessions (`P` keys, by their start): by age, every run, batch and session that started
 //! before the cutoff goes; by bytes, the oldest of the oldest run, sample batch, timeline
 //! batch and probe session goes until the total (all of them and both dictionaries) fits the
@@ -13,6 +13,7 @@
 //! records plus the totals), so a crash mid-retention never leaves a half-deleted run or batch.
 //! When enough batches went, the unreferenced part of each dictionary is swept.
 
+use crate::samples::model::SampleKind;
 use crate::{Inner, RetentionReport, RunId, RunMeta, Store, StoreError, keys};
 
 /// What the write that triggered retention stored; never deleted by that pass.
@@ -74,14 +75,16 @@ impl Inner {
                 report.deleted_runs += 1;
             }
             let mut expired = Vec::new();
-            self.for_each_batch(0, cutoff, |start, id, row| {
-                if Some(id) != protect_batch {
-                    expired.push((start, id, row.clone()));
-                }
-                Ok(())
-            })?;
-            for (start, id, row) in expired {
-                report.freed_bytes += self.delete_batch_locked(start, id, &row)?;
+            for kind in [SampleKind::OnCpu, SampleKind::OffCpu] {
+                self.for_each_batch_of(kind, 0, cutoff, |start, id, row| {
+                    if Some(id) != protect_batch {
+                        expired.push((kind, start, id, row.clone()));
+                    }
+                    Ok(())
+                })?;
+            }
+            for (kind, start, id, row) in expired {
+                report.freed_bytes += self.delete_batch_locked(kind, start, id, &row)?;
                 report.deleted_sample_batches += 1;
             }
             if report.deleted_sample_batches > 0 {
@@ -118,13 +121,21 @@ impl Inner {
         while self.total_bytes()? > self.retention.max_bytes {
             let all = self.runs.scan_prefix([keys::META]);
             let run = self.metas_in(all, protect_run, Some(1))?.pop();
-            let batch = self.oldest_batch(protect_batch)?;
+            // The older of the oldest CPU-sample and off-CPU batch (ties: CPU samples).
+            let batch = match (
+                self.oldest_batch(SampleKind::OnCpu, protect_batch)?,
+                self.oldest_batch(SampleKind::OffCpu, protect_batch)?,
+            ) {
+                (Some(on), Some(off)) if off.0 < on.0 => Some((SampleKind::OffCpu, off)),
+                (Some(on), _) => Some((SampleKind::OnCpu, on)),
+                (None, off) => off.map(|b| (SampleKind::OffCpu, b)),
+            };
             let tl = self.oldest_tl_batch(protect_tl)?;
             let probe = self.oldest_probe(protect_probe)?;
             // The kind whose oldest starts first (ties: runs, sample, timeline batches, probes).
             let starts = [
                 run.as_ref().map(|r| r.start_unix_ns),
-                batch.as_ref().map(|b| b.0),
+                batch.as_ref().map(|b| b.1.0),
                 tl.as_ref().map(|t| t.0),
                 probe.as_ref().map(|p| p.0),
             ];
@@ -136,8 +147,8 @@ impl Inner {
                     report.deleted_runs += 1;
                 }
                 Some(1) => {
-                    let (start, id, row) = batch.expect("batch present");
-                    report.freed_bytes += self.delete_batch_locked(start, id, &row)?;
+                    let (kind, (start, id, row)) = batch.expect("batch present");
+                    report.freed_bytes += self.delete_batch_locked(kind, start, id, &row)?;
                     report.deleted_sample_batches += 1;
                     // Dictionary entries only the deleted batches used count against the cap
                     // too: sweep them before deleting more batches than needed.

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::samples::model::SampleKind;
 use crate::{DaySummary, Store, StoreError, StoreStats, keys};
 
 const NS_PER_DAY: u64 = 86_400 * 1_000_000_000;
@@ -44,7 +45,7 @@ impl Store {
     }
 
     /// Per UTC day: how many runs of each interval started that day, their bytes, and the
-    /// sample batches (by their first sample) with their samples and bytes. Reads metadata
+    /// sample batches (by their first sample; off-CPU ones included) with their samples and bytes. Reads metadata
     /// only. Days with neither runs nor samples are absent; days are in order.
     pub fn days(&self) -> Result<Vec<DaySummary>, StoreError> {
         let mut days: BTreeMap<u64, DaySummary> = BTreeMap::new();
@@ -66,13 +67,16 @@ impl Store {
             *d.runs_by_interval.entry(meta.interval_ns).or_default() += 1;
             d.stored_bytes += meta.stored_bytes;
         }
-        self.inner.for_each_batch(0, u64::MAX, |start, _, row| {
-            let d = entry(&mut days, day_of(start));
-            d.sample_batches += 1;
-            d.samples += row.samples;
-            d.sample_bytes += row.stored_bytes;
-            Ok(())
-        })?;
+        // Waits off the CPU count as samples too, as in the totals.
+        for kind in [SampleKind::OnCpu, SampleKind::OffCpu] {
+            self.inner.for_each_batch_of(kind, 0, u64::MAX, |start, _, row| {
+                let d = entry(&mut days, day_of(start));
+                d.sample_batches += 1;
+                d.samples += row.samples;
+                d.sample_bytes += row.stored_bytes;
+                Ok(())
+            })?;
+        }
         Ok(days.into_values().collect())
     }
 }

@@ -95,7 +95,7 @@ fn profile_matches_brute_force_for_every_filter() {
                     comm: Some(f.all[0].comm.clone()),
                     cpu: Some(f.all[0].cpu),
                     include_idle,
-                    range: *range,
+                    ..ProfileQuery::range(*range)
                 });
             }
             for q in &queries {

@@ -1,6 +1,7 @@
 //! Stack collection: drains the kernel sampler, symbolizes each sample while its process is
 //! still alive, and writes batches to the store every few seconds (so a crash loses at most one
-//! batch, and the store sees few, large, atomic writes).
+//! batch, and the store sees few, large, atomic writes). Waits off the CPU (`--off-cpu`) go
+//! into batches of their own ([`Store::put_off_cpu`]).
 
 use std::{
     sync::atomic::{AtomicBool, Ordering},
@@ -9,7 +10,7 @@ use std::{
 
 use anyhow::Result;
 use loupe_bpf::{RawStack, StackSampler, StackSamplerOptions};
-use loupe_store::{StackSample, Store};
+use loupe_store::{OffCpuSample, StackSample, Store};
 use tracing::{info, warn};
 
 use super::symbolize::{NamingOptions, Symbolizer};
@@ -28,6 +29,8 @@ pub const DRAIN_EVERY: Duration = Duration::from_millis(500);
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Collected {
     pub samples: u64,
+    /// Waits off the CPU (with `--off-cpu`).
+    pub waits: u64,
     pub lost: u64,
 }
 
@@ -37,6 +40,7 @@ pub struct StackCollector {
     naming: NamingOptions,
     raw: Vec<RawStack>,
     batch: Vec<StackSample>,
+    waits: Vec<OffCpuSample>,
     lost_reported: u64,
     total: Collected,
 }
@@ -56,6 +60,7 @@ impl StackCollector {
             naming,
             raw: Vec::new(),
             batch: Vec::new(),
+            waits: Vec::new(),
             lost_reported: 0,
             total: Collected::default(),
         }
@@ -71,20 +76,30 @@ impl StackCollector {
             let wait = if done { Duration::ZERO } else { DRAIN_EVERY };
             self.sampler.drain(&mut self.raw, wait)?;
             for raw in self.raw.drain(..) {
-                self.batch.push(symbolizer.sample(&raw));
+                let sample = symbolizer.sample(&raw);
+                match raw.off_cpu {
+                    Some(w) => self.waits.push(OffCpuSample { sample, waited_ns: w.waited_ns, one_in: w.one_in }),
+                    None => self.batch.push(sample),
+                }
             }
             // Written every BATCH_EVERY, or sooner on a host big and fast enough to fill a batch.
-            if done || last_write.elapsed() >= BATCH_EVERY || self.batch.len() >= BATCH_CAP {
+            let full = self.batch.len() >= BATCH_CAP || self.waits.len() >= BATCH_CAP;
+            if done || last_write.elapsed() >= BATCH_EVERY || full {
                 if let Err(e) = self.write_batch() {
                     if done {
                         return Err(e);
                     }
                     warn!("writing stack samples failed (kept for the next try): {e:#}");
+                    // Retrying an ever larger batch cannot succeed: let the oldest go.
                     if self.batch.len() >= BATCH_CAP {
-                        // Retrying an ever larger batch cannot succeed: let the oldest go.
                         let dropped = self.batch.len() - BATCH_CAP / 2;
                         self.batch.drain(..dropped);
                         warn!(dropped, "stack samples dropped: the store kept refusing them");
+                    }
+                    if self.waits.len() >= BATCH_CAP {
+                        let dropped = self.waits.len() - BATCH_CAP / 2;
+                        self.waits.drain(..dropped);
+                        warn!(dropped, "off-CPU samples dropped: the store kept refusing them");
                     }
                 }
                 last_write = Instant::now();
@@ -96,6 +111,13 @@ impl StackCollector {
     }
 
     fn write_batch(&mut self) -> Result<()> {
+        // The waits first: CPU samples that failed to write are kept and retried below, and
+        // written waits are not written twice.
+        if !self.waits.is_empty() {
+            self.store.put_off_cpu(&self.waits, now_unix_ns())?;
+            self.total.waits += self.waits.len() as u64;
+            self.waits.clear();
+        }
         let lost_now = self.sampler.lost()?;
         let lost = lost_now - self.lost_reported;
         if self.batch.is_empty() && lost == 0 {

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::codec::Entry;
-use super::model::{Frame, ProfileQuery};
+use super::model::{Frame, ProfileQuery, SampleKind};
 use super::query::Filter;
 use crate::{Inner, Store, StoreError, keys};
 
@@ -46,6 +46,7 @@ impl Store {
     /// [`Store::samples`]). Lists the batches up front (metadata only).
     pub fn sample_cursor(&self, query: ProfileQuery) -> Result<SampleCursor, StoreError> {
         query.range.check()?;
+        super::query::on_cpu_only(&query, "Store::off_cpu_samples (a cursor of waits is not there yet)")?;
         let _r = self.inner.read_lock();
         let mut pending = Vec::new();
         let mut lost = 0;
@@ -112,7 +113,7 @@ impl Inner {
         };
         let d = self.dict_read();
         let filter = Filter::new(q, &d);
-        let batch = self.read_batch(start, id, &*d)?;
+        let batch = self.read_batch(SampleKind::OnCpu, start, id, &*d)?;
         let table = &batch.table;
         let mut out = Vec::new();
         for &cpu in &row.cpus {

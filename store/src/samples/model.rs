@@ -257,6 +257,61 @@ impl StackSample {
     }
 }
 
+/// One sampled wait off the CPU: a thread that blocked (slept, waited on a lock, a pipe, the
+/// disk) and how long it stayed off the CPU, with the stacks it blocked in. What
+/// [`crate::Store::put_off_cpu`] stores and [`crate::Store::off_cpu_samples`] returns.
+///
+/// The sampler keeps every wait longer than its threshold while waits are rare, and one in
+/// `one_in` of them at random when they are not (so its cost stays bounded): a sample then
+/// stands for `one_in` waits like it, and an off-CPU profile weighs it by
+/// [`OffCpuSample::weight_ns`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffCpuSample {
+    /// When the thread blocked (`time_unix_ns`, to the microsecond), on which CPU, which
+    /// thread, and its stacks as it blocked, leaf first. `idle` is false: the idle task never
+    /// blocks.
+    pub sample: StackSample,
+    /// How long the thread stayed off the CPU: from blocking until it ran again. Stored to the
+    /// microsecond (rounded down), as sample times are.
+    pub waited_ns: u64,
+    /// The sampler kept one wait in this many when it took this one (1: every wait; at least
+    /// 1).
+    pub one_in: u32,
+}
+
+impl AsRef<StackSample> for StackSample {
+    fn as_ref(&self) -> &StackSample {
+        self
+    }
+}
+
+impl AsRef<StackSample> for OffCpuSample {
+    fn as_ref(&self) -> &StackSample {
+        &self.sample
+    }
+}
+
+impl OffCpuSample {
+    /// The waiting time this sample stands for: its own wait times `one_in` (an unbiased
+    /// estimate of the time all such waits took, since each is kept with probability
+    /// `1 / one_in`).
+    pub fn weight_ns(&self) -> u64 {
+        self.waited_ns.saturating_mul(u64::from(self.one_in))
+    }
+}
+
+/// Which samples a profile sums: the CPU's (`perf record`'s: where threads ran) or the waits
+/// off it (where threads blocked, weighed by how long).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleKind {
+    /// Timer samples of the running threads: a profile counts samples.
+    #[default]
+    OnCpu,
+    /// Waits off the CPU: a profile sums nanoseconds waited ([`OffCpuSample::weight_ns`]).
+    OffCpu,
+}
+
 /// What [`crate::Store::profile`], [`crate::Store::samples`] select.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProfileQuery {
@@ -268,6 +323,9 @@ pub struct ProfileQuery {
     pub cpu: Option<u32>,
     /// Count samples taken while the CPU was idle (`idle == true`); off by default.
     pub include_idle: bool,
+    /// CPU samples (the default) or waits off the CPU, whose profile sums nanoseconds.
+    #[serde(default)]
+    pub kind: SampleKind,
 }
 
 impl Default for ProfileQuery {
@@ -280,7 +338,7 @@ impl Default for ProfileQuery {
 impl ProfileQuery {
     /// Every non-idle sample in `range`.
     pub fn range(range: TimeRange) -> ProfileQuery {
-        ProfileQuery { range, pid: None, comm: None, cpu: None, include_idle: false }
+        ProfileQuery { range, pid: None, comm: None, cpu: None, include_idle: false, kind: SampleKind::OnCpu }
     }
 }
 

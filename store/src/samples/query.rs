@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use super::codec::{BatchRow, Entry, ThreadRec};
 use super::dict;
 use super::dict::{Dict, FxMap};
-use super::model::{Frame, IndexedProfile, Profile, ProfileQuery, StackSample};
+use super::model::{Frame, IndexedProfile, Profile, ProfileQuery, SampleKind, StackSample};
 use super::rollup;
 use crate::{Inner, Store, StoreError, TimeRange};
 
@@ -14,6 +14,9 @@ impl Store {
     /// batches whose time lies in the range. Batches wholly inside the range are counted from
     /// their tables without decoding a sample (unless a CPU is given); batches cut by the
     /// range are decoded sample by sample.
+    ///
+    /// With `kind` [`SampleKind::OffCpu`], sums the waits off the CPU instead: each stack's
+    /// value is then the nanoseconds threads waited there (see `off_cpu`).
     pub fn profile(&self, query: &ProfileQuery) -> Result<Profile, StoreError> {
         self.inner.profile(query).map(Profile::from)
     }
@@ -24,8 +27,10 @@ impl Store {
         self.inner.profile(query)
     }
 
-    /// The samples matching `query`, in time order (then CPU). Decodes every sample in the
-    /// range: meant for tests and small ranges.
+    /// The CPU samples matching `query`, in time order (then CPU). Decodes every sample in the
+    /// range: meant for tests and small ranges. Waits off the CPU are read with
+    /// [`Store::off_cpu_samples`], which gives their durations too: a query of that kind is
+    /// refused here.
     pub fn samples(&self, query: &ProfileQuery) -> Result<Vec<StackSample>, StoreError> {
         self.inner.samples(query)
     }
@@ -123,13 +128,13 @@ impl Inner {
                 widen(start.max(range.from_unix_ns), row.end.min(range.to_unix_ns.saturating_sub(1)));
                 if cpu.is_none() && matches!(cut, Cut::Inside) {
                     // The table alone: its blocks are not decoded, nor is their directory.
-                    let table = self.read_table(start, id, d)?;
+                    let table = self.read_table(SampleKind::OnCpu, start, id, d)?;
                     for (e, &n) in table.entries.iter().zip(&table.counts) {
                         visit(e, n);
                     }
                     return Ok(());
                 }
-                let batch = self.read_batch(start, id, d)?;
+                let batch = self.read_batch(SampleKind::OnCpu, start, id, d)?;
                 let table = &batch.table;
                 tally.clear();
                 tally.resize(table.entries.len(), 0);
@@ -164,6 +169,9 @@ impl Inner {
         let _r = self.read_lock();
         self.ensure_dict()?;
         let d = self.dict_read();
+        if q.kind == SampleKind::OffCpu {
+            return self.off_cpu_profile(&d, q);
+        }
         let filter = Filter::new(q, &d);
         let mut per_stack: Vec<u64> = Vec::new();
         let (mut lost, mut samples) = (0u64, 0u64);
@@ -183,6 +191,19 @@ impl Inner {
                 }
             },
         )?;
+        self.indexed(&d, &per_stack, samples, lost, span)
+    }
+
+    /// The profile whose stack `s` (a dictionary id) has the value `per_stack[s]` (none where
+    /// 0): each frame once, stacks as indexes into them.
+    pub(super) fn indexed(
+        &self,
+        d: &Dict,
+        per_stack: &[u64],
+        samples: u64,
+        lost: u64,
+        span: Option<(u64, u64)>,
+    ) -> Result<IndexedProfile, StoreError> {
         let span = span.filter(|_| samples > 0);
         let mut profile = IndexedProfile { samples, lost, span, ..IndexedProfile::default() };
         // Dictionary frame id → index into `profile.frames`.
@@ -243,7 +264,7 @@ impl Inner {
                     threads.into_iter().for_each(&mut mark);
                     return Ok(());
                 }
-                let batch = self.read_batch(start, id, &*d)?;
+                let batch = self.read_batch(SampleKind::OnCpu, start, id, &*d)?;
                 let table = &batch.table;
                 for &cpu in &row.cpus {
                     let block = self.read_block(&batch, cpu, true)?;
@@ -266,6 +287,7 @@ impl Inner {
 
     pub(crate) fn samples(&self, q: &ProfileQuery) -> Result<Vec<StackSample>, StoreError> {
         q.range.check()?;
+        on_cpu_only(q, "Store::off_cpu_samples")?;
         let _r = self.read_lock();
         self.ensure_dict()?;
         let d = self.dict_read();
@@ -277,7 +299,7 @@ impl Inner {
             &[],
             |_| {},
             |start, id, row, _| {
-                let batch = self.read_batch(start, id, &*d)?;
+                let batch = self.read_batch(SampleKind::OnCpu, start, id, &*d)?;
                 let table = &batch.table;
                 for &cpu in &row.cpus {
                     if q.cpu.is_some_and(|c| c != cpu) {
@@ -289,18 +311,7 @@ impl Inner {
                         if !q.range.contains(t) || !filter.wants(e) {
                             continue;
                         }
-                        let th = self.thread(&d, e.thread)?;
-                        let comm = d.comm(th.comm).ok_or_else(|| self.missing("comm", th.comm))?;
-                        out.push(StackSample {
-                            time_unix_ns: t,
-                            cpu,
-                            pid: th.pid,
-                            tid: th.tid,
-                            comm: comm.to_owned(),
-                            cgroup_id: th.cgroup,
-                            idle: e.idle,
-                            frames: self.resolve_stack(&d, e.stack, &mut frames_of)?,
-                        });
+                        out.push(self.sample_of(&d, t, cpu, e, &mut frames_of)?);
                     }
                 }
                 Ok(())
@@ -308,6 +319,29 @@ impl Inner {
         )?;
         out.sort_by_key(|s| (s.time_unix_ns, s.cpu));
         Ok(out)
+    }
+
+    /// The sample at `t` on `cpu` of table entry `e`, its stack resolved through `memo`.
+    pub(super) fn sample_of(
+        &self,
+        d: &Dict,
+        t: u64,
+        cpu: u32,
+        e: &Entry,
+        memo: &mut FxMap<u32, Vec<Frame>>,
+    ) -> Result<StackSample, StoreError> {
+        let th = self.thread(d, e.thread)?;
+        let comm = d.comm(th.comm).ok_or_else(|| self.missing("comm", th.comm))?;
+        Ok(StackSample {
+            time_unix_ns: t,
+            cpu,
+            pid: th.pid,
+            tid: th.tid,
+            comm: comm.to_owned(),
+            cgroup_id: th.cgroup,
+            idle: e.idle,
+            frames: self.resolve_stack(d, e.stack, memo)?,
+        })
     }
 
     pub(super) fn missing(&self, what: &str, id: u32) -> StoreError {
@@ -327,6 +361,17 @@ impl Inner {
         let frames = self.frames_of(d, id)?;
         memo.insert(id, frames.clone());
         Ok(frames)
+    }
+}
+
+/// Refuses a query of waits off the CPU where only CPU samples are read; `instead` says what
+/// reads them.
+pub(super) fn on_cpu_only(q: &ProfileQuery, instead: &str) -> Result<(), StoreError> {
+    match q.kind {
+        SampleKind::OnCpu => Ok(()),
+        SampleKind::OffCpu => Err(StoreError::InvalidSamples(format!(
+            "this reads CPU samples only; waits off the CPU (with their durations) are read with {instead}"
+        ))),
     }
 }
 

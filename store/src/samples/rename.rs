@@ -13,7 +13,7 @@ use crate::keys;
 use crate::{Store, StoreError, TimeRange};
 
 use super::codec;
-use super::model::Frame;
+use super::model::{Frame, SampleKind};
 
 /// Most frames renamed in one atomic write.
 const RENAME_CHUNK: usize = 4096;
@@ -41,15 +41,18 @@ impl Store {
         let mut batches = Vec::new();
         // A batch that began up to `max_span` before the range may reach into it.
         let from = range.from_unix_ns.saturating_sub(t.max_span_ns);
-        inner.for_each_batch(from, range.to_unix_ns, |start, id, row| {
-            if row.end >= range.from_unix_ns {
-                batches.push((start, id));
-            }
-            Ok(())
-        })?;
+        // Waits off the CPU name frames too.
+        for kind in [SampleKind::OnCpu, SampleKind::OffCpu] {
+            inner.for_each_batch_of(kind, from, range.to_unix_ns, |start, id, row| {
+                if row.end >= range.from_unix_ns {
+                    batches.push((kind, start, id));
+                }
+                Ok(())
+            })?;
+        }
         let d = inner.dict_read();
-        for (start, id) in batches {
-            stacks.extend(inner.read_table(start, id, &*d)?.entries.iter().map(|e| e.stack));
+        for (kind, start, id) in batches {
+            stacks.extend(inner.read_table(kind, start, id, &*d)?.entries.iter().map(|e| e.stack));
         }
         let mut seen: HashSet<u32> = HashSet::new();
         let mut out = Vec::new();

@@ -37,6 +37,7 @@ use crate::{Inner, StoreError, TimeRange};
 
 use super::codec::{self, Entry, RollupRow, Table};
 use super::dict::{Dict, FxMap};
+use super::model::SampleKind;
 
 /// One hour, in nanoseconds.
 pub const HOUR_NS: u64 = 3_600 * 1_000_000_000;
@@ -223,7 +224,7 @@ impl Inner {
         }
         let mut sums: FxMap<Entry, u64> = FxMap::default();
         for (start, id) in tables {
-            let table = self.read_table(start, id, dict)?;
+            let table = self.read_table(SampleKind::OnCpu, start, id, dict)?;
             for (e, &n) in table.entries.iter().zip(&table.counts) {
                 *sums.entry(*e).or_default() += n;
             }

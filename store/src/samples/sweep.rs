@@ -4,15 +4,16 @@
 //! rewritten for every batch that uses the stack (thousands per batch), while entries that
 //! outlive their batches only cost bytes until the next sweep. Once the batches deleted since
 //! the last sweep reach a third of those left, the writer collects the threads and stacks still
-//! referenced by some batch table, the names the processes' vocabularies give them, and the
-//! comms and frames those use, and deletes the rest in atomic chunks, each with the totals
-//! (see [`super`]).
+//! referenced by some batch table (off-CPU ones too), the names the processes' vocabularies
+//! give them, and the comms and frames those use, and deletes the rest in atomic chunks, each
+//! with the totals (see [`super`]).
 
 use crate::keys;
 use crate::{Inner, Store, StoreError};
 
 use super::codec;
 use super::dict::{FxBuild, NO_STACK};
+use super::model::SampleKind;
 
 type FxSet<T> = std::collections::HashSet<T, FxBuild>;
 
@@ -50,10 +51,13 @@ impl Inner {
         let mut dead: Vec<(u8, u32, u32, u64)> = Vec::new();
         {
             let d = self.dict_read();
-            for item in self.runs.scan_prefix([keys::TABLE]) {
+            // Tables of CPU samples and of waits off the CPU: both use the dictionary.
+            let tables = self.runs.scan_prefix([keys::TABLE]).map(|i| (SampleKind::OnCpu, i));
+            let off_cpu = self.runs.scan_prefix([keys::OFF_TABLE]).map(|i| (SampleKind::OffCpu, i));
+            for (kind, item) in tables.chain(off_cpu) {
                 let (k, v) = item.map_err(|e| self.storage("sweep the sample dictionary", e))?;
                 let (_, id) = self.decode_batch_key(&k)?;
-                let what = || format!("sample batch {id} table");
+                let what = || format!("{} {id} table", kind.batch_name());
                 let table = codec::decode_table(&v, &*d).map_err(|e| self.corrupt(what(), e))?;
                 let mut pid_of = (u32::MAX, 0);
                 for e in &table.entries {

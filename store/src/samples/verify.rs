@@ -5,16 +5,30 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::codec::{self, BatchRow, DictRecord};
 use super::dict::Dict;
+use super::model::SampleKind;
 use super::rollup::one_thread_per_process_name;
 use crate::keys::{self, SampleTotals};
 use crate::{Inner, StoreError, VerifyReport};
 
 #[derive(Default)]
 struct BatchSeen {
+    /// Of which kind its records were (`None` for only `b` records, which are CPU samples').
+    kind: Option<SampleKind>,
+    /// Records of both kinds under one batch id.
+    mixed: bool,
     meta: Option<BatchRow>,
     table: bool,
+    /// An off-CPU batch's `w` record.
+    waits: bool,
     cpus: Vec<u32>,
     bytes: u64,
+}
+
+impl BatchSeen {
+    fn of_kind(&mut self, kind: SampleKind) {
+        self.mixed |= self.kind.is_some_and(|k| k != kind);
+        self.kind = Some(kind);
+    }
 }
 
 /// Sample records met during the verify scan.
@@ -38,23 +52,31 @@ impl SampleSeen {
     pub(crate) fn observe(&mut self, k: &[u8], v: &[u8], report: &mut VerifyReport) -> bool {
         let size = (k.len() + v.len()) as u64;
         match k.first().copied() {
-            Some(kind @ (keys::BATCH | keys::TABLE)) if k.len() == 17 => {
+            Some(prefix @ (keys::BATCH | keys::TABLE | keys::OFF_BATCH | keys::OFF_TABLE | keys::OFF_WAITS))
+                if k.len() == 17 =>
+            {
                 let (start, id) = keys::parse_batch_key(k).unwrap_or_default();
+                let kind = match prefix {
+                    keys::BATCH | keys::TABLE => SampleKind::OnCpu,
+                    _ => SampleKind::OffCpu,
+                };
                 let seen = self.batches.entry((start, id)).or_default();
+                seen.of_kind(kind);
                 seen.bytes += size;
-                if kind == keys::TABLE {
-                    seen.table = true;
-                } else {
-                    match codec::decode_batch(v) {
+                match prefix {
+                    keys::TABLE | keys::OFF_TABLE => seen.table = true,
+                    keys::OFF_WAITS => seen.waits = true,
+                    _ => match codec::decode_batch(v) {
                         Ok(row) => seen.meta = Some(row),
-                        Err(d) => report.problems.push(format!("sample batch {id} metadata: {d}")),
-                    }
+                        Err(d) => report.problems.push(format!("{} {id} metadata: {d}", kind.batch_name())),
+                    },
                 }
                 true
             }
             Some(keys::BLOCK) if k.len() == 21 => {
                 let (start, cpu, id) = keys::parse_block_key(k).unwrap_or_default();
                 let seen = self.batches.entry((start, id)).or_default();
+                seen.of_kind(SampleKind::OnCpu);
                 seen.bytes += size;
                 seen.cpus.push(cpu);
                 true
@@ -124,53 +146,61 @@ impl SampleSeen {
         let mut max_span = 0;
         let mut lost = 0u64;
         for (&(start, id), seen) in &self.batches {
+            let kind = seen.kind.unwrap_or_default();
+            let name = kind.batch_name();
+            if seen.mixed {
+                p.push(format!("sample batch {id}: records of CPU samples and of waits off the CPU under one id"));
+                continue;
+            }
             let Some(meta) = &seen.meta else {
-                p.push(format!("sample batch {id}: records without metadata (half-written or half-deleted)"));
+                p.push(format!("{name} {id}: records without metadata (half-written or half-deleted)"));
                 continue;
             };
+            if seen.waits != (kind == SampleKind::OffCpu && meta.samples > 0) {
+                p.push(format!("{name} {id}: {} waits record", if seen.waits { "a" } else { "no" }));
+            }
             report.sample_batches += 1;
             report.samples += meta.samples;
             report.sample_bytes += meta.stored_bytes;
             lost = lost.saturating_add(meta.lost);
             max_span = max_span.max(meta.end.saturating_sub(start));
             if seen.bytes != meta.stored_bytes {
-                p.push(format!(
-                    "sample batch {id}: records take {} bytes, metadata says {}",
-                    seen.bytes, meta.stored_bytes
-                ));
+                p.push(format!("{name} {id}: records take {} bytes, metadata says {}", seen.bytes, meta.stored_bytes));
             }
             let cpus_differ = |p: &mut Vec<String>, cpus: &[u32]| {
                 if cpus != meta.cpus {
-                    p.push(format!(
-                        "sample batch {id}: metadata lists cpus {:?}, blocks exist for {cpus:?}",
-                        meta.cpus
-                    ));
+                    p.push(format!("{name} {id}: metadata lists cpus {:?}, blocks exist for {cpus:?}", meta.cpus));
                 }
             };
             if meta.samples == 0 {
                 cpus_differ(p, &seen.cpus);
                 if seen.table {
-                    p.push(format!("sample batch {id}: a table but no samples"));
+                    p.push(format!("{name} {id}: a table but no samples"));
                 }
                 continue;
             }
             if !seen.table {
                 cpus_differ(p, &seen.cpus);
-                p.push(format!("sample batch {id}: no table"));
+                p.push(format!("{name} {id}: no table"));
                 continue;
             }
-            let batch = match inner.read_batch(start, id, &vocab) {
+            let batch = match inner.read_batch(kind, start, id, &vocab) {
                 Ok(b) => b,
                 Err(e) => {
                     p.push(e.to_string());
                     continue;
                 }
             };
+            if kind == SampleKind::OffCpu
+                && let Err(e) = inner.read_waits(&batch, meta.samples)
+            {
+                p.push(e.to_string());
+            }
             // Blocks in the batch's record, or (written before) one `b` record a CPU.
             let cpus: Vec<u32> = match &batch.blocks {
                 Some(dir) => {
                     if !seen.cpus.is_empty() {
-                        p.push(format!("sample batch {id}: blocks in its record and in records of their own"));
+                        p.push(format!("{name} {id}: blocks in its record and in records of their own"));
                     }
                     dir.cpus().collect()
                 }
@@ -180,14 +210,14 @@ impl SampleSeen {
             let table = &batch.table;
             for e in &table.entries {
                 if !self.stacks.contains_key(&e.stack) {
-                    p.push(format!("sample batch {id} refers to missing stack {}", e.stack));
+                    p.push(format!("{name} {id} refers to missing stack {}", e.stack));
                 }
                 if !self.threads.contains_key(&e.thread) {
-                    p.push(format!("sample batch {id} refers to missing thread {}", e.thread));
+                    p.push(format!("{name} {id} refers to missing thread {}", e.thread));
                 }
             }
             if table.counts.iter().sum::<u64>() != meta.samples {
-                p.push(format!("sample batch {id}: table counts do not add up to {} samples", meta.samples));
+                p.push(format!("{name} {id}: table counts do not add up to {} samples", meta.samples));
             }
             let mut tally = vec![0u64; table.entries.len()];
             for &cpu in &cpus {
@@ -195,7 +225,7 @@ impl SampleSeen {
                     Ok(b) => {
                         if b.times.first().is_some_and(|&t| t < start) || b.times.last().is_some_and(|&t| t > meta.end)
                         {
-                            p.push(format!("sample batch {id} cpu {cpu}: times outside the batch"));
+                            p.push(format!("{name} {id} cpu {cpu}: times outside the batch"));
                         }
                         b.entries.iter().for_each(|&e| tally[e as usize] += 1);
                     }
@@ -203,7 +233,7 @@ impl SampleSeen {
                 }
             }
             if tally != table.counts {
-                p.push(format!("sample batch {id}: blocks disagree with the table's counts"));
+                p.push(format!("{name} {id}: blocks disagree with the table's counts"));
             }
         }
         // Each rollup must be exactly the sum of its hour's stored batches (a rollup written

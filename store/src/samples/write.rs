@@ -15,7 +15,7 @@ use crate::{Inner, Store, StoreError};
 use super::MAX_BATCH_SAMPLES;
 use super::codec::{self, BatchRow, Entry, Part, Table, ThreadRec};
 use super::dict::{FxMap, Staged};
-use super::model::{Frame, SampleBatchMeta, StackSample};
+use super::model::{Frame, SampleBatchMeta, SampleKind, StackSample};
 use super::records::meta_of;
 
 impl Store {
@@ -35,16 +35,33 @@ impl Store {
         lost: u64,
         now_unix_ns: u64,
     ) -> Result<SampleBatchMeta, StoreError> {
+        self.inner.put_batch(SampleKind::OnCpu, samples, lost, now_unix_ns, |_| None)
+    }
+}
+
+impl Inner {
+    /// Stores one batch of `kind`: `extra(order)` gives the record a kind keeps beside the
+    /// table (the off-CPU waits), from the samples' indexes in the order the blocks hold them.
+    pub(super) fn put_batch<S: AsRef<StackSample>>(
+        &self,
+        kind: SampleKind,
+        samples: &[S],
+        lost: u64,
+        now_unix_ns: u64,
+        extra: impl FnOnce(&[u32]) -> Option<Vec<u8>>,
+    ) -> Result<SampleBatchMeta, StoreError> {
         if samples.is_empty() && lost == 0 {
             return Ok(SampleBatchMeta::default());
         }
-        let inner = &*self.inner;
+        let inner = self;
         let _w = inner.lock_writer();
         inner.ensure_dict()?;
         let totals = inner.sample_totals()?;
-        let built = inner.build_batch(samples, lost, now_unix_ns, &totals)?;
+        let mut built = inner.build_batch(samples, lost, now_unix_ns, &totals)?;
+        let extra = extra(&built.order);
+        built.extra = extra;
         let id = inner.db.generate_id().map_err(|e| inner.storage("allocate a batch id", e))? + 1;
-        let (meta, writes) = built.finish(id);
+        let (meta, writes) = built.finish(kind, id);
         let new_dict_bytes: u64 = writes.dict.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
         let bytes = meta.stored_bytes + new_dict_bytes;
         let max_bytes = inner.retention.max_bytes;
@@ -70,22 +87,26 @@ impl Store {
         // `None` only before the first batch of a new store: `open` upgrades older records.
         t.lost = Some(t.lost.unwrap_or(0).saturating_add(meta.lost));
         let mut batch = sled::Batch::default();
-        // A batch landing in an hour already rolled up: the rollup no longer sums the hour.
-        inner.drop_rollup_at(meta.start_unix_ns, &mut batch, &mut t)?;
+        if kind == SampleKind::OnCpu {
+            // A batch landing in an hour already rolled up: the rollup no longer sums the hour.
+            inner.drop_rollup_at(meta.start_unix_ns, &mut batch, &mut t)?;
+        }
         for (k, v) in writes.records.into_iter().chain(writes.dict) {
             batch.insert(k, v);
         }
         batch.insert(keys::SAMPLE_TOTALS, t.encode());
-        let op = format!("write sample batch {id}");
+        let op = format!("write {} {id}", kind.batch_name());
         inner.apply_adding_then(batch, &op, || {
             if !staged.is_empty() {
                 staged.commit(&mut inner.dict.write().unwrap_or_else(|e| e.into_inner()));
             }
         })?;
-        inner.flush(&format!("flush sample batch {id}"))?;
+        inner.flush(&format!("flush {} {id}", kind.batch_name()))?;
         let report = inner.enforce_retention(now_unix_ns, Some(Protect::Batch(id)))?;
-        // After retention, so an hour it is about to delete is not summed first.
-        inner.seal_completed_hours(meta.start_unix_ns);
+        if kind == SampleKind::OnCpu {
+            // After retention, so an hour it is about to delete is not summed first.
+            inner.seal_completed_hours(meta.start_unix_ns);
+        }
         if report.deleted_anything() {
             inner.flush("flush retention deletes")?;
         }
@@ -103,6 +124,10 @@ struct Built {
     cpus: Vec<u32>,
     /// The table with the blocks (none without samples).
     table: Option<Vec<u8>>,
+    /// The samples' indexes in the order of the blocks: by CPU, then time.
+    order: Vec<u32>,
+    /// The kind's record beside the table (the off-CPU waits), if any.
+    extra: Option<Vec<u8>>,
     staged: Staged,
 }
 
@@ -113,15 +138,18 @@ struct Writes {
 }
 
 impl Built {
-    fn finish(self, id: u64) -> (SampleBatchMeta, Writes) {
+    fn finish(self, kind: SampleKind, id: u64) -> (SampleBatchMeta, Writes) {
         let start = self.start;
-        let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(2);
+        let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(3);
         let cpus = self.cpus;
         if let Some(t) = self.table {
-            records.push((keys::batch_key(keys::TABLE, start, id).to_vec(), t));
+            records.push((keys::batch_key(kind.table_prefix(), start, id).to_vec(), t));
+        }
+        if let Some(w) = self.extra {
+            records.push((keys::batch_key(keys::OFF_WAITS, start, id).to_vec(), w));
         }
         let others: u64 = records.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
-        let key = keys::batch_key(keys::BATCH, start, id);
+        let key = keys::batch_key(kind.meta_prefix(), start, id);
         let mut row = BatchRow { end: self.end, samples: self.samples, lost: self.lost, cpus, stored_bytes: 0 };
         let (stored_bytes, value) = crate::codec::self_counting_record(others, key.len(), |bytes| {
             row.stored_bytes = bytes;
@@ -152,9 +180,9 @@ impl Built {
 
 impl Inner {
     /// Dedups and encodes a batch. Caller holds the writer lock; the dictionary is loaded.
-    fn build_batch(
+    fn build_batch<S: AsRef<StackSample>>(
         &self,
-        samples: &[StackSample],
+        samples: &[S],
         lost: u64,
         now_unix_ns: u64,
         totals: &SampleTotals,
@@ -179,6 +207,7 @@ impl Inner {
         let mut sample_entry: Vec<u32> = Vec::with_capacity(samples.len());
         let mut frame_ids: Vec<u32> = Vec::new();
         for s in samples {
+            let s = s.as_ref();
             let stack = match stack_of.get(s.frames.as_slice()) {
                 Some(&id) => id,
                 None => {
@@ -228,7 +257,17 @@ impl Inner {
         drop(dict);
         if samples.is_empty() {
             let cpus = Vec::new();
-            return Ok(Built { start: now_unix_ns, end: now_unix_ns, lost, samples: 0, cpus, table: None, staged });
+            return Ok(Built {
+                start: now_unix_ns,
+                end: now_unix_ns,
+                lost,
+                samples: 0,
+                cpus,
+                table: None,
+                order: Vec::new(),
+                extra: None,
+                staged,
+            });
         }
         // Table order: partitions by lowest CPU, sorted within by (thread, idle, local); and
         // each sample's entry in it.
@@ -257,21 +296,22 @@ impl Inner {
         // Per-CPU blocks: samples by CPU, then time (stable: input order breaks ties).
         let mut by_cpu: Vec<u32> = (0..samples.len() as u32).collect();
         // Times as stored: to the microsecond.
-        let time = |i: u32| StackSample::stored_time(samples[i as usize].time_unix_ns);
-        by_cpu.sort_by_key(|&i| (samples[i as usize].cpu, time(i)));
+        let sample = |i: u32| samples[i as usize].as_ref();
+        let time = |i: u32| StackSample::stored_time(sample(i).time_unix_ns);
+        by_cpu.sort_by_key(|&i| (sample(i).cpu, time(i)));
         let start = (0..samples.len() as u32).map(time).min().unwrap_or(0);
         let end = (0..samples.len() as u32).map(time).max().unwrap_or(0);
         let mut blocks = Vec::new();
         let mut times = Vec::new();
         let mut idx = Vec::new();
-        for group in by_cpu.chunk_by(|&a, &b| samples[a as usize].cpu == samples[b as usize].cpu) {
+        for group in by_cpu.chunk_by(|&a, &b| sample(a).cpu == sample(b).cpu) {
             times.clear();
             idx.clear();
             for &i in group {
                 times.push(time(i));
                 idx.push(remap[sample_entry[i as usize] as usize]);
             }
-            let cpu = samples[group[0] as usize].cpu;
+            let cpu = sample(group[0]).cpu;
             blocks.push(codec::encode_block_payload(start, &times, &idx, &table, cpu));
         }
         let locals: Vec<u32> = order.iter().map(|&i| locals[i as usize]).collect();
@@ -282,6 +322,8 @@ impl Inner {
             samples: samples.len() as u64,
             cpus: blocks.iter().map(|b| b.cpu).collect(),
             table: Some(codec::encode_batch_record(&table, &locals, &blocks)),
+            order: by_cpu,
+            extra: None,
             staged,
         })
     }

@@ -202,10 +202,8 @@ impl Symbolizer {
                 let mut process = source::Process::new(Pid::from(pid));
                 // A binary's own DWARF, where it has one, for inlined functions (blazesym falls
                 // back to the symbol table without it; it looks for no separate debug file:
-                // `own_dwarf_only`). Not the sampler's own: a debug build of `loupe` carries
-                // 158 MB of DWARF, whose parse stalled the naming of everything else (a
-                // short-lived process then exited unnamed).
-                process.debug_syms = self.inlined && pid != std::process::id();
+                // `own_dwarf_only`).
+                process.debug_syms = self.inlined;
                 self.blazesym.symbolize(&Source::Process(process), Input::AbsAddr(&missing))
             };
             let named = named
