@@ -204,6 +204,17 @@ pub struct StackArgs {
     /// call-frame information: cheaper, but stops at the first function built without them.
     #[arg(long)]
     pub no_unwind_tables: bool,
+    /// Also sample threads as they wait off the CPU (sleep, lock, pipe, disk): their stacks as
+    /// they blocked, weighed by how long they waited (`loupe profile --off-cpu`).
+    #[arg(long)]
+    pub off_cpu: bool,
+    /// With --off-cpu: the shortest wait kept, in microseconds.
+    #[arg(long = "off-cpu-threshold-us", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=60_000_000))]
+    pub off_cpu_threshold_us: u64,
+    /// With --off-cpu: the most waits whose stacks are taken a second; above it, 1 wait in N
+    /// (N follows the rate each second) and each kept one stands for N.
+    #[arg(long = "off-cpu-max-per-second", default_value_t = loupe_bpf::DEFAULT_MAX_STACKS_PER_SECOND, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub off_cpu_max_per_second: u32,
 }
 
 impl StackArgs {
@@ -219,8 +230,10 @@ impl StackArgs {
             table_rows: self.unwind_memory_mib << 17,
             table_cache: Some(data_dir.join("unwind-tables")),
             unwind_tables: !self.no_unwind_tables,
-            // Off-CPU samples have no kind in the store yet (docs/stacks.md).
-            off_cpu: None,
+            off_cpu: self.off_cpu.then(|| loupe_bpf::OffCpuOptions {
+                threshold: std::time::Duration::from_micros(self.off_cpu_threshold_us),
+                max_stacks_per_second: self.off_cpu_max_per_second,
+            }),
         }
     }
 
@@ -263,6 +276,10 @@ pub struct ProfileArgs {
     /// Include idle (swapper) samples.
     #[arg(long)]
     pub idle: bool,
+    /// Where threads waited off the CPU, in time waited, instead of where they ran (samples
+    /// taken with `--off-cpu`).
+    #[arg(long)]
+    pub off_cpu: bool,
     #[arg(long)]
     pub json: bool,
     /// Also write a gzipped pprof profile.proto here (`go tool pprof FILE`).

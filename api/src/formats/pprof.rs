@@ -105,6 +105,26 @@ mod proto {
 /// The profile as a gzipped `profile.proto`, as `go tool pprof` reads it. Values per stack:
 /// samples, and CPU time (samples × the sampling period).
 pub fn pprof(profile: &Profile, period_ns: i64, start_unix_ns: u64, duration_ns: u64) -> Vec<u8> {
+    let values = Values::Cpu { period_ns };
+    encode(profile, values, start_unix_ns, duration_ns)
+}
+
+/// An off-CPU profile (each stack's value: nanoseconds waited) as a gzipped `profile.proto`:
+/// one value per stack, `off_cpu` in nanoseconds.
+pub fn pprof_off_cpu(profile: &Profile, start_unix_ns: u64, duration_ns: u64) -> Vec<u8> {
+    encode(profile, Values::OffCpu, start_unix_ns, duration_ns)
+}
+
+/// What a profile's values are.
+#[derive(Clone, Copy)]
+enum Values {
+    /// Sample counts, each a period of CPU time.
+    Cpu { period_ns: i64 },
+    /// Nanoseconds waited.
+    OffCpu,
+}
+
+fn encode(profile: &Profile, values: Values, start_unix_ns: u64, duration_ns: u64) -> Vec<u8> {
     let mut strings: Vec<String> = vec![String::new()];
     let mut string_ids: HashMap<String, i64> = HashMap::new();
     let mut intern = |s: &str| -> i64 {
@@ -115,8 +135,17 @@ pub fn pprof(profile: &Profile, period_ns: i64, start_unix_ns: u64, duration_ns:
         string_ids.insert(s.to_string(), strings.len() as i64 - 1);
         strings.len() as i64 - 1
     };
-    let samples_t = proto::ValueType { r#type: intern("samples"), unit: intern("count") };
-    let cpu_t = proto::ValueType { r#type: intern("cpu"), unit: intern("nanoseconds") };
+    let (sample_type, period_type, period) = match values {
+        Values::Cpu { period_ns } => {
+            let samples_t = proto::ValueType { r#type: intern("samples"), unit: intern("count") };
+            let cpu_t = proto::ValueType { r#type: intern("cpu"), unit: intern("nanoseconds") };
+            (vec![samples_t, cpu_t.clone()], Some(cpu_t), period_ns)
+        }
+        Values::OffCpu => {
+            let off_t = proto::ValueType { r#type: intern("off_cpu"), unit: intern("nanoseconds") };
+            (vec![off_t], None, 0)
+        }
+    };
     let mut locations: HashMap<&Frame, u64> = HashMap::new();
     // Mappings by (module, build ID); addresses are in the file's own address space, so each
     // mapping spans all of it from 0.
@@ -165,10 +194,14 @@ pub fn pprof(profile: &Profile, period_ns: i64, start_unix_ns: u64, duration_ns:
             });
             ids.push(id);
         }
-        sample.push(proto::Sample { location_id: ids, value: vec![*count as i64, *count as i64 * period_ns] });
+        let value = match values {
+            Values::Cpu { period_ns } => vec![*count as i64, (*count as i64).saturating_mul(period_ns)],
+            Values::OffCpu => vec![i64::try_from(*count).unwrap_or(i64::MAX)],
+        };
+        sample.push(proto::Sample { location_id: ids, value });
     }
     let message = proto::Profile {
-        sample_type: vec![samples_t, cpu_t.clone()],
+        sample_type,
         sample,
         mapping,
         location,
@@ -176,8 +209,8 @@ pub fn pprof(profile: &Profile, period_ns: i64, start_unix_ns: u64, duration_ns:
         string_table: strings,
         time_nanos: start_unix_ns as i64,
         duration_nanos: duration_ns as i64,
-        period_type: Some(cpu_t),
-        period: period_ns,
+        period_type,
+        period,
     };
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&prost::Message::encode_to_vec(&message)).expect("writing to memory");

@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 
 use foldhash::fast::RandomState;
-use loupe_store::{Frame, IndexedProfile, Profile};
+use loupe_store::{Frame, IndexedProfile, Profile, SampleKind};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -27,6 +27,13 @@ pub const TRUNCATED: &str = "[truncated]";
 /// `loupe profile --json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ProfileView {
+    /// `on_cpu`: every count below is samples of the running threads (`samples` of them).
+    /// `off_cpu`: every count below is nanoseconds threads waited off the CPU (slept, blocked
+    /// on a lock, a pipe, the disk), each sampled wait weighed by how long it lasted times the
+    /// 1-in-N it was sampled at; `samples` is then the waits sampled.
+    #[serde(default)]
+    #[schema(value_type = String, example = "on_cpu")]
+    pub kind: SampleKind,
     pub samples: u64,
     pub lost: u64,
     /// Sorted by `self` (samples where the function is the leaf), then `total` (samples where it
@@ -179,6 +186,11 @@ impl ProfileView {
             .expect("no node limit")
     }
 
+    /// The view saying its counts are of `kind` (what the profile it was built from summed).
+    pub fn of_kind(self, kind: SampleKind) -> Self {
+        Self { kind, ..self }
+    }
+
     /// [`ProfileView::pruned`] of the store's [`IndexedProfile`], which holds each frame once.
     pub fn pruned_indexed(profile: &IndexedProfile, min_share: f64) -> Self {
         let stacks = profile.stacks.iter().map(|(s, n)| (profile.frames_of(s), *n));
@@ -266,7 +278,8 @@ impl ProfileView {
         user_stacks.cut =
             cut.into_iter().map(|(reason, samples)| StackEnd { reason: reason.to_string(), samples }).collect();
         user_stacks.cut.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.reason.cmp(&b.reason)));
-        Ok(Self { samples, lost, functions, modules, flamegraph, pruned_nodes, user_stacks })
+        let kind = SampleKind::OnCpu;
+        Ok(Self { kind, samples, lost, functions, modules, flamegraph, pruned_nodes, user_stacks })
     }
 }
 

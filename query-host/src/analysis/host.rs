@@ -220,6 +220,7 @@ impl loupe::udf::data::Host for DataHost {
             comm: filter.comm,
             cpu: filter.cpu,
             include_idle: filter.include_idle,
+            kind: loupe_store::SampleKind::OnCpu,
         };
         self.open_cursor()?;
         let inner = self.store.sample_cursor(query).map_err(trap)?;

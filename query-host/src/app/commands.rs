@@ -9,7 +9,7 @@ use std::{fs, io::Write, str::FromStr, time::Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use loupe_api::wire::http::StartedRun;
 use loupe_bpf::parse_prefix;
-use loupe_store::{NewRun, Profile, ProfileQuery, RunId, StoreError, TimeRange, TimelineQuery};
+use loupe_store::{NewRun, Profile, ProfileQuery, RunId, SampleKind, StoreError, TimeRange, TimelineQuery};
 use serde::Serialize;
 
 use super::{open_store, progress, stop_on_signals};
@@ -246,7 +246,11 @@ pub fn sample(args: SampleArgs, remote: &RemoteArgs) -> Result<()> {
     let bar = progress::Timed::start(progress::wanted(false), "sampling stacks", length);
     let done = collector.run(Some(Instant::now() + length), &stop)?;
     drop(bar);
-    println!("{} samples stored, {} lost", done.samples, done.lost);
+    if options.off_cpu.is_some() {
+        println!("{} samples and {} waits off the CPU stored, {} lost", done.samples, done.waits, done.lost);
+    } else {
+        println!("{} samples stored, {} lost", done.samples, done.lost);
+    }
     Ok(())
 }
 
@@ -325,6 +329,9 @@ pub fn profile(args: ProfileArgs, remote: &RemoteArgs) -> Result<()> {
         q.extend(args.comm.clone().map(|c| ("comm", c)));
         q.extend(args.cpu.map(|c| ("cpu", c.to_string())));
         q.push(("idle", args.idle.to_string()));
+        if args.off_cpu {
+            q.push(("kind", "off_cpu".into()));
+        }
         let view: ProfileView = client.get("/api/v1/profile", &q)?;
         if let Some(path) = &args.pprof {
             q.push(("frequency", args.frequency.to_string()));
@@ -333,14 +340,15 @@ pub fn profile(args: ProfileArgs, remote: &RemoteArgs) -> Result<()> {
         }
         view
     } else {
+        let kind = if args.off_cpu { SampleKind::OffCpu } else { SampleKind::OnCpu };
         let query =
-            ProfileQuery { range, pid: args.pid, comm: args.comm.clone(), cpu: args.cpu, include_idle: args.idle };
+            ProfileQuery { range, pid: args.pid, comm: args.comm.clone(), cpu: args.cpu, include_idle: args.idle, kind };
         let profile = backend.profile(&query)?;
         if let Some(path) = &args.pprof {
-            let bytes = pprof_of(&profile, range, args.frequency)?;
+            let bytes = pprof_of(&profile, kind, range, args.frequency)?;
             fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))?;
         }
-        ProfileView::new(&profile)
+        ProfileView::new(&profile).of_kind(kind)
     };
     if args.json { print_json(&view) } else { print_text(&render::profile::summary(&view, args.top)) }
 }

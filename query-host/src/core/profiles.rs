@@ -3,7 +3,7 @@
 
 use std::{collections::BTreeSet, path::PathBuf};
 
-use loupe_store::{Profile, ProfileQuery, TimeRange};
+use loupe_store::{Profile, ProfileQuery, SampleKind, TimeRange};
 
 use super::{
     Host,
@@ -16,10 +16,11 @@ use crate::{
     model::{ProfileView, SymbolizeReport},
 };
 
-/// pprof of a profile taken at `frequency_hz`: each sample stands for one sampling period of
-/// CPU time; the profile's time and duration are those of `range` clipped to the data's own
+/// pprof of a profile of `kind`: of CPU samples taken at `frequency_hz`, each sample stands for
+/// one sampling period of CPU time; of waits off the CPU, each stack's value is nanoseconds
+/// waited. The profile's time and duration are those of `range` clipped to the data's own
 /// first and last samples (so `--from 0` does not claim 56 years).
-pub fn pprof_of(profile: &Profile, range: TimeRange, frequency_hz: u64) -> CoreResult<Vec<u8>> {
+pub fn pprof_of(profile: &Profile, kind: SampleKind, range: TimeRange, frequency_hz: u64) -> CoreResult<Vec<u8>> {
     if frequency_hz == 0 {
         return Err(CoreError::BadFrequency);
     }
@@ -28,21 +29,38 @@ pub fn pprof_of(profile: &Profile, range: TimeRange, frequency_hz: u64) -> CoreR
         Some((first, last)) => (first.max(range.from_unix_ns()), last.min(range.to_unix_ns()).max(first)),
         None => (range.from_unix_ns(), range.to_unix_ns().min(now_unix_ns()).max(range.from_unix_ns())),
     };
-    Ok(pprof::pprof(profile, period, start, end - start))
+    Ok(match kind {
+        SampleKind::OnCpu => pprof::pprof(profile, period, start, end - start),
+        SampleKind::OffCpu => pprof::pprof_off_cpu(profile, start, end - start),
+    })
 }
 
 impl Host {
-    /// Samples of a range (filtered by pid, comm, CPU), aggregated by stack. A PID that was
-    /// never sampled in the range is an error, not an empty profile (a typo should say so).
+    /// Samples of a range (filtered by pid, comm, CPU), aggregated by stack: of the CPU, or the
+    /// waits off it (`query.kind`). A PID that was never sampled in the range is an error, not
+    /// an empty profile (a typo should say so).
     pub fn profile(&self, query: &ProfileQuery) -> CoreResult<Profile> {
         self.check_pid(query)?;
-        Ok(self.store.profile(query)?)
+        let profile = self.store.profile(query)?;
+        self.check_waits(query, profile.samples)?;
+        Ok(profile)
     }
 
-    /// A PID that was never sampled in the range is an error.
+    /// A PID that was never sampled on a CPU in the range is an error.
     fn check_pid(&self, query: &ProfileQuery) -> CoreResult<()> {
         match query.pid {
-            Some(pid) if !self.store.pids(query.range)?.contains(&pid) => Err(CoreError::NoSamples(pid)),
+            Some(pid) if query.kind == SampleKind::OnCpu && !self.store.pids(query.range)?.contains(&pid) => {
+                Err(CoreError::NoSamples(pid))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Nor is a PID with no wait in the range (off-CPU profiles are checked once summed: a
+    /// profile of one PID is cheap, and a wait-only PID list would be another scan).
+    fn check_waits(&self, query: &ProfileQuery, waits: u64) -> CoreResult<()> {
+        match query.pid {
+            Some(pid) if query.kind == SampleKind::OffCpu && waits == 0 => Err(CoreError::NoSamples(pid)),
             _ => Ok(()),
         }
     }
@@ -55,7 +73,9 @@ impl Host {
             return Err(CoreError::BadShare(min_share));
         }
         self.check_pid(query)?;
-        Ok(ProfileView::pruned_indexed(&self.store.indexed_profile(query)?, min_share))
+        let profile = self.store.indexed_profile(query)?;
+        self.check_waits(query, profile.samples)?;
+        Ok(ProfileView::pruned_indexed(&profile, min_share).of_kind(query.kind))
     }
 
     /// PIDs with samples in a range.
@@ -101,12 +121,12 @@ mod tests {
         let stacks = vec![(vec![Frame::user("f", "m")], 3)];
         let profile = Profile { samples: 3, lost: 0, stacks, span: Some((s, s + 60_000_000_000)) };
         // `--from 0`: the data's minute, not 56 years.
-        let t = times(&pprof_of(&profile, TimeRange::ALL, 10).unwrap());
+        let t = times(&pprof_of(&profile, SampleKind::OnCpu, TimeRange::ALL, 10).unwrap());
         assert_eq!((t.time_nanos as u64, t.duration_nanos, t.period), (s, 60_000_000_000, 100_000_000));
         // A range inside the data clips it.
         let r = TimeRange::new(s + 10_000_000_000, s + 20_000_000_000).unwrap();
-        let t = times(&pprof_of(&profile, r, 100).unwrap());
+        let t = times(&pprof_of(&profile, SampleKind::OnCpu, r, 100).unwrap());
         assert_eq!((t.time_nanos as u64, t.duration_nanos, t.period), (s + 10_000_000_000, 10_000_000_000, 10_000_000));
-        assert!(matches!(pprof_of(&profile, r, 0), Err(CoreError::BadFrequency)));
+        assert!(matches!(pprof_of(&profile, SampleKind::OnCpu, r, 0), Err(CoreError::BadFrequency)));
     }
 }

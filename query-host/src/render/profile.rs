@@ -2,40 +2,52 @@
 
 use std::fmt::Write as _;
 
+use loupe_store::SampleKind;
+
 use crate::model::{ProfileView, SymbolizeReport};
 
-/// `rows` functions, hottest first, with self and total shares; then as many modules.
+/// `rows` functions, hottest first, with self and total shares; then as many modules. A
+/// profile of waits off the CPU says its counts in milliseconds waited.
 pub fn summary(view: &ProfileView, rows: usize) -> String {
-    let mut out = format!("{} samples, {} lost\n", view.samples, view.lost);
+    let off_cpu = view.kind == SampleKind::OffCpu;
+    // What the shares are of: all samples, or all the time waited.
+    let whole = if off_cpu { view.flamegraph.value } else { view.samples };
+    let mut out = if off_cpu {
+        format!("{} waits off the CPU sampled: {:.3} s waited in all\n", view.samples, whole as f64 / 1e9)
+    } else {
+        format!("{} samples, {} lost\n", view.samples, view.lost)
+    };
     let stacks = &view.user_stacks;
     if stacks.samples > 0 {
         out += &format!(
             "user stacks whole (to their thread's root): {:.1} % of {}",
             100.0 * stacks.whole as f64 / stacks.samples as f64,
-            stacks.samples
+            if off_cpu { "the time waited".to_string() } else { stacks.samples.to_string() }
         );
         let cut: Vec<String> = stacks.cut.iter().map(|c| format!("{} {}", c.reason, c.samples)).collect();
-        if !cut.is_empty() {
+        if !cut.is_empty() && !off_cpu {
             out += &format!("; the others end at: {}", cut.join(", "));
         }
         out.push('\n');
     }
     let functions = view.functions.iter().map(|f| (f.self_samples, f.total, f.name.as_str()));
-    table(&mut out, view.samples, "function", functions.take(rows));
+    table(&mut out, whole, off_cpu, "function", functions.take(rows));
     if !view.modules.is_empty() {
         out.push('\n');
         let modules = view.modules.iter().map(|m| (m.self_samples, m.total, m.name.as_str()));
-        table(&mut out, view.samples, "module", modules.take(rows));
+        table(&mut out, whole, off_cpu, "module", modules.take(rows));
     }
     out
 }
 
-/// Rows of `(self, total, name)` with their shares of `samples`.
-fn table<'a>(out: &mut String, samples: u64, what: &str, rows: impl Iterator<Item = (u64, u64, &'a str)>) {
-    let pct = |n: u64| if samples == 0 { 0.0 } else { n as f64 * 100.0 / samples as f64 };
-    let _ = writeln!(out, "{:>8} {:>7} {:>8} {:>7}  {what}", "self", "self%", "total", "total%");
+/// Rows of `(self, total, name)` with their shares of `whole`; in milliseconds when the
+/// counts are nanoseconds waited.
+fn table<'a>(out: &mut String, whole: u64, ns: bool, what: &str, rows: impl Iterator<Item = (u64, u64, &'a str)>) {
+    let pct = |n: u64| if whole == 0 { 0.0 } else { n as f64 * 100.0 / whole as f64 };
+    let cell = |n: u64| if ns { format!("{:.1}ms", n as f64 / 1e6) } else { n.to_string() };
+    let _ = writeln!(out, "{:>10} {:>7} {:>10} {:>7}  {what}", "self", "self%", "total", "total%");
     for (own, total, name) in rows {
-        let _ = writeln!(out, "{own:>8} {:>6.1}% {total:>8} {:>6.1}%  {name}", pct(own), pct(total));
+        let _ = writeln!(out, "{:>10} {:>6.1}% {:>10} {:>6.1}%  {name}", cell(own), pct(own), cell(total), pct(total));
     }
 }
 

@@ -9,7 +9,7 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use loupe_store::{ProfileQuery, RunId};
+use loupe_store::{ProfileQuery, RunId, SampleKind};
 use serde::{Deserialize, de::DeserializeOwned};
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -208,6 +208,11 @@ pub struct ProfileParams {
     /// Include samples of idle CPUs.
     #[serde(default)]
     pub idle: bool,
+    /// `on_cpu` (default): where threads ran, in samples. `off_cpu`: where they waited off the
+    /// CPU, in nanoseconds (an agent started with `--off-cpu`).
+    #[serde(default)]
+    #[param(value_type = Option<String>, example = "off_cpu")]
+    pub kind: SampleKind,
     /// Sampling frequency the samples were taken at, in Hz (pprof's period; default 10).
     pub frequency: Option<u64>,
     /// Leave out of the flame graph the nodes with less than this share of the samples (0 to 1;
@@ -224,6 +229,7 @@ fn profile_query(p: &ProfileParams) -> Result<ProfileQuery, CoreError> {
         comm: p.comm.clone(),
         cpu: p.cpu,
         include_idle: p.idle,
+        kind: p.kind,
     })
 }
 
@@ -249,7 +255,7 @@ async fn profile_pprof(
 ) -> Result<Response, ApiError> {
     let q = profile_query(&p)?;
     let frequency = p.frequency.unwrap_or(10);
-    let bytes = blocking(&state, move |host| pprof_of(&host.profile(&q)?, q.range, frequency)).await?;
+    let bytes = blocking(&state, move |host| pprof_of(&host.profile(&q)?, q.kind, q.range, frequency)).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream"),
