@@ -217,6 +217,53 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     server.stop();
 }
 
+/// `total` of the function `name` in a profile view.
+fn total_of(view: &Value, name: &str) -> Option<u64> {
+    view["functions"].as_array()?.iter().find(|f| f["name"] == name)?["total"].as_u64()
+}
+
+#[test]
+fn off_cpu_profiles_weigh_waits_the_same_in_the_cli_and_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path());
+    fill_waits(dir.path());
+    let d = dir.path().to_str().unwrap();
+    let cli = cli_json(&["profile", "--off-cpu", "--json", "--data-dir", d]);
+    // 3 waits of 10 ms kept 1 in 1, 2 of 5 ms kept 1 in 4: 30 and 40 ms, in nanoseconds.
+    assert_eq!((cli["kind"].as_str(), cli["samples"].as_u64()), (Some("off_cpu"), Some(5)), "{cli}");
+    assert_eq!(cli["flamegraph"]["value"], 70 * MS);
+    assert_eq!((total_of(&cli, "read_config"), total_of(&cli, "lock_table")), (Some(30 * MS), Some(40 * MS)));
+    // The CPU profile is untouched by the waits, and says what it counts.
+    let cpu = cli_json(&["profile", "--json", "--data-dir", d]);
+    assert_eq!((cpu["kind"].as_str(), cpu["samples"].as_u64()), (Some("on_cpu"), Some(462)));
+    assert_eq!(total_of(&cpu, "read_config"), None);
+    // The text summary is in time waited.
+    let text = String::from_utf8(loupe(&["profile", "--off-cpu", "--data-dir", d]).stdout).unwrap();
+    assert!(text.starts_with("5 waits off the CPU sampled: 0.070 s waited in all"), "{text}");
+    assert!(text.lines().any(|l| l.contains("40.0ms") && l.contains("57.1%") && l.ends_with("lock_table")), "{text}");
+    // A PID that never waited is an error, as one never sampled is.
+    let none = loupe(&["profile", "--off-cpu", "--pid", "4242", "--data-dir", d]);
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no samples of PID 4242"), "{none:?}");
+
+    let server = Server::start(dir.path(), &[]);
+    let token = server.token("sre");
+    let http = Http::new(&server.url, Some(&token));
+    assert_eq!(http.get("/api/v1/profile?kind=off_cpu").json(), cli);
+    let one = http.get("/api/v1/profile?kind=off_cpu&pid=200").json();
+    assert_eq!((one["samples"].as_u64(), one["flamegraph"]["value"].as_u64()), (Some(2), Some(40 * MS)));
+    http.get("/api/v1/profile?kind=sideways").assert_error(400, "bad_query", "kind");
+    // pprof: one value per stack, nanoseconds off the CPU.
+    let pprof = http.get("/api/v1/profile/pprof?kind=off_cpu");
+    assert_eq!((pprof.status, &pprof.body[..2]), (200, &[0x1f, 0x8b][..]));
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&pprof.body[..]), &mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.contains("off_cpu") && text.contains("nanoseconds") && !text.contains("samples"), "{text:?}");
+    // The CLI's client mode asks for the same.
+    let remote = ["--server", server.url.as_str(), "--token", token.as_str(), "profile", "--off-cpu", "--json"];
+    assert_eq!(cli_json(&remote), cli);
+}
+
 #[test]
 fn tokens_and_ownership() {
     let dir = tempfile::tempdir().unwrap();

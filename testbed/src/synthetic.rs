@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use loupe_store::{
-    ConnCounts, Counter, CpuColumns, Frame, NewRun, ProbeCall, ProbeFunction, ProbeSession, Retention, RunSource,
-    StackSample, Store,
+    ConnCounts, Counter, CpuColumns, Frame, NewRun, OffCpuSample, ProbeCall, ProbeFunction, ProbeSession, Retention,
+    RunSource, StackSample, Store,
 };
 
 /// 2026-11-23T00:00:00Z.
@@ -158,6 +158,42 @@ pub fn fill_known(dir: &Path) -> (u64, u64) {
     }
     store.flush().unwrap();
     (a, b)
+}
+
+/// Waits off the CPU with known weights, in the samples' minute: pid 100 ("svc") waits in
+/// `read_config` ← `main` 3 × 10 ms, each kept (1 in 1); pid 200 ("batch") in `lock_table` ←
+/// `main` 2 × 5 ms, each kept 1 in 4 (so 40 ms in all). The off-CPU profile: 30 ms and 40 ms.
+pub fn waits() -> Vec<OffCpuSample> {
+    let wait = |i: u64, pid: u32, comm: &str, leaf: &str, waited_ns: u64, one_in: u32| OffCpuSample {
+        sample: StackSample {
+            time_unix_ns: SAMPLES_START + i * SEC,
+            cpu: (i % 2) as u32,
+            pid,
+            tid: pid,
+            comm: comm.into(),
+            cgroup_id: 1,
+            idle: false,
+            frames: vec![Frame::kernel("schedule"), Frame::user(leaf, "/usr/bin/svc"), Frame::user("main", "/usr/bin/svc")],
+        },
+        waited_ns,
+        one_in,
+    };
+    vec![
+        wait(1, 100, "svc", "read_config", 10 * MS, 1),
+        wait(2, 100, "svc", "read_config", 10 * MS, 1),
+        wait(3, 100, "svc", "read_config", 10 * MS, 1),
+        wait(4, 200, "batch", "lock_table", 5 * MS, 4),
+        wait(5, 200, "batch", "lock_table", 5 * MS, 4),
+    ]
+}
+
+/// Adds [`waits`] to the store in `dir`.
+pub fn fill_waits(dir: &Path) {
+    let store =
+        Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
+            .unwrap();
+    store.put_off_cpu(&waits(), T0 + 90 * SEC).unwrap();
+    store.flush().unwrap();
 }
 
 /// Adds `batches` 10-s batches of samples on 8 CPUs over about `stacks` distinct deep stacks

@@ -591,6 +591,34 @@ test('profile: the Libraries table equals the API’s module shares; an empty li
   assertNoConsoleErrors();
 });
 
+test('profile: waits off the CPU in time waited, from the form’s checkbox to the API’s sums', async () => {
+  const page = await newPage();
+  await withToken(page);
+  // The synthetic waits (loupe-synth: testbed's synthetic::waits): svc 3 × 10 ms, batch 2 × 5 ms kept 1 in 4.
+  const from = T0, to = T0 + 86_400n * S;
+  await go(page, `#/profile?from=${from}&to=${to}`);
+  assert.equal(await page.getAttribute('.profile-summary', 'data-kind'), 'on_cpu');
+  await page.check('#profile-off-cpu');
+  await page.click('.profile-form button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('.profile-summary')?.getAttribute('data-kind') === 'off_cpu' && window.__loupe.ready === true);
+  assert.match(await page.evaluate(() => location.hash), /kind=off_cpu/);
+  const prof = await api(`/api/v1/profile?from=${from}&to=${to}&kind=off_cpu`);
+  assert.equal(prof.kind, 'off_cpu');
+  assert.equal(Number(prof.flamegraph.value), 70_000_000);
+  assert.equal(await page.getAttribute('.profile-summary', 'data-samples'), '5');
+  assert.equal(await page.getAttribute('.profile-summary', 'data-waited'), '70000000');
+  assert.equal(await page.textContent('#time-waited'), '70 ms');
+  // Functions in time waited, with shares of all of it: lock_table 40 ms of 70.
+  const row = page.locator('#functions-table tbody tr[data-function="lock_table"] td');
+  assert.deepEqual(await row.allTextContents().then((c) => c.slice(1, 5)), ['40 ms', '57.1%', '40 ms', '57.1%']);
+  assert.equal(await page.getAttribute('#functions-table', 'data-top-function'), 'lock_table');
+  // The flame graph says time too.
+  assert.match(await page.textContent('.flame-crumb'), /^70 ms waited · /);
+  await shoot(page, SHOTS, 'profile-off-cpu');
+  await page.close();
+  assertNoConsoleErrors();
+});
+
 test('profile: the share of whole stacks is the API’s, and cut stacks are named and flagged', async () => {
   const page = await newPage();
   await withToken(page);

@@ -6,7 +6,7 @@
 // Backspace zooms out one level, Escape resets; the search box highlights matching functions.
 
 import { h } from './dom';
-import { count, percent } from './format';
+import { count, duration, percent } from './format';
 import { flattenTree } from './flametree';
 import type { FlameNode } from './types';
 
@@ -64,13 +64,17 @@ export class FlameGraph {
 
   /** Said when a search matches no drawn frame: why some may not be drawn. */
   private readonly missingNote: string;
+  /** A node's value as said: samples, or time waited (an off-CPU profile's values are ns). */
+  private readonly amount: (v: number) => string;
 
   /**
    * `missing`: set when the graph is not every call path (narrow ones left out by the
    * server); a search that matches nothing says it, since the function may be in those.
+   * `waited`: the values are nanoseconds waited off the CPU, not samples.
    */
-  constructor(parent: HTMLElement, root: FlameNode, opts: { title?: string; missing?: string } = {}) {
+  constructor(parent: HTMLElement, root: FlameNode, opts: { title?: string; missing?: string; waited?: boolean } = {}) {
     this.missingNote = opts.missing ?? '';
+    this.amount = opts.waited ? (v) => `${duration(v)} waited` : (v) => `${count(v)} samples`;
     const t0 = performance.now();
     this.flatten(root);
     this.timings.layoutMs = performance.now() - t0;
@@ -381,7 +385,7 @@ export class FlameGraph {
 
   private describe(k: number): string {
     const name = this.names[this.nameId[k]];
-    return `${name}: ${count(this.val[k])} samples (${percent(this.val[k], this.total)} of all), self ${count(this.selfv[k])}`;
+    return `${name}: ${this.amount(this.val[k])} (${percent(this.val[k], this.total)} of all), self ${this.amount(this.selfv[k])}`;
   }
 
   private setHover(k: number, mx: number, my: number): void {
@@ -398,10 +402,10 @@ export class FlameGraph {
     this.tooltip.replaceChildren(
       h('strong', null, name),
       h('br'),
-      `${count(this.val[k])} samples · ${percent(this.val[k], this.total)} of all`,
+      `${this.amount(this.val[k])} · ${percent(this.val[k], this.total)} of all`,
       zoomVal < this.total ? ` · ${percent(this.val[k], zoomVal)} of view` : '',
       h('br'),
-      `self ${count(this.selfv[k])} (${percent(this.selfv[k], this.total)}) · depth ${this.depth[k]}`,
+      `self ${this.amount(this.selfv[k])} (${percent(this.selfv[k], this.total)}) · depth ${this.depth[k]}`,
     );
     this.tooltip.hidden = false;
     const body = this.tooltip.parentElement!;
@@ -528,7 +532,7 @@ export class FlameGraph {
     const k = this.zoomNode;
     this.el.dataset.zoom = k === 0 ? '' : this.names[this.nameId[k]];
     if (k === 0) {
-      this.crumb.textContent = `${count(this.total)} samples · ${count(this.n)} frames · click a frame to zoom`;
+      this.crumb.textContent = `${this.amount(this.total)} · ${count(this.n)} frames · click a frame to zoom`;
       return;
     }
     const path: number[] = [];

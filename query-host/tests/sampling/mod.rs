@@ -45,6 +45,33 @@ pub fn start_sampling(data: &Path, seconds: f64, extra: &[&str]) -> Child {
     child
 }
 
+/// Starts `loupe sample` for `seconds` and returns it once it says it samples on every CPU
+/// (its log line, not a guess at how long loading takes). Its stderr is read to the end by a
+/// thread of its own; [`finish`] then sees none of it.
+pub fn start_sampling_ready(data: &Path, seconds: f64, extra: &[&str]) -> Child {
+    use std::io::BufRead;
+    let secs = seconds.to_string();
+    let mut args = vec!["sample", "--seconds", &secs];
+    args.extend_from_slice(extra);
+    let mut child = loupe(&args, data).env("RUST_LOG", "info").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l.contains("stack sampler running") => break,
+            Some(Ok(_)) => {}
+            _ => panic!("loupe sample ended before it sampled: {:?}", child.wait_with_output()),
+        }
+    }
+    thread::spawn(move || lines.for_each(drop));
+    child
+}
+
+/// Asks `loupe sample` to stop now (as Ctrl-C does: it writes what it holds and exits).
+pub fn interrupt(child: &Child) {
+    let ok = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(ok.success());
+}
+
 pub fn finish(child: Child) -> Output {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "loupe sample: {}", String::from_utf8_lossy(&out.stderr));

@@ -43,5 +43,6 @@ fn main() {
     let (a, b) = loupe_testbed::synthetic::fill_known(&dir);
     let wide = if wide > 0 { loupe_testbed::synthetic::fill_wide_profile(&dir, wide, 3) } else { 0 };
     loupe_testbed::synthetic::fill_probes(&dir, seed);
+    loupe_testbed::synthetic::fill_waits(&dir);
     println!("{{\"run_a\": {a}, \"run_b\": {b}, \"wide_samples\": {wide}}}");
 }

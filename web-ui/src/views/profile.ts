@@ -3,7 +3,7 @@
 
 import { api, apiBlob, apiUrl, getToken } from '../api';
 import { field, h } from '../dom';
-import { count, percent } from '../format';
+import { count, duration, percent } from '../format';
 import { FlameGraph } from '../flame';
 import { barWidth, moduleShares } from '../modules';
 import { str } from '../json';
@@ -35,6 +35,7 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
   const commIn = h('input', { type: 'text', id: 'profile-comm', value: q.get('comm') ?? '', size: '12', spellcheck: 'false' });
   const cpuIn = h('input', { type: 'text', inputmode: 'numeric', id: 'profile-cpu', value: q.get('cpu') ?? '', pattern: '\\d*', size: '5' });
   const idleIn = h('input', { type: 'checkbox', id: 'profile-idle', checked: q.get('idle') === 'true' });
+  const offCpuIn = h('input', { type: 'checkbox', id: 'profile-off-cpu', checked: q.get('kind') === 'off_cpu' });
   const formError = h('p', { class: 'form-error', role: 'alert' });
   const form = h(
     'form',
@@ -60,6 +61,7 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
             nq.set(k, v);
           }
           if (idleIn.checked) nq.set('idle', 'true');
+          if (offCpuIn.checked) nq.set('kind', 'off_cpu');
           if (!nq.has('from') && !nq.has('to')) nq.set('from', '0');
           location.hash = `#/profile?${nq.toString()}`;
         } catch (err) {
@@ -73,6 +75,7 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
     field('Command', commIn),
     field('CPU', cpuIn),
     h('label', { class: 'field check' }, idleIn, ' include idle'),
+    h('label', { class: 'field check', title: 'Where threads waited (sleep, lock, pipe, disk), weighed by how long: an agent run with --off-cpu' }, offCpuIn, ' waits off the CPU'),
     h('button', { type: 'submit', class: 'primary' }, 'Load profile'),
     pidList,
     formError,
@@ -106,6 +109,7 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
     comm: q.get('comm') ?? undefined,
     cpu: q.get('cpu') ?? undefined,
     idle: q.get('idle') === 'true' ? 'true' : undefined,
+    kind: q.get('kind') === 'off_cpu' ? 'off_cpu' : undefined,
   };
   const range = rangeText(from, to);
   const body = h('div', null, loading(`Loading the profile of ${range}…`));
@@ -152,23 +156,36 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
     },
     'Download pprof',
   );
+  const waited = profile.kind === 'off_cpu';
+  const filters = [query.pid && `pid ${query.pid}`, query.comm && `comm ${query.comm}`, query.cpu && `cpu ${query.cpu}`, waited ? '' : query.idle ? 'idle included' : 'idle excluded'];
   body.append(
     h(
       'div',
-      { class: 'profile-summary', 'data-samples': String(profile.samples), 'data-lost': String(profile.lost) },
-      kv([
-        ['range (UTC)', h('span', { class: 'mono' }, range)],
-        ['samples', count(profile.samples)],
-        ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
-        ['whole stacks', wholeStacks(profile)],
-        ['filters', [query.pid && `pid ${query.pid}`, query.comm && `comm ${query.comm}`, query.cpu && `cpu ${query.cpu}`, query.idle ? 'idle included' : 'idle excluded'].filter(Boolean).join(', ')],
-      ]),
+      { class: 'profile-summary', 'data-samples': String(profile.samples), 'data-lost': String(profile.lost), 'data-kind': profile.kind ?? 'on_cpu', 'data-waited': waited ? String(profile.flamegraph.value) : '' },
+      kv(
+        waited
+          ? [
+              ['range (UTC)', h('span', { class: 'mono' }, range)],
+              ['waits off the CPU', count(profile.samples)],
+              ['time waited', h('span', { id: 'time-waited' }, duration(profile.flamegraph.value))],
+              ['whole stacks', wholeStacks(profile)],
+              ['filters', filters.filter(Boolean).join(', ') || 'none'],
+            ]
+          : [
+              ['range (UTC)', h('span', { class: 'mono' }, range)],
+              ['samples', count(profile.samples)],
+              ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
+              ['whole stacks', wholeStacks(profile)],
+              ['filters', filters.filter(Boolean).join(', ')],
+            ],
+      ),
       pprofLink,
     ),
     dlError,
   );
   if (!profile.samples) {
-    body.append(h('p', { class: 'muted', id: 'profile-empty' }, 'No stack samples in this range with these filters.'));
+    const none = waited ? 'No waits off the CPU in this range with these filters (they are sampled by an agent run with --off-cpu).' : 'No stack samples in this range with these filters.';
+    body.append(h('p', { class: 'muted', id: 'profile-empty' }, none));
     return;
   }
   const flameSection = h('section', { class: 'flame-section' }, h('h2', null, 'Flame graph'));
@@ -186,9 +203,12 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
     );
   }
   body.append(flameSection);
-  const fg = renderFlame(flameSection, profile, 'Flame graph of the range');
+  const fg = renderFlame(flameSection, profile, waited ? 'Flame graph of the time waited off the CPU' : 'Flame graph of the range');
   ctx.onCleanup(() => fg.destroy());
-  body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, profile.samples), functionsTable(profile.functions, profile.samples, (name) => fg.search(name), (name) => probeHref(name, query.pid))));
+  // Shares of all samples, or of all the time waited.
+  const whole = waited ? profile.flamegraph.value : profile.samples;
+  const amount = waited ? duration : count;
+  body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, whole, amount), functionsTable(profile.functions, whole, (name) => fg.search(name), (name) => probeHref(name, query.pid), amount)));
 }
 
 /** Another fleet host's profile of a range (the fleet view opens it): no filters, no pprof. */
@@ -244,7 +264,7 @@ const unprobeable = (name: string) => name.startsWith('[') || /^0x[0-9a-f]+$/i.t
 /** Draws a profile's flame graph and records its timings. */
 export function renderFlame(parent: HTMLElement, profile: Profile, title: string): FlameGraph {
   const missing = profile.pruned_nodes ? `${count(profile.pruned_nodes)} narrow call paths are left out` : undefined;
-  const fg = new FlameGraph(parent, profile.flamegraph, { title, missing });
+  const fg = new FlameGraph(parent, profile.flamegraph, { title, missing, waited: profile.kind === 'off_cpu' });
   const t = window.__loupe.timings;
   t.flameLayout = fg.timings.layoutMs;
   t.flameDraw = fg.timings.drawMs;
@@ -267,15 +287,18 @@ export function wholeStacks(profile: Profile): HTMLElement | string {
   const stacks = profile.user_stacks;
   if (!stacks || !stacks.samples) return '—';
   const share = (100 * stacks.whole) / stacks.samples;
-  const why = stacks.cut.map((c) => `${c.reason}: ${count(c.samples)}`).join(', ');
+  // An off-CPU profile's counts are nanoseconds waited.
+  const amount = profile.kind === 'off_cpu' ? duration : count;
+  const why = stacks.cut.map((c) => `${c.reason}: ${amount(c.samples)}`).join(', ');
   return h(
     'span',
     { class: share < 90 ? 'warn-text' : '', id: 'whole-stacks', 'data-whole': String(stacks.whole), 'data-samples': String(stacks.samples), title: why || 'every user stack reaches its root' },
-    `${share.toFixed(1)} % of ${count(stacks.samples)}${why ? ` (others: ${why})` : ''}`,
+    `${share.toFixed(1)} % of ${profile.kind === 'off_cpu' ? `${duration(stacks.samples)} waited` : count(stacks.samples)}${why ? ` (others: ${why})` : ''}`,
   );
 }
 
-export function modulesTable(modules: ModuleCount[], samples: number): HTMLElement {
+/** `amount` says a count: samples by default, a duration for an off-CPU profile's nanoseconds. */
+export function modulesTable(modules: ModuleCount[], samples: number, amount: (n: number) => string = count): HTMLElement {
   const TOP = 20;
   const rows = moduleShares(modules, samples);
   const heading = h('h2', { id: 'modules-heading' }, 'Libraries');
@@ -303,7 +326,7 @@ export function modulesTable(modules: ModuleCount[], samples: number): HTMLEleme
           'tr',
           { 'data-module': m.name, 'data-self': String(m.self), 'data-total': String(m.total) },
           h('th', { scope: 'row', class: 'fn mono' }, m.name),
-          h('td', { class: 'num' }, count(m.self)),
+          h('td', { class: 'num' }, amount(m.self)),
           h(
             'td',
             { class: 'num' },
@@ -355,7 +378,7 @@ export function modulesTable(modules: ModuleCount[], samples: number): HTMLEleme
  * The top functions by self or total samples; `probe`, when given, links each function to the
  * probe start form (the "Probe" column).
  */
-export function functionsTable(functions: FunctionCount[], samples: number, highlight: (name: string) => void, probe?: (name: string) => string): HTMLElement {
+export function functionsTable(functions: FunctionCount[], samples: number, highlight: (name: string) => void, probe?: (name: string) => string, amount: (n: number) => string = count): HTMLElement {
   let sortKey: 'self' | 'total' = 'self';
   let limit = 50;
   const tbody = h('tbody');
@@ -373,9 +396,9 @@ export function functionsTable(functions: FunctionCount[], samples: number, high
           { 'data-function': f.name },
           h('td', { class: 'num muted' }, String(i + 1)),
           h('th', { scope: 'row', class: 'fn' }, h('button', { type: 'button', class: 'linklike mono', title: 'Highlight in the flame graph', onclick: () => highlight(f.name) }, f.name)),
-          h('td', { class: 'num' }, count(f.self)),
+          h('td', { class: 'num' }, amount(f.self)),
           h('td', { class: 'num' }, percent(f.self, samples)),
-          h('td', { class: 'num' }, count(f.total)),
+          h('td', { class: 'num' }, amount(f.total)),
           h('td', { class: 'num' }, percent(f.total, samples)),
           probe
             ? h(
