@@ -608,10 +608,14 @@ test('profile: waits off the CPU in time waited, from the form’s checkbox to t
   assert.equal(await page.getAttribute('.profile-summary', 'data-samples'), '5');
   assert.equal(await page.getAttribute('.profile-summary', 'data-waited'), '70000000');
   assert.equal(await page.textContent('#time-waited'), '70 ms');
-  // Functions in time waited, with shares of all of it: lock_table 40 ms of 70.
+  // Functions in time waited, with shares of all of it: lock_table called the kernel's
+  // schedule (the leaf: all 70 ms of self time) for 40 ms of the 70.
   const row = page.locator('#functions-table tbody tr[data-function="lock_table"] td');
-  assert.deepEqual(await row.allTextContents().then((c) => c.slice(1, 5)), ['40 ms', '57.1%', '40 ms', '57.1%']);
-  assert.equal(await page.getAttribute('#functions-table', 'data-top-function'), 'lock_table');
+  assert.deepEqual(await row.allTextContents().then((c) => c.slice(1, 5)), ['0 ns', '0.0%', '40 ms', '57.1%']);
+  assert.equal(prof.functions[0].name, 'schedule');
+  assert.equal(await page.getAttribute('#functions-table', 'data-top-function'), 'schedule');
+  const leaf = page.locator('#functions-table tbody tr[data-function="schedule"] td');
+  assert.deepEqual(await leaf.allTextContents().then((c) => c.slice(1, 3)), ['70 ms', '100.0%']);
   // The flame graph says time too.
   assert.match(await page.textContent('.flame-crumb'), /^70 ms waited · /);
   await shoot(page, SHOTS, 'profile-off-cpu');

@@ -1028,6 +1028,14 @@ export interface components {
              *     is anywhere on the stack, once per sample), descending.
              */
             functions: components["schemas"]["FunctionCount"][];
+            /**
+             * @description `on_cpu`: every count below is samples of the running threads (`samples` of them).
+             *     `off_cpu`: every count below is nanoseconds threads waited off the CPU (slept, blocked
+             *     on a lock, a pipe, the disk), each sampled wait weighed by how long it lasted times the
+             *     1-in-N it was sampled at; `samples` is then the waits sampled.
+             * @example on_cpu
+             */
+            kind?: string;
             /** Format: int64 */
             lost: number;
             /**
@@ -2195,6 +2203,12 @@ export interface operations {
                 cpu?: number;
                 /** @description Include samples of idle CPUs. */
                 idle?: boolean;
+                /**
+                 * @description `on_cpu` (default): where threads ran, in samples. `off_cpu`: where they waited off the
+                 *     CPU, in nanoseconds (an agent started with `--off-cpu`).
+                 * @example off_cpu
+                 */
+                kind?: string;
                 /** @description Sampling frequency the samples were taken at, in Hz (pprof's period; default 10). */
                 frequency?: number;
                 /**
@@ -2277,6 +2291,12 @@ export interface operations {
                 cpu?: number;
                 /** @description Include samples of idle CPUs. */
                 idle?: boolean;
+                /**
+                 * @description `on_cpu` (default): where threads ran, in samples. `off_cpu`: where they waited off the
+                 *     CPU, in nanoseconds (an agent started with `--off-cpu`).
+                 * @example off_cpu
+                 */
+                kind?: string;
                 /** @description Sampling frequency the samples were taken at, in Hz (pprof's period; default 10). */
                 frequency?: number;
                 /**

@@ -156,7 +156,9 @@ pub fn main(args: AgentArgs) -> Result<()> {
     }
     if let Some(stacks) = stacks {
         match stacks.join() {
-            Ok(Ok(done)) => info!(samples = done.samples, waits = done.waits, lost = done.lost, "stack sampling stopped"),
+            Ok(Ok(done)) => {
+                info!(samples = done.samples, waits = done.waits, lost = done.lost, "stack sampling stopped")
+            }
             Ok(Err(e)) => tracing::error!("stack sampling failed: {e:#}"),
             Err(_) => tracing::error!("stack sampling thread panicked"),
         }

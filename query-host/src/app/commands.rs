@@ -341,8 +341,14 @@ pub fn profile(args: ProfileArgs, remote: &RemoteArgs) -> Result<()> {
         view
     } else {
         let kind = if args.off_cpu { SampleKind::OffCpu } else { SampleKind::OnCpu };
-        let query =
-            ProfileQuery { range, pid: args.pid, comm: args.comm.clone(), cpu: args.cpu, include_idle: args.idle, kind };
+        let query = ProfileQuery {
+            range,
+            pid: args.pid,
+            comm: args.comm.clone(),
+            cpu: args.cpu,
+            include_idle: args.idle,
+            kind,
+        };
         let profile = backend.profile(&query)?;
         if let Some(path) = &args.pprof {
             let bytes = pprof_of(&profile, kind, range, args.frequency)?;

@@ -53,7 +53,8 @@ pub fn start_sampling_ready(data: &Path, seconds: f64, extra: &[&str]) -> Child 
     let secs = seconds.to_string();
     let mut args = vec!["sample", "--seconds", &secs];
     args.extend_from_slice(extra);
-    let mut child = loupe(&args, data).env("RUST_LOG", "info").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        loupe(&args, data).env("RUST_LOG", "info").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
     loop {
         match lines.next() {
