@@ -402,7 +402,9 @@ impl From<IndexedProfile> for Profile {
 /// Totals of the sample store, from running counters (no scan).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SampleStats {
+    /// CPU samples and waits off the CPU ([`OffCpuSample`]) alike.
     pub samples: u64,
+    /// Batches of either kind.
     pub batches: u64,
     /// Key + value bytes of every sample record: blocks, batch records *and* the stack, frame
     /// and comm dictionaries. This is what counts against the retention byte cap.

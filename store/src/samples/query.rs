@@ -35,7 +35,7 @@ impl Store {
         self.inner.samples(query)
     }
 
-    /// PIDs that have at least one sample (idle ones included) in `range`.
+    /// PIDs that have at least one CPU sample (idle ones included) in `range`.
     pub fn pids(&self, range: TimeRange) -> Result<BTreeSet<u32>, StoreError> {
         self.inner.pids(range)
     }
