@@ -2,7 +2,8 @@
 //! `cargo +$(cat ../bpf/ebpf/NIGHTLY) run --example seeds -- corpus` in `fuzz/`.
 //!
 //! It stores a few runs (idle, bursty with sketches, with connection counts) and sample
-//! batches (periodic samples on several CPUs, shared and own stacks, a lost-only batch),
+//! batches (periodic samples on several CPUs, shared and own stacks, a lost-only batch, waits
+//! off the CPU),
 //! timeline batches (a packet loop on two threads, odd events) and probe sessions (nested
 //! calls on two threads, odd calls of many functions, one without calls) with
 //! `loupe-store`, closes the store, reads its `runs` tree back with sled and frames each record
@@ -13,9 +14,10 @@ use std::path::Path;
 
 use loupe_fuzz::join;
 use loupe_store::samples::bits::{BitWriter, write_column};
+use loupe_store::samples::codec;
 use loupe_store::{
-    ConnCounts, Counter, CpuColumns, Frame, NewRun, ProbeCall, ProbeFunction, ProbeSession, Retention, RunSource,
-    StackSample, Store, TimelineEvent, TimelineEventDef, TimelineSource, keys,
+    ConnCounts, Counter, CpuColumns, Frame, NewRun, OffCpuSample, ProbeCall, ProbeFunction, ProbeSession, Retention,
+    RunSource, StackSample, Store, TimelineEvent, TimelineEventDef, TimelineSource, keys,
 };
 
 const T0: u64 = 1_700_000_000_000_000_000;
@@ -253,6 +255,14 @@ fn main() {
         for s in probe_sessions() {
             store.put_probe_session(s).unwrap();
         }
+        // Waits off the CPU: the CPU samples' stacks, each waiting 1 ms to ~1 s, kept 1 in 1 or 7.
+        let waits: Vec<OffCpuSample> = samples(T0 + 7_200_000_000_000, 2, 6, 8)
+            .into_iter()
+            .filter(|s| !s.idle)
+            .enumerate()
+            .map(|(i, sample)| OffCpuSample { sample, waited_ns: 1_000_000 << (i % 10), one_in: [1, 7][i % 2] })
+            .collect();
+        store.put_off_cpu(&waits, T0).unwrap();
         store.flush().unwrap();
     }
     let db = loupe_store::sled_db(dir.path()).expect("reopen with sled");
@@ -291,6 +301,17 @@ fn main() {
                 add("sample_block", join(&[k, v, &[]]));
             }
             keys::ROLLUP => add("sample_rollup", v.clone()),
+            keys::OFF_BATCH => add("sample_batch", v.clone()),
+            keys::OFF_TABLE => {
+                add("sample_table", v.clone());
+                add("sample_block", join(&[k, v, &[]]));
+            }
+            keys::OFF_WAITS => {
+                let mut mk = k[..17].to_vec();
+                mk[0] = keys::OFF_BATCH;
+                let n = codec::decode_batch(by_key[mk.as_slice()]).unwrap().samples as u32;
+                add("off_cpu_waits", [&n.to_le_bytes()[..], v].concat());
+            }
             keys::BLOCK => {
                 let (start, _, batch) = keys::parse_block_key(k).unwrap();
                 let table = by_key[keys::batch_key(keys::TABLE, start, batch).as_slice()];
