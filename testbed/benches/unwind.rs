@@ -14,7 +14,7 @@
 
 use std::{
     path::Path,
-    process::Command,
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -48,8 +48,11 @@ fn build(dir: &Path, name: &str, flag: &str) -> std::path::PathBuf {
 fn round(exe: &Path, unwind_tables: bool) -> (f64, f64) {
     let options = StackSamplerOptions { frequency_hz: 1000, unwind_tables, ..Default::default() };
     let mut sampler = StackSampler::start(&options).expect("starting the sampler");
-    let (mut child, pid) = loupe_testbed::sampling::spawn_with_pid(Command::new(exe).args(["1.5", "3"]));
+    // It spins once told to, after its tables are loaded (however long that takes).
+    let (mut child, pid) =
+        loupe_testbed::sampling::spawn_with_pid(Command::new(exe).args(["1.5", "3", "wait"]).stdin(Stdio::piped()));
     sampler.load_process(pid).unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"go\n").unwrap();
     let mut samples: Vec<RawStack> = Vec::new();
     let (runs0, time0) = sampler.program_stats().unwrap();
     while child.try_wait().unwrap().is_none() {
@@ -60,7 +63,11 @@ fn round(exe: &Path, unwind_tables: bool) -> (f64, f64) {
     let mine: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid).collect();
     if unwind_tables {
         let whole = mine.iter().filter(|s| s.user_end == UserEnd::Root).count();
-        assert!(whole * 10 >= mine.len() * 9, "{whole} of {} samples whole", mine.len());
+        let mut ends: std::collections::BTreeMap<String, usize> = Default::default();
+        for s in &mine {
+            *ends.entry(format!("{:?}/{}", s.user_end, s.user.len())).or_default() += 1;
+        }
+        assert!(whole * 10 >= mine.len() * 9, "{whole} of {} samples whole: {ends:?}", mine.len());
     }
     let frames = mine.iter().map(|s| s.user.len()).sum::<usize>() as f64 / mine.len().max(1) as f64;
     let ns = (time1 - time0).as_nanos() as f64 / (runs1 - runs0).max(1) as f64;

@@ -173,7 +173,11 @@ pub fn waits() -> Vec<OffCpuSample> {
             comm: comm.into(),
             cgroup_id: 1,
             idle: false,
-            frames: vec![Frame::kernel("schedule"), Frame::user(leaf, "/usr/bin/svc"), Frame::user("main", "/usr/bin/svc")],
+            frames: vec![
+                Frame::kernel("schedule"),
+                Frame::user(leaf, "/usr/bin/svc"),
+                Frame::user("main", "/usr/bin/svc"),
+            ],
         },
         waited_ns,
         one_in,

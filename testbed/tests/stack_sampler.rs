@@ -252,9 +252,7 @@ fn a_binary_without_room_for_its_table_ends_the_stack_saying_so() {
     build_deep(&exe, &["-fomit-frame-pointer"]);
     // Room for a single row: no binary's table fits.
     let options = StackSamplerOptions { frequency_hz: 100, table_rows: 1, ..Default::default() };
-    // 3 s: the samples counted are those after the load, which parses libc's tables (up to a
-    // second or two on a loaded machine; with 1 s the process could be gone by then).
-    let (mine, stats) = deep_samples_and_stats(&options, &exe, "3");
+    let (mine, stats) = deep_samples_and_stats(&options, &exe, "1");
     assert!(mine.len() >= 20, "{} samples", mine.len());
     for sample in &mine {
         assert_eq!(sample.user_end, UserEnd::NoRoom, "{:x?}", sample.user);
@@ -285,9 +283,15 @@ fn deep_samples_and_stats(
     seconds: &str,
 ) -> (Vec<RawStack>, loupe_bpf::UnwindStats) {
     let mut sampler = StackSampler::start(options).unwrap();
-    let (mut child, pid) = spawn_with_pid(Command::new(exe).arg(seconds));
+    // It spins for `seconds` from the line it is sent once its tables are loaded: on a loaded
+    // machine parsing libc's tables took longer than a 1.5-s spin (0 samples after the load).
+    let (mut child, pid) = spawn_with_pid(Command::new(exe).args([seconds, "1", "wait"]).stdin(Stdio::piped()));
     sampler.load_process(pid).unwrap();
     let loaded = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
     let samples = collect_while(&mut sampler, Duration::from_millis(100), || child.try_wait().unwrap().is_none());
     let mine = samples.into_iter().filter(|s| s.pid == pid && s.time_unix_ns > loaded).collect();
     (mine, sampler.unwind_stats())
