@@ -20,9 +20,14 @@ use crate::{SamplerError, map_mut};
 
 /// Shortest block sent by default: shorter ones are the scheduler's daily noise.
 pub const DEFAULT_THRESHOLD: Duration = Duration::from_millis(1);
-/// Stacks taken a second at most by default (a taken stack costs a few µs of a CPU: ~0.5 % of a
-/// core at this rate, on top of the ~0.1 µs every switch costs).
-pub const DEFAULT_MAX_STACKS_PER_SECOND: u32 = 1000;
+/// Stacks taken a second at most by default. A stack taken costs 10–14 µs of a CPU in the kernel
+/// (the walks of both stacks most of it; sending the record to userspace well under 1 µs), on
+/// top of the ~0.14 µs every switch costs — 0.35 % of a core at 20,000 switches a second
+/// (`cargo bench -p loupe-testbed --bench off_cpu`, where every block is long enough to be
+/// sent). The whole was 1.3–1.5 % of a core there at 1,000 stacks a second, 1.0–1.1 % at 500; at
+/// 300 it stays under 1 %. 300 waits a second is 18,000 a minute: enough for a profile's shares
+/// to settle within a minute; raise it (`--off-cpu-max-per-second`) for a short, close look.
+pub const DEFAULT_MAX_STACKS_PER_SECOND: u32 = 300;
 /// How often the sampling ratio follows the blocking rate.
 const ADJUST_EVERY: Duration = Duration::from_secs(1);
 
