@@ -130,7 +130,7 @@ pub use samples::model::{
     Frame, IndexedProfile, Name, ObjectAddress, OffCpuSample, Profile, ProfileQuery, SampleBatchMeta, SampleKind,
     SampleStats, StackSample,
 };
-pub use samples::{RawSample, Renamed, SampleCursor};
+pub use samples::{RawSample, RawWait, Renamed, SampleCursor, WaitCursor};
 pub use timeline::model::{
     EventPos, EventStats, StoredEvent, TimelineBatchMeta, TimelineEvent, TimelineEventDef, TimelineQuery,
     TimelineSource, TimelineSourceSummary, TimelineStats,

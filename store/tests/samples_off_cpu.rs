@@ -124,6 +124,74 @@ fn waits_come_back_exactly_and_profiles_weigh_them() {
     assert_clean(&store);
 }
 
+/// Every wait through the cursor, its ids resolved, as `off_cpu_samples` gives it: the cursor
+/// hands out the same waits with the same weights, batch by batch in time order; a batch
+/// deleted by retention while the cursor is open is skipped; a CPU-sample cursor refuses waits.
+#[test]
+fn the_wait_cursor_hands_out_the_waits_page_by_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path(), Retention { max_age: Duration::from_secs(60), max_bytes: u64::MAX });
+    let written = waits(3, 4, 5);
+    let metas: Vec<_> = written.iter().map(|b| store.put_off_cpu(b, T0).unwrap()).collect();
+    let read = |q: ProfileQuery| {
+        let mut cursor = store.wait_cursor(q).unwrap();
+        let mut pages = Vec::new();
+        while let Some(page) = cursor.next_page().unwrap() {
+            pages.push(page);
+        }
+        pages
+    };
+    let resolved = |w: &loupe_store::RawWait| {
+        let frames = store.stack_frames(&[w.sample.stack]).unwrap().remove(0);
+        let comm = store.comm_names(&[w.sample.comm]).unwrap().remove(0);
+        (w.sample.time_unix_ns, w.sample.cpu, w.sample.pid, w.sample.tid, comm, frames, w.waited_ns, w.one_in)
+    };
+    let want = |q: &ProfileQuery| {
+        let mut v: Vec<_> = store
+            .off_cpu_samples(q)
+            .unwrap()
+            .into_iter()
+            .map(|w| {
+                let s = w.sample;
+                (s.time_unix_ns, s.cpu, s.pid, s.tid, s.comm, s.frames, w.waited_ns, w.one_in)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let some = written[2][7].sample.clone();
+    let base = off_cpu(ProfileQuery::range(TimeRange::ALL));
+    for q in [
+        base.clone(),
+        ProfileQuery { pid: Some(some.pid), ..base.clone() },
+        ProfileQuery { cpu: Some(some.cpu), ..base.clone() },
+        ProfileQuery { range: TimeRange::new(some.time_unix_ns, u64::MAX).unwrap(), ..base.clone() },
+    ] {
+        let pages = read(q.clone());
+        for page in &pages {
+            assert!(page.is_sorted_by_key(|w| (w.sample.time_unix_ns, w.sample.cpu)), "{q:?}");
+            assert!(page.iter().all(|w| !w.sample.idle && w.one_in >= 1), "{q:?}");
+        }
+        let mut got: Vec<_> = pages.iter().flatten().map(resolved).collect();
+        got.sort();
+        assert!(!got.is_empty(), "{q:?}");
+        assert_eq!(got, want(&q), "{q:?}");
+    }
+    assert_eq!(read(base.clone()).len(), 4, "one page a batch");
+
+    // Retention deletes the first two batches between two pages: the rest still come.
+    let mut cursor = store.wait_cursor(base.clone()).unwrap();
+    let first = cursor.next_page().unwrap().unwrap();
+    assert_eq!(first.len() as u64, metas[0].samples);
+    store.enforce_retention(metas[2].start_unix_ns + 60 * SEC).unwrap();
+    let rest: usize = std::iter::from_fn(|| cursor.next_page().unwrap()).map(|p| p.len()).sum();
+    assert_eq!(rest as u64, metas[2].samples + metas[3].samples);
+
+    // Waits are not CPU samples: the sample cursor refuses an off-CPU query and names the way.
+    let err = store.sample_cursor(base).err().unwrap().to_string();
+    assert!(err.contains("wait_cursor"), "{err}");
+}
+
 #[test]
 fn cpu_samples_and_waits_never_mix() {
     let dir = tempfile::tempdir().unwrap();

@@ -99,7 +99,7 @@
 //! # Where things are
 //! - `write`: [`Store::put_samples`]: dedup into the dictionary, encode, one atomic batch;
 //! - `query`: [`Store::profile`], [`Store::samples`], [`Store::pids`]; `cursor`:
-//!   [`Store::sample_cursor`] (page by page, with dictionary ids);
+//!   [`Store::sample_cursor`] and [`Store::wait_cursor`] (page by page, with dictionary ids);
 //! - `records`: a batch's `B`/`h`/`b` records by key (list, read, delete),
 //!   [`Store::sample_batches`];
 //! - `totals`: the `x` record, [`Store::sample_stats`], [`Store::lost_samples`];
@@ -131,7 +131,7 @@ mod totals;
 pub(crate) mod verify;
 mod write;
 
-pub use cursor::{RawSample, SampleCursor};
+pub use cursor::{RawSample, RawWait, SampleCursor, WaitCursor};
 pub use rename::Renamed;
 
 #[cfg(doc)]

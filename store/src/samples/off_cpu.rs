@@ -20,8 +20,8 @@
 //! samples, cursors, the PIDs of a range — scans `B`/`h` keys, and a wait summed as a CPU
 //! sample would be wrong in a way nobody would notice. Under other keys, no reader of CPU
 //! samples can meet one; retention, the dictionary sweep, renaming and `verify` read both.
-//! Off-CPU batches have no hour rollups: at the sampler's bound of 1,000 waits a second they
-//! are as many samples as a 100-CPU host's at 10 Hz, and a day-long off-CPU profile reads each
+//! Off-CPU batches have no hour rollups: at 1,000 waits a second (the sampler's default bound is
+//! 300) they are as many samples as a 100-CPU host's at 10 Hz, and a day-long off-CPU profile reads each
 //! batch's table (about a second a day; see `rollup` for the CPU samples' measurement).
 //!
 //! *Why the wait to the microsecond:* as sample times are (`StackSample::TIME_UNIT_NS`). A wait
@@ -46,6 +46,15 @@ use super::query::Filter;
 use super::records::BatchSamples;
 use crate::keys;
 use crate::{Inner, Store, StoreError, TimeRange};
+
+/// An off-CPU batch to read: where it is, its samples and its CPUs (from its metadata).
+#[derive(Clone, Debug)]
+pub(super) struct WaitBatch {
+    pub start: u64,
+    pub id: u64,
+    pub samples: u64,
+    pub cpus: Vec<u32>,
+}
 
 /// The `w` record's format.
 const WAITS_FORMAT: u8 = 1;
@@ -169,42 +178,60 @@ impl Inner {
         q: &ProfileQuery,
         mut each: impl FnMut(u64, u32, &Entry, u64, u32) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        let TimeRange { from_unix_ns: from, to_unix_ns: to } = q.range;
         let filter = Filter::new(q, d);
+        for batch in self.wait_batches(q)? {
+            self.visit_wait_batch(d, q, &filter, batch, &mut each)?;
+        }
+        Ok(())
+    }
+
+    /// The off-CPU batches that may hold waits in `q`'s range (and CPU), oldest first. Caller
+    /// holds the read lock.
+    pub(super) fn wait_batches(&self, q: &ProfileQuery) -> Result<Vec<WaitBatch>, StoreError> {
+        let TimeRange { from_unix_ns: from, to_unix_ns: to } = q.range;
         let span = self.sample_totals()?.max_span_ns;
         let mut batches = Vec::new();
         self.for_each_batch_of(SampleKind::OffCpu, from.saturating_sub(span), to, |start, id, row| {
-            if row.samples > 0 && row.end >= from {
-                batches.push((start, id, row.samples, row.cpus.clone()));
+            if row.samples > 0 && row.end >= from && q.cpu.is_none_or(|c| row.cpus.binary_search(&c).is_ok()) {
+                batches.push(WaitBatch { start, id, samples: row.samples, cpus: row.cpus.clone() });
             }
             Ok(())
         })?;
-        for (start, id, n, cpus) in batches {
-            let batch = self.read_batch(SampleKind::OffCpu, start, id, d)?;
-            let waits = self.read_waits(&batch, n)?;
-            let mut at = 0usize;
-            for cpu in cpus {
-                let block = self.read_block(&batch, cpu, true)?;
-                let here = at..at + block.entries.len();
-                at = here.end;
-                let (Some(waited), Some(one_in)) = (waits.waited_ns.get(here.clone()), waits.one_in.get(here)) else {
-                    return Err(
-                        self.corrupt(format!("off-CPU batch {id} waits"), format!("fewer than its {n} samples"))
-                    );
-                };
-                if q.cpu.is_some_and(|c| c != cpu) {
-                    continue;
-                }
-                for (i, (&t, &e)) in block.times.iter().zip(&block.entries).enumerate() {
-                    let e = &batch.table.entries[e as usize];
-                    if q.range.contains(t) && filter.wants(e) {
-                        each(t, cpu, e, waited[i], one_in[i])?;
-                    }
+        Ok(batches)
+    }
+
+    /// [`Inner::visit_waits`] over one batch (one found by [`Inner::wait_batches`]). Caller holds
+    /// the read lock.
+    pub(super) fn visit_wait_batch(
+        &self,
+        d: &Dict,
+        q: &ProfileQuery,
+        filter: &Filter,
+        WaitBatch { start, id, samples: n, cpus }: WaitBatch,
+        mut each: impl FnMut(u64, u32, &Entry, u64, u32) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let batch = self.read_batch(SampleKind::OffCpu, start, id, d)?;
+        let waits = self.read_waits(&batch, n)?;
+        let mut at = 0usize;
+        for cpu in cpus {
+            let block = self.read_block(&batch, cpu, true)?;
+            let here = at..at + block.entries.len();
+            at = here.end;
+            let (Some(waited), Some(one_in)) = (waits.waited_ns.get(here.clone()), waits.one_in.get(here)) else {
+                return Err(self.corrupt(format!("off-CPU batch {id} waits"), format!("fewer than its {n} samples")));
+            };
+            if q.cpu.is_some_and(|c| c != cpu) {
+                continue;
+            }
+            for (i, (&t, &e)) in block.times.iter().zip(&block.entries).enumerate() {
+                let e = &batch.table.entries[e as usize];
+                if q.range.contains(t) && filter.wants(e) {
+                    each(t, cpu, e, waited[i], one_in[i])?;
                 }
             }
-            if at as u64 != n {
-                return Err(self.corrupt(format!("off-CPU batch {id} blocks"), format!("{at} samples, not {n}")));
-            }
+        }
+        if at as u64 != n {
+            return Err(self.corrupt(format!("off-CPU batch {id} blocks"), format!("{at} samples, not {n}")));
         }
         Ok(())
     }
