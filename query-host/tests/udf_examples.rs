@@ -37,6 +37,8 @@ fn columns(v: &Value) -> Vec<String> {
 fn every_example_answers_what_the_data_holds() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = fill(dir.path());
+    // Waits off the CPU beside the samples: no answer over CPU samples below may count them.
+    fill_waits(dir.path());
     let server = Server::start(dir.path(), &[]);
     let http = Http::new(&server.url, Some(&server.token("netops")));
 
@@ -145,6 +147,16 @@ fn every_example_answers_what_the_data_holds() {
     assert_eq!(v["kind"], "flamegraph");
     assert_eq!(v["profile"]["flamegraph"], profile["flamegraph"]);
     assert_eq!(v["profile"]["samples"], 462);
+    // Off the CPU: the waits through the analysis cursor, each weighed by its wait times its 1
+    // in N — exactly the host's off-CPU profile (5 waits, 70 ms in all; one PID's 2, 40 ms).
+    let mut req = all.clone();
+    req["params"] = json!({"off_cpu": true});
+    let v = ok(http.invoke("flame", req.clone()));
+    let waits = ok(http.get(&format!("/api/v1/profile?kind=off_cpu&from=0&to={}", T0 + 3600 * SEC)));
+    assert_eq!(waits["flamegraph"]["value"], 70_000_000u64);
+    assert_eq!(v["profile"]["flamegraph"], waits["flamegraph"]);
+    req["params"] = json!({"off_cpu": true, "pid": 200});
+    assert_eq!(ok(http.invoke("flame", req))["profile"]["flamegraph"]["value"], 40_000_000u64);
 
     // Sample count (idle included), whole range and one 10-s batch.
     assert_eq!(ok(http.invoke("sample-count", all.clone()))["text"], "504");
@@ -173,7 +185,7 @@ fn every_example_answers_what_the_data_holds() {
     assert!(m.contains("loupe_analysis_invocations_total{analysis=\"burst-detector\"} 7"), "{m}");
     assert!(m.contains("loupe_analysis_failures_total{analysis=\"burst-detector\",cause=\"bad_params\"} 3"), "{m}");
     assert!(m.contains("loupe_runs 2"), "{m}");
-    assert!(m.contains("loupe_stack_samples 504"), "{m}");
+    assert!(m.contains("loupe_stack_samples 509"), "504 CPU samples and 5 waits: {m}");
     server.stop();
 }
 

@@ -1,10 +1,12 @@
-//! Reading the host's data: run, sample and timeline cursors, and the stack / comm dictionaries.
+//! Reading the host's data: run, sample, wait and timeline cursors, and the stack / comm
+//! dictionaries.
 
 use std::{collections::BTreeMap, ops::Deref};
 
 use crate::bindings::loupe::udf::data as host;
 use crate::{
     Frame, HostInfo, Run, Sample, SampleColumns, SampleFilter, SeriesSet, TimeRange, TimelineEvent, TimelineFilter,
+    Wait,
 };
 
 /// Ids sent to `data.stacks` / `data.comms` in one call at most.
@@ -33,6 +35,31 @@ pub fn runs(range: TimeRange) -> RunQuery {
 /// [`include_idle`](SampleQuery::include_idle).
 pub fn samples(range: TimeRange) -> SampleQuery {
     SampleQuery { range, filter: SampleFilter { pid: None, comm: None, cpu: None, include_idle: false } }
+}
+
+/// Waits off the CPU whose thread blocked in `range` (recorded by `loupe agent --off-cpu` or
+/// `loupe sample --off-cpu`), in time order per stored batch. Narrow them, then
+/// [`open`](WaitQuery::open). Each wait stands for [`Wait::weight_ns`] of waiting:
+///
+/// ```no_run
+/// # fn f(range: loupe_udf::TimeRange) -> Result<(), String> {
+/// let mut waited = std::collections::BTreeMap::<u32, u64>::new();
+/// for w in loupe_udf::waits(range).comm("nginx").open()? {
+///     *waited.entry(w.stack).or_default() += w.weight_ns(); // ns waited in each stack
+/// }
+/// # Ok(()) }
+/// ```
+pub fn waits(range: TimeRange) -> WaitQuery {
+    WaitQuery { range, filter: SampleFilter { pid: None, comm: None, cpu: None, include_idle: false } }
+}
+
+impl Wait {
+    /// The waiting this sample stands for, in ns: its own wait times the waits it was sampled
+    /// among (`waited_ns × one_in`). Summed per stack, an unbiased estimate of the time threads
+    /// waited there, as `loupe profile --off-cpu` gives it.
+    pub fn weight_ns(&self) -> u64 {
+        self.waited_ns.saturating_mul(u64::from(self.one_in))
+    }
 }
 
 /// Programs' application-timeline events in `range`, in time order. Narrow them, then
@@ -177,6 +204,40 @@ impl SampleQuery {
     }
 }
 
+/// Which waits to read; see [`waits`].
+#[derive(Clone, Debug)]
+#[must_use = "a query reads nothing until opened"]
+pub struct WaitQuery {
+    range: TimeRange,
+    filter: SampleFilter,
+}
+
+impl WaitQuery {
+    /// Only this process (`None`: every process).
+    pub fn pid(mut self, pid: impl Into<Option<u32>>) -> Self {
+        self.filter.pid = pid.into();
+        self
+    }
+
+    /// Only this command name (`None`: every command).
+    pub fn comm(mut self, comm: impl OptionalText) -> Self {
+        self.filter.comm = comm.into_option();
+        self
+    }
+
+    /// Only the waits that began on this CPU (`None`: every CPU).
+    pub fn cpu(mut self, cpu: impl Into<Option<u32>>) -> Self {
+        self.filter.cpu = cpu.into();
+        self
+    }
+
+    /// Opens the host cursor (one host call), or the host's reason why not.
+    pub fn open(self) -> Result<Waits, String> {
+        let cursor = host::open_waits(self.range, &self.filter)?;
+        Ok(Batched::new(cursor))
+    }
+}
+
 /// A host cursor that hands out items a batch at a time: the host's run and sample cursors
 /// (or a stand-in in tests). [`Batched`] turns one into an iterator.
 pub trait NextBatch {
@@ -194,6 +255,15 @@ impl NextBatch for host::RunCursor {
 
     fn next_batch(&mut self) -> Self::Batch {
         host::RunCursor::next_batch(self).into_iter()
+    }
+}
+
+impl NextBatch for host::WaitCursor {
+    type Item = Wait;
+    type Batch = std::vec::IntoIter<Wait>;
+
+    fn next_batch(&mut self) -> Self::Batch {
+        host::WaitCursor::next_batch(self).into_iter()
     }
 }
 
@@ -291,6 +361,9 @@ pub struct Batched<C: NextBatch> {
 
 /// The runs of an opened [`RunQuery`], one host call per batch of a few runs.
 pub type Runs = Batched<host::RunCursor>;
+
+/// The waits of an opened [`WaitQuery`], one host call per stored batch.
+pub type Waits = Batched<host::WaitCursor>;
 
 /// The events of an opened [`TimelineQuery`], one host call per few thousand events.
 pub type TimelineEvents = Batched<host::TimelineCursor>;

@@ -101,7 +101,8 @@ pub mod types {
 pub use bindings::loupe::udf::data::{HostInfo, Level};
 pub use data::{
     Batched, CommDictionary, Comms, Dictionary, IdCache, NextBatch, OptionalText, RunQuery, Runs, SampleBatch,
-    SampleQuery, Samples, StackDictionary, Stacks, TimelineEvents, TimelineQuery, host_info, runs, samples, timeline,
+    SampleQuery, Samples, StackDictionary, Stacks, TimelineEvents, TimelineQuery, WaitQuery, Waits, host_info, runs,
+    samples, timeline, waits,
 };
 pub use output::Flamegraph;
 pub use params::Params;
@@ -112,7 +113,7 @@ pub use types::ParamSpec as Param;
 pub use types::{
     Cell, Column, CpuMetrics, Description, Frame, LatencyBucket, Metrics, Output, ParamKind, ParamValue, Point,
     ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleColumns, SampleFilter, Series, SeriesSet,
-    Table, TimeRange, TimelineEvent, TimelineFilter, WeightedStack,
+    Table, TimeRange, TimelineEvent, TimelineFilter, Wait, WeightedStack,
 };
 
 /// One analysis: implement it on a unit struct and export it with [`export_analysis!`].
@@ -162,6 +163,12 @@ impl Context {
     /// Stack samples in the invocation's range (narrow with [`SampleQuery`]'s methods).
     pub fn samples(&self) -> SampleQuery {
         samples(self.range)
+    }
+
+    /// Waits off the CPU whose thread blocked in the invocation's range (narrow with
+    /// [`WaitQuery`]'s methods).
+    pub fn waits(&self) -> WaitQuery {
+        waits(self.range)
     }
 
     /// Programs' timeline events in the invocation's range (narrow with [`TimelineQuery`]'s

@@ -7,15 +7,16 @@
 //!
 //! What the host holds for one invocation is bounded whatever the analysis does: at most
 //! [`MAX_OPEN_CURSORS`] cursors at once (one more traps the analysis with `cursor_limit`), a
-//! run cursor holds one page of run listings ([`RUN_PAGE`] entries) and a sample cursor one
-//! stored batch of samples; a batch handed to the guest is at most [`RUN_PAGE`] runs and
-//! [`MAX_RUN_BATCH_BYTES`] of series, or [`SAMPLE_PAGE`] samples. The probe cursor (stored
+//! run cursor holds one page of run listings ([`RUN_PAGE`] entries) and a sample or wait cursor
+//! one stored batch; a batch handed to the guest is at most [`RUN_PAGE`] runs and
+//! [`MAX_RUN_BATCH_BYTES`] of series, or [`SAMPLE_PAGE`] samples or waits. The probe cursor (stored
 //! `loupe probe` sessions and their calls) is in [`super::probes`], under the same limits.
 
 use std::collections::VecDeque;
 
 use loupe_store::{
-    EventPos, ProfileQuery, RawSample, RunMeta, RunPos, Store, StoreError, TimeRange as StoreRange, TimelineQuery,
+    EventPos, ProfileQuery, RawSample, RawWait, RunMeta, RunPos, SampleKind, Store, StoreError,
+    TimeRange as StoreRange, TimelineQuery,
 };
 use wasmtime::component::{Resource, ResourceTable};
 
@@ -32,6 +33,7 @@ wasmtime::component::bindgen!({
     with: {
         "loupe:udf/data.run-cursor": RunCursor,
         "loupe:udf/data.sample-cursor": SampleCursor,
+        "loupe:udf/data.wait-cursor": WaitCursor,
         "loupe:udf/data.timeline-cursor": TimelineCursor,
         "loupe:udf/data.probe-cursor": super::probes::ProbeCursor,
     },
@@ -76,6 +78,12 @@ pub struct SampleCursor {
     inner: loupe_store::SampleCursor,
     /// The rest of the current store page, handed out [`SAMPLE_PAGE`] at a time.
     pending: VecDeque<RawSample>,
+}
+
+pub struct WaitCursor {
+    inner: loupe_store::WaitCursor,
+    /// The rest of the current store page, handed out [`SAMPLE_PAGE`] at a time.
+    pending: VecDeque<RawWait>,
 }
 
 pub struct TimelineCursor {
@@ -220,11 +228,33 @@ impl loupe::udf::data::Host for DataHost {
             comm: filter.comm,
             cpu: filter.cpu,
             include_idle: filter.include_idle,
-            kind: loupe_store::SampleKind::OnCpu,
+            kind: SampleKind::OnCpu,
         };
         self.open_cursor()?;
         let inner = self.store.sample_cursor(query).map_err(trap)?;
         Ok(Ok(self.table.push(SampleCursor { inner, pending: VecDeque::new() })?))
+    }
+
+    fn open_waits(
+        &mut self,
+        range: wit::TimeRange,
+        filter: wit::SampleFilter,
+    ) -> wasmtime::Result<Result<Resource<WaitCursor>, String>> {
+        let range = match self.range(range) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        let query = ProfileQuery {
+            range,
+            pid: filter.pid,
+            comm: filter.comm,
+            cpu: filter.cpu,
+            include_idle: false,
+            kind: SampleKind::OffCpu,
+        };
+        self.open_cursor()?;
+        let inner = self.store.wait_cursor(query).map_err(trap)?;
+        Ok(Ok(self.table.push(WaitCursor { inner, pending: VecDeque::new() })?))
     }
 
     fn open_timeline(
@@ -380,6 +410,37 @@ impl loupe::udf::data::HostSampleCursor for DataHost {
     }
 
     fn drop(&mut self, cursor: Resource<SampleCursor>) -> wasmtime::Result<()> {
+        self.table.delete(cursor)?;
+        self.close_cursor();
+        Ok(())
+    }
+}
+
+impl loupe::udf::data::HostWaitCursor for DataHost {
+    fn next_batch(&mut self, cursor: Resource<WaitCursor>) -> wasmtime::Result<Vec<wit::Wait>> {
+        let c = self.table.get_mut(&cursor)?;
+        if c.pending.is_empty()
+            && let Some(page) = c.inner.next_page().map_err(trap)?
+        {
+            c.pending = page.into();
+        }
+        let n = c.pending.len().min(SAMPLE_PAGE);
+        Ok(c.pending
+            .drain(..n)
+            .map(|w| wit::Wait {
+                time_ns: w.sample.time_unix_ns,
+                cpu: w.sample.cpu,
+                pid: w.sample.pid,
+                tid: w.sample.tid,
+                comm: w.sample.comm,
+                stack: w.sample.stack,
+                waited_ns: w.waited_ns,
+                one_in: w.one_in,
+            })
+            .collect())
+    }
+
+    fn drop(&mut self, cursor: Resource<WaitCursor>) -> wasmtime::Result<()> {
         self.table.delete(cursor)?;
         self.close_cursor();
         Ok(())

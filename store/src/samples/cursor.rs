@@ -162,8 +162,15 @@ impl Inner {
         let mut out = Vec::new();
         self.visit_wait_batch(&d, q, &filter, batch, |t, cpu, e, waited_ns, one_in| {
             let th = d.thread(e.thread).ok_or_else(|| self.missing("thread", e.thread))?;
-            let sample =
-                RawSample { time_unix_ns: t, cpu, pid: th.pid, tid: th.tid, comm: th.comm, idle: false, stack: e.stack };
+            let sample = RawSample {
+                time_unix_ns: t,
+                cpu,
+                pid: th.pid,
+                tid: th.tid,
+                comm: th.comm,
+                idle: false,
+                stack: e.stack,
+            };
             out.push(RawWait { sample, waited_ns, one_in });
             Ok(())
         })?;

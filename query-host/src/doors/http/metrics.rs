@@ -77,7 +77,11 @@ impl ServerMetrics {
             registry: Registry::default(),
         };
         registry.register("runs", "Millisampler runs retained in the store", m.runs.clone());
-        registry.register("stack_samples", "Stack samples retained in the store", m.samples.clone());
+        registry.register(
+            "stack_samples",
+            "Stack samples retained in the store: CPU samples and waits off the CPU",
+            m.samples.clone(),
+        );
         registry.register("stack_sample_batches", "Stack-sample batches retained", m.sample_batches.clone());
         registry.register(
             "lost_stack_samples",
