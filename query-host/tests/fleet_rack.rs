@@ -30,6 +30,8 @@ use serde_json::Value;
 const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");
 const HOSTS: usize = 8;
 const VICTIM: usize = 0;
+/// The host whose agent also samples waits off the CPU.
+const OFF_CPU_HOST: usize = 4;
 
 fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
@@ -96,6 +98,13 @@ impl Fleet {
         let mut cmd = self.rack.agent(i, Path::new(LOUPE), &self.data_dir(i), "r1", "d1");
         cmd.args(["--no-timeline", "--intervals", "10ms", "--period", "600s"])
             .args(if self.stacks { &[][..] } else { &["--no-stacks"][..] })
+            // h4 also takes waits off the CPU (of the whole machine: few, so its profile of a
+            // range stays well inside the fleet's message limit).
+            .args(if self.stacks && i == OFF_CPU_HOST {
+                &["--off-cpu", "--off-cpu-max-per-second", "50"][..]
+            } else {
+                &[][..]
+            })
             .env("RUST_LOG", "info")
             .stderr(log);
         if i == 0 {
@@ -106,11 +115,12 @@ impl Fleet {
         cmd.spawn().unwrap()
     }
 
-    /// Host `i`'s own `loupe profile --json` of `[from, to)`, from its data dir (through its
-    /// agent's control socket).
-    fn own_profile(&self, i: usize, from: &str, to: &str) -> Value {
+    /// Host `i`'s own `loupe profile --json` of `[from, to)` (`kind`: `--off-cpu` or nothing),
+    /// from its data dir (through its agent's control socket).
+    fn own_profile(&self, i: usize, from: &str, to: &str, kind: &[&str]) -> Value {
         let out = Command::new("ip")
             .args(["netns", "exec", &self.rack.hosts[i].ns.name, LOUPE, "profile", "--json", "--from", from])
+            .args(kind)
             .args(["--to", to, "--data-dir"])
             .arg(self.data_dir(i))
             .output()
@@ -470,7 +480,7 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     assert_eq!(hot["answered"].as_array().unwrap().len(), HOSTS, "{hot}");
     let mut fleet_total = 0;
     for i in 0..HOSTS {
-        let profile = fleet.own_profile(i, &from, &to);
+        let profile = fleet.own_profile(i, &from, &to, &[]);
         let host = format!("h{i}");
         let mut mine = std::collections::BTreeMap::<String, u64>::new();
         for r in hot["rows"].as_array().unwrap().iter().filter(|r| r[0] == "function" && r[3] == host.as_str()) {
@@ -496,11 +506,21 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     let on_h0 = |path: String| fleet.rack.hosts[0].ns.run(|| http.get(&path)).unwrap();
     let remote = on_h0(format!("/api/v1/fleet/hosts/h4/profile?from={from}&to={to}"));
     assert_eq!(remote.status, 200, "{}", String::from_utf8_lossy(&remote.body));
-    let own = fleet.own_profile(4, &from, &to);
+    let own = fleet.own_profile(4, &from, &to, &[]);
     let remote = remote.json();
     assert!(remote["samples"].as_u64().unwrap() > 0);
-    for key in ["samples", "functions", "modules", "flamegraph"] {
+    for key in ["kind", "samples", "functions", "modules", "flamegraph"] {
         assert_eq!(remote[key], own[key], "h4's {key} read over the fleet against its own");
+    }
+    // Its waits off the CPU, the same way: time waited per stack, as its own profile says.
+    let remote = on_h0(format!("/api/v1/fleet/hosts/h{OFF_CPU_HOST}/profile?kind=off_cpu&from={from}&to={to}"));
+    assert_eq!(remote.status, 200, "{}", String::from_utf8_lossy(&remote.body));
+    let own = fleet.own_profile(OFF_CPU_HOST, &from, &to, &["--off-cpu"]);
+    let remote = remote.json();
+    assert_eq!(remote["kind"], "off_cpu");
+    assert!(remote["samples"].as_u64().unwrap() > 0, "h4 took no waits: {remote}");
+    for key in ["kind", "samples", "functions", "modules", "flamegraph"] {
+        assert_eq!(remote[key], own[key], "h4's off-CPU {key} read over the fleet against its own");
     }
     let h4 = run["hosts"].as_array().unwrap().iter().find(|h| h["host"] == "h4").unwrap();
     let read = on_h0(format!("/api/v1/fleet/hosts/h4/runs/{}", h4["run_id"])).json();

@@ -231,6 +231,26 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
   const remote = await api(`/api/v1/fleet/hosts/h0/profile?from=${q.get('from')}&to=${q.get('to')}`);
   assert.equal(await page.getAttribute('.profile-summary', 'data-host'), 'h0');
   assert.equal(await page.getAttribute('.profile-summary', 'data-samples'), String(remote.samples));
+  // Its waits off the CPU (h0's agent takes them): the box reloads the page in time waited.
+  // Once a wait from after the window is stored, all of the window's are (batches hold every
+  // wait taken before them, in order).
+  const after = BigInt(q.get('to')) + 1_000_000_000n;
+  for (let i = 0; ; i++) {
+    const later = await api(`/api/v1/fleet/hosts/h0/profile?kind=off_cpu&from=${after}&to=${BigInt(Date.now()) * 1_000_000n}`);
+    if (later.samples > 0) break;
+    assert.ok(i < 120, 'h0 stored no waits off the CPU taken after the window within 60 s');
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await page.evaluate(() => (window.__loupe.ready = false));
+  await page.check('#profile-off-cpu');
+  await page.waitForFunction(() => window.__loupe.ready === true && /kind=off_cpu/.test(location.hash), null, { timeout: 30_000 });
+  const waits = await api(`/api/v1/fleet/hosts/h0/profile?kind=off_cpu&from=${q.get('from')}&to=${q.get('to')}`);
+  assert.equal(waits.kind, 'off_cpu');
+  assert.ok(waits.samples > 0, 'h0 took no waits off the CPU in the window');
+  assert.equal(await page.getAttribute('.profile-summary', 'data-kind'), 'off_cpu');
+  assert.equal(await page.getAttribute('.profile-summary', 'data-samples'), String(waits.samples));
+  assert.equal(await page.getAttribute('.profile-summary', 'data-waited'), String(waits.flamegraph.value));
+  assert.match(await page.textContent('#time-waited'), /\d+(\.\d+)? (ns|µs|ms|s|min|h)$/);
 
   // Fleet hot functions over a closed range whose samples are stored: each host's count equals
   // its own profile of that range, and the libraries' shares add up to the whole.

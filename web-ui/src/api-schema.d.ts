@@ -1387,6 +1387,12 @@ export interface operations {
                 from?: string;
                 /** @description End (exclusive), same forms. Default: the end of time. */
                 to?: string;
+                /**
+                 * @description `on_cpu` (default): where its threads ran, in samples. `off_cpu`: where they waited off
+                 *     the CPU, in nanoseconds (the host's agent started with `--off-cpu`).
+                 * @example off_cpu
+                 */
+                kind?: string;
             };
             header?: never;
             path: {

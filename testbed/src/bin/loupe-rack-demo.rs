@@ -4,7 +4,8 @@
 //! host 0 at once (an incast), with a trickle in between. Host 0's web UI (a token made for it,
 //! the fleet's example analyses uploaded) shows the fleet view. The rack's NATS and agents are
 //! reachable from this namespace over the management network; the commands to try are printed.
-//! Ctrl-C stops the agents and removes the namespaces.
+//! Host 0's agent also samples waits off the CPU (`--off-cpu`, of the whole machine: the agents
+//! share one kernel), for its profile's "waits off the CPU" box. Ctrl-C stops the agents and removes the namespaces.
 //!
 //! `loupe-rack-demo [--hosts 4] [--dir ./loupe-rack] [--loupe target/release/loupe] [--incast-log FILE]`
 //!
@@ -71,9 +72,13 @@ fn main() -> Result<()> {
     for (i, h) in rack.hosts.iter().enumerate() {
         let log = std::fs::File::create(dir.join(format!("agent-{}.log", h.name)))?;
         let listen = format!("10.78.0.{}:7878", i + 1);
+        let mut agent = rack.agent(i, &loupe, &dir.join(&h.name), "demo", "local");
+        agent.args(["--listen", &listen, "--no-timeline", "--intervals", "1ms,10ms", "--period", "30s"]);
+        if i == 0 {
+            agent.args(["--off-cpu", "--off-cpu-max-per-second", "50"]);
+        }
         agents.push(
-            rack.agent(i, &loupe, &dir.join(&h.name), "demo", "local")
-                .args(["--listen", &listen, "--no-timeline", "--intervals", "1ms,10ms", "--period", "30s"])
+            agent
                 .stderr(log)
                 .spawn()
                 .with_context(|| format!("starting {} (build it first: cargo build --release)", loupe.display()))?,

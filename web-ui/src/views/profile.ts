@@ -211,44 +211,74 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
   body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, whole, amount), functionsTable(profile.functions, whole, (name) => fg.search(name), (name) => probeHref(name, query.pid), amount)));
 }
 
-/** Another fleet host's profile of a range (the fleet view opens it): no filters, no pprof. */
+/**
+ * Another fleet host's profile of a range (the fleet view opens it): no filters, no pprof; its
+ * CPU samples, or with the box ticked (`kind=off_cpu`) where its threads waited off the CPU.
+ */
 async function remoteProfile(root: HTMLElement, ctx: ViewCtx, host: string): Promise<void> {
   document.title = `Profile of ${host} · Loupe`;
   const from = ctx.query.get('from') ?? undefined;
   const to = ctx.query.get('to') ?? undefined;
+  const kind = ctx.query.get('kind') === 'off_cpu' ? 'off_cpu' : undefined;
   const range = rangeText(from, to);
+  const offCpuIn = h('input', {
+    type: 'checkbox',
+    id: 'profile-off-cpu',
+    checked: !!kind,
+    onchange: () => {
+      const nq = new URLSearchParams(ctx.query);
+      if (offCpuIn.checked) nq.set('kind', 'off_cpu');
+      else nq.delete('kind');
+      location.hash = `#/profile?${nq.toString()}`;
+    },
+  });
   root.append(
     h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/fleet' }, 'Fleet'), ' › ', host, ' › profile'),
     h('h1', null, 'Profile of ', h('span', { class: 'mono' }, host)),
+    h('label', { class: 'field check', title: `Where ${host}'s threads waited (sleep, lock, pipe, disk), weighed by how long: its agent run with --off-cpu` }, offCpuIn, ' waits off the CPU'),
   );
   const body = h('div', null, loading(`Loading ${host}'s profile of ${range}…`));
   root.append(body);
   const t0 = performance.now();
-  const profile = await api<Profile>(apiUrl(`fleet/hosts/${encodeURIComponent(host)}/profile`, { from, to }), { signal: ctx.signal });
+  const profile = await api<Profile>(apiUrl(`fleet/hosts/${encodeURIComponent(host)}/profile`, { from, to, kind }), { signal: ctx.signal });
   if (ctx.signal.aborted) return;
   window.__loupe.timings.profileFetched = performance.now() - t0;
+  const waited = profile.kind === 'off_cpu';
   body.replaceChildren(
     h(
       'div',
-      { class: 'profile-summary', 'data-samples': String(profile.samples), 'data-lost': String(profile.lost), 'data-host': host },
-      kv([
-        ['host', host],
-        ['range (UTC)', h('span', { class: 'mono' }, range)],
-        ['samples', count(profile.samples)],
-        ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
-        ['whole stacks', wholeStacks(profile)],
-      ]),
+      { class: 'profile-summary', 'data-samples': String(profile.samples), 'data-lost': String(profile.lost), 'data-host': host, 'data-kind': profile.kind ?? 'on_cpu', 'data-waited': waited ? String(profile.flamegraph.value) : '' },
+      kv(
+        waited
+          ? [
+              ['host', host],
+              ['range (UTC)', h('span', { class: 'mono' }, range)],
+              ['waits off the CPU', count(profile.samples)],
+              ['time waited', h('span', { id: 'time-waited' }, duration(profile.flamegraph.value))],
+              ['whole stacks', wholeStacks(profile)],
+            ]
+          : [
+              ['host', host],
+              ['range (UTC)', h('span', { class: 'mono' }, range)],
+              ['samples', count(profile.samples)],
+              ['lost', profile.lost ? h('span', { class: 'warn-text' }, count(profile.lost)) : '0'],
+              ['whole stacks', wholeStacks(profile)],
+            ],
+      ),
     ),
   );
   if (!profile.samples) {
-    body.append(h('p', { class: 'muted', id: 'profile-empty' }, `${host} has no stack samples in this range.`));
+    const none = waited ? `${host} has no waits off the CPU in this range (its agent takes them with --off-cpu).` : `${host} has no stack samples in this range.`;
+    body.append(h('p', { class: 'muted', id: 'profile-empty' }, none));
     return;
   }
   const flameSection = h('section', { class: 'flame-section' }, h('h2', null, 'Flame graph'));
   body.append(flameSection);
-  const fg = renderFlame(flameSection, profile, `Flame graph of ${host} over the range`);
+  const fg = renderFlame(flameSection, profile, waited ? `Flame graph of the time ${host} waited off the CPU` : `Flame graph of ${host} over the range`);
   ctx.onCleanup(() => fg.destroy());
-  body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, profile.samples), functionsTable(profile.functions, profile.samples, (name) => fg.search(name))));
+  const whole = waited ? profile.flamegraph.value : profile.samples;
+  const amount = waited ? duration : count;
+  body.append(h('div', { class: 'profile-tables' }, modulesTable(profile.modules, whole, amount), functionsTable(profile.functions, whole, (name) => fg.search(name), undefined, amount)));
 }
 
 /** The probe start form for a function of the profile, with the profile's PID when it is filtered by one. */

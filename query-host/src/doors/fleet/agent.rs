@@ -317,10 +317,11 @@ fn read(ctx: &Ctx, envelope: &Envelope<ReadBody>) -> Result<ReadReply, WireError
             let view = ctx.host.show_run(loupe_store::RunId(id), false).map_err(core_error)?;
             Ok(ReadReply::Run(view))
         }
-        ReadBody::Profile { from_unix_ns, to_unix_ns } => {
+        ReadBody::Profile { from_unix_ns, to_unix_ns, kind } => {
             let range = loupe_store::TimeRange::new(from_unix_ns, to_unix_ns)
                 .map_err(|e| WireError::new("bad_range", e.to_string()))?;
-            let profile = ctx.host.profile(&loupe_store::ProfileQuery::range(range)).map_err(core_error)?;
+            let query = loupe_store::ProfileQuery { kind, ..loupe_store::ProfileQuery::range(range) };
+            let profile = ctx.host.profile(&query).map_err(core_error)?;
             Ok(ReadReply::Profile(profile))
         }
     }

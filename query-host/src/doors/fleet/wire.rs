@@ -80,8 +80,15 @@ pub enum ReadBody {
     /// A stored run, by id.
     Run { id: u64 },
     /// The stack samples of a range, aggregated (the asker builds the flame graph: a tree
-    /// would arrive nested as deep as the stacks, past the wire's nesting cap).
-    Profile { from_unix_ns: u64, to_unix_ns: u64 },
+    /// would arrive nested as deep as the stacks, past the wire's nesting cap). `kind` says
+    /// which: CPU samples (counts), or waits off the CPU (ns waited); absent from an older
+    /// asker, it means CPU samples.
+    Profile {
+        from_unix_ns: u64,
+        to_unix_ns: u64,
+        #[serde(default)]
+        kind: loupe_store::SampleKind,
+    },
 }
 
 /// `read`'s answer.

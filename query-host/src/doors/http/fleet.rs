@@ -11,6 +11,7 @@ use axum::{
     extract::{Path, State},
     response::Response,
 };
+use loupe_store::SampleKind;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -191,6 +192,11 @@ pub struct HostRange {
     pub from: Option<String>,
     /// End (exclusive), same forms. Default: the end of time.
     pub to: Option<String>,
+    /// `on_cpu` (default): where its threads ran, in samples. `off_cpu`: where they waited off
+    /// the CPU, in nanoseconds (the host's agent started with `--off-cpu`).
+    #[serde(default)]
+    #[param(value_type = Option<String>, example = "off_cpu")]
+    pub kind: SampleKind,
 }
 
 /// A host's profile of a range, read over the fleet (its stacks travel, the flame graph is
@@ -204,11 +210,13 @@ async fn host_profile(
     ApiQuery(q): ApiQuery<HostRange>,
 ) -> Result<Response, ApiError> {
     let range = parse_range(q.from.as_deref(), q.to.as_deref())?;
-    let body = ReadBody::Profile { from_unix_ns: range.from_unix_ns(), to_unix_ns: range.to_unix_ns() };
+    let kind = q.kind;
+    let body = ReadBody::Profile { from_unix_ns: range.from_unix_ns(), to_unix_ns: range.to_unix_ns(), kind };
     match coordinator(&state)?.read(&host, body).await? {
         ReadReply::Profile(profile) => {
-            let view =
-                tokio::task::spawn_blocking(move || ProfileView::new(&profile)).await.map_err(ApiError::internal)?;
+            let view = tokio::task::spawn_blocking(move || ProfileView::new(&profile).of_kind(kind))
+                .await
+                .map_err(ApiError::internal)?;
             Ok(fmt.reply(&view))
         }
         ReadReply::Run(_) => Err(ApiError::internal(format!("host {host} answered a profile read with a run"))),
