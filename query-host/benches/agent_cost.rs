@@ -10,7 +10,14 @@
 //! looked up (their ratio is what naming frames from debug files costs). CPU per sample divides
 //! by the samples the agent stored in the window (idle ones included).
 //!
-//! `cargo bench -p loupe-query-host --bench agent_cost` (root; `LOUPE_BENCH_SECONDS`, default 60).
+//! Then two more beside `waits naps 20` (20 threads napping 1 ms at a time, ~20,000 context
+//! switches a second): with `--off-cpu` (its defaults) and without. The difference is what
+//! taking waits costs the agent (draining, naming and storing them); the kernel's part, the
+//! `sched_switch` program's run time on the switching CPUs, is read through `bpftool` with the
+//! kernel's run-time accounting on, and the two add up to the whole cost.
+//!
+//! `cargo bench -p loupe-query-host --bench agent_cost` (root; `LOUPE_BENCH_SECONDS`, default 60;
+//! `LOUPE_BENCH_ONLY=off_cpu` runs the off-CPU pair alone).
 
 use std::{
     fs,
@@ -48,6 +55,10 @@ fn threads(pid: u32) -> std::collections::BTreeMap<String, (u64, u64)> {
 /// What one agent cost over the measured window.
 struct Figures {
     cpu_share: f64,
+    /// The `sched_switch` program's run time per wall second (0 unless off-CPU sampling ran).
+    off_cpu_kernel_share: f64,
+    /// Waits off the CPU the agent stored in the window.
+    waits: u64,
     wall: f64,
     samples: u64,
     rss_kb: u64,
@@ -57,8 +68,9 @@ struct Figures {
 }
 
 /// Runs `loupe agent` (stacks only, 10 Hz) with `extra` arguments for a warm-up and then
-/// `seconds`, optionally while `workload` keeps one CPU busy.
-fn measure(extra: &[&str], workload: Option<&std::path::Path>, seconds: u64) -> Figures {
+/// `seconds`, optionally while `workload` (a program and its arguments, to which the seconds it
+/// is to run are added) keeps the host busy.
+fn measure(extra: &[&str], workload: Option<(&std::path::Path, &[&str])>, seconds: u64) -> Figures {
     let dir = tempfile::tempdir().unwrap();
     let mut agent = Command::new(env!("CARGO_BIN_EXE_loupe"))
         .args(["agent", "--frequency", "10", "--listen", "127.0.0.1:0", "--data-dir"])
@@ -71,14 +83,16 @@ fn measure(extra: &[&str], workload: Option<&std::path::Path>, seconds: u64) -> 
         .unwrap();
     let pid = agent.id();
     let warmup = Duration::from_secs(12); // one batch written, the host's binaries symbolized once
-    let mut busy = workload.map(|w| {
+    let mut busy = workload.map(|(w, args)| {
         let secs = (warmup.as_secs() + seconds + 5).to_string();
-        Command::new(w).args(["libc", &secs]).stdout(Stdio::null()).spawn().unwrap()
+        Command::new(w).args(args).arg(&secs).stdout(Stdio::null()).spawn().unwrap()
     });
     thread::sleep(warmup);
+    let off_cpu0 = off_cpu_program_ns();
     let (cpu0, t0, from, threads0) = (cpu_seconds(pid), Instant::now(), now_ns(), threads(pid));
     thread::sleep(Duration::from_secs(seconds));
     let (cpu1, wall, to, threads1) = (cpu_seconds(pid), t0.elapsed().as_secs_f64(), now_ns(), threads(pid));
+    let off_cpu_kernel_share = off_cpu_program_ns().saturating_sub(off_cpu0) as f64 / 1e9 / wall;
     let threads = threads1
         .iter()
         .map(|(name, &(ns, runs))| {
@@ -103,7 +117,29 @@ fn measure(extra: &[&str], workload: Option<&std::path::Path>, seconds: u64) -> 
         .output()
         .unwrap();
     let view: serde_json::Value = loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap_or_default();
+    let waits = if extra.contains(&"--off-cpu") {
+        let out = Command::new(env!("CARGO_BIN_EXE_loupe"))
+            .args([
+                "profile",
+                "--json",
+                "--off-cpu",
+                "--from",
+                &from.to_string(),
+                "--to",
+                &to.to_string(),
+                "--data-dir",
+            ])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let view: serde_json::Value = loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap_or_default();
+        view["samples"].as_u64().unwrap_or(0)
+    } else {
+        0
+    };
     Figures {
+        off_cpu_kernel_share,
+        waits,
         cpu_share: (cpu1 - cpu0) / wall,
         wall,
         samples: view["samples"].as_u64().unwrap_or(0),
@@ -111,6 +147,17 @@ fn measure(extra: &[&str], workload: Option<&std::path::Path>, seconds: u64) -> 
         hwm_kb,
         threads,
     }
+}
+
+/// The off-CPU tracepoint program's total run time so far, in ns (`bpftool prog show`, with the
+/// kernel's run-time accounting on; 0 when no such program is loaded or bpftool is missing).
+fn off_cpu_program_ns() -> u64 {
+    let Ok(out) = Command::new("bpftool").args(["prog", "show", "name", "loupe_off_cpu", "--json"]).output() else {
+        return 0;
+    };
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let progs = if v.is_array() { v.as_array().cloned().unwrap_or_default() } else { vec![v] };
+    progs.iter().filter_map(|p| p["run_time_ns"].as_u64()).sum()
 }
 
 fn now_ns() -> u64 {
@@ -149,6 +196,17 @@ fn main() {
         "agent_cost: stacks at 10 Hz on {} CPUs, {seconds} s each after a 12 s warm-up, HTTP server idle",
         num_cpus()
     );
+    let only_off_cpu = std::env::var("LOUPE_BENCH_ONLY").is_ok_and(|o| o == "off_cpu");
+    let dir = tempfile::tempdir().unwrap();
+    if !only_off_cpu && !stacks(&dir, seconds) {
+        return;
+    }
+    off_cpu(&dir, seconds);
+}
+
+/// The idle host with and without unwind tables, and debug files on and off beside a libc
+/// loop; false when the loop cannot be built.
+fn stacks(dir: &tempfile::TempDir, seconds: u64) -> bool {
     let idle = measure(&[], None, seconds);
     report("idle_host", "idle host", &idle);
     // The same idle host with user stacks walked by frame pointers only: what unwinding from
@@ -164,19 +222,57 @@ fn main() {
     );
     // A process spending its time in libc, whose hot function only libc's debug file names:
     // the agent's cost with and without looking for debug files.
-    let dir = tempfile::tempdir().unwrap();
     let names = dir.path().join("names");
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/names.c");
     let ok = Command::new("cc").args(["-O2", "-fno-omit-frame-pointer", "-o"]).arg(&names).arg(&src).status();
     if !ok.is_ok_and(|s| s.success()) {
         println!("SKIP agent_cost debug-file comparison: cc cannot build {}", src.display());
-        return;
+        return false;
     }
-    let off = measure(&["--no-debug-files"], Some(&names), seconds);
+    let off = measure(&["--no-debug-files"], Some((&names, &["libc"])), seconds);
     report("libc_busy_no_debug_files", "one CPU busy in libc, --no-debug-files", &off);
-    let on = measure(&[], Some(&names), seconds);
+    let on = measure(&[], Some((&names, &["libc"])), seconds);
     report("libc_busy_debug_files", "one CPU busy in libc, debug files looked up", &on);
     compare("debug_files", "debug-file lookup on / off", &on, &off, "--no-debug-files");
+    true
+}
+
+/// Off-CPU sampling beside ~20,000 context switches a second: the agent's part and the
+/// kernel's.
+fn off_cpu(dir: &tempfile::TempDir, seconds: u64) {
+    let waits = dir.path().join("waits");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/waits.c");
+    let ok = Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&waits).arg(&src).status();
+    if !ok.is_ok_and(|s| s.success()) {
+        println!("SKIP agent_cost off-CPU comparison: cc cannot build {}", src.display());
+        return;
+    }
+    const STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
+    let stats_before = fs::read_to_string(STATS).unwrap_or_else(|_| "0".into());
+    let _ = fs::write(STATS, "1");
+    let naps: &[&str] = &["naps", "20"];
+    let without = measure(&[], Some((&waits, naps)), seconds);
+    report("naps_no_off_cpu", "20 threads napping 1 ms, no off-CPU sampling", &without);
+    let with = measure(&["--off-cpu"], Some((&waits, naps)), seconds);
+    report("naps_off_cpu", "20 threads napping 1 ms, --off-cpu", &with);
+    let _ = fs::write(STATS, stats_before.trim());
+    let agent = (with.cpu_share - without.cpu_share).max(0.0);
+    let kernel = with.off_cpu_kernel_share;
+    println!(
+        "agent_cost: off-CPU sampling at ~20,000 switches/s: {:.3} % of a core in all = {:.3} % the agent \
+         (draining, naming and storing {} waits, {:.0} a second) + {:.3} % the kernel program",
+        (agent + kernel) * 100.0,
+        agent * 100.0,
+        with.waits,
+        with.waits as f64 / with.wall,
+        kernel * 100.0
+    );
+    println!(
+        r#"BENCH {{"name": "off_cpu_total_core_percent", "value": {:.4}, "unit": "%"}}"#,
+        (agent + kernel) * 100.0
+    );
+    println!(r#"BENCH {{"name": "off_cpu_agent_core_percent", "value": {:.4}, "unit": "%"}}"#, agent * 100.0);
+    println!(r#"BENCH {{"name": "off_cpu_kernel_core_percent", "value": {:.4}, "unit": "%"}}"#, kernel * 100.0);
 }
 
 /// Prints the CPU and RSS ratios of two agents, and the CPU ratio as a BENCH line.

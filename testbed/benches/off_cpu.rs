@@ -3,7 +3,7 @@
 //!
 //! `testbed/fixtures/waits.c naps 20 SECONDS`: 20 threads each napping 1 ms at a time, ~20,000
 //! blocks (and as many switches back) a second. Against it, the stack sampler at 10 Hz runs
-//! with off-CPU sampling (its defaults: blocks ≥ 1 ms, at most 300 stacks a second) and
+//! with off-CPU sampling (its defaults: blocks ≥ 1 ms, at most 200 stacks a second) and
 //! without — the baseline, measured in the same rounds, interleaved. The cost is the off-CPU
 //! program's own run time as the kernel counts it (`kernel.bpf_stats_enabled`: every
 //! `sched_switch` on the host, taken or not) plus the extra CPU this process spent draining the

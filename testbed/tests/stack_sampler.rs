@@ -346,6 +346,53 @@ fn waits_under_sampler(
     (samples.into_iter().filter(|s| s.pid == pid).collect(), truth)
 }
 
+/// In its first second the sampler has not counted the blocks yet and takes 1 in 1: beside
+/// ~20,000 blocks a second, only the kernel's burst guard keeps the stacks taken near the bound
+/// (twice its share of each ~134 ms window), so the ring never fills and no CPU sample is
+/// lost; the blocks it skipped are counted.
+#[test]
+fn a_burst_of_blocks_is_held_to_the_guard_and_loses_no_samples() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("waits");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/waits.c");
+    let ok = Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status();
+    assert!(ok.expect("running cc").success());
+    let max = 100;
+    let off_cpu = loupe_bpf::OffCpuOptions { max_stacks_per_second: max, ..Default::default() };
+    let options = StackSamplerOptions { frequency_hz: 10, off_cpu: Some(off_cpu), ..Default::default() };
+    let attached = std::time::Instant::now(); // no later than the program's attachment
+    let mut sampler = StackSampler::start(&options).unwrap();
+    let started = std::time::Instant::now();
+    let mut child = Command::new(&exe).args(["naps", "20", "3"]).stdout(Stdio::null()).spawn().unwrap();
+    // Before the first adjustment (1 s after the start): every block is picked.
+    let mut first = Vec::new();
+    while started.elapsed() < Duration::from_millis(900) {
+        sampler.drain(&mut first, Duration::from_millis(50)).unwrap();
+    }
+    let windows = attached.elapsed().as_nanos().div_ceil(1 << 27) as usize + 1;
+    let taken = first.iter().filter(|s| s.off_cpu.is_some()).count();
+    assert!(first.iter().filter_map(|s| s.off_cpu).all(|o| o.one_in == 1), "1 in 1 before the first count");
+    // Every window that began since the attachment, and each CPU racing past the limit once in
+    // each.
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let bound = (loupe_bpf::burst_limit(max) as usize + cpus) * windows;
+    let mut rest = Vec::new();
+    while started.elapsed() < Duration::from_millis(2500) {
+        sampler.drain(&mut rest, Duration::from_millis(100)).unwrap();
+    }
+    let stats = sampler.off_cpu_stats().unwrap();
+    let _ = child.wait();
+    eprintln!(
+        "first 0.9 s: {taken} stacks taken (guard {bound}); then {:.0} blocks/s, 1 in {}, {} skipped by the guard",
+        stats.blocks_per_second, stats.one_in, stats.skipped
+    );
+    assert!(taken > 0 && taken <= bound, "{taken} stacks in the first 0.9 s, the guard allows {bound}");
+    assert!(stats.skipped > 0, "at {:.0} blocks a second the guard skipped none", stats.blocks_per_second);
+    assert!(stats.one_in > 1, "the ratio followed the rate: {stats:?}");
+    assert_eq!(sampler.lost().unwrap(), 0, "the ring filled: CPU samples were lost");
+}
+
 #[test]
 fn off_cpu_time_is_weighted_by_how_long_each_thread_waited() {
     require_root!();

@@ -28,6 +28,11 @@ pub const MAP_OFF_CPU_CONFIG: &str = "OFF_CPU_CONFIG";
 pub const MAP_OFF_CPU_PENDING: &str = "OFF_CPU_PENDING";
 /// Per-CPU `u64`: threads seen blocking (sampled or not), for userspace to set the rate.
 pub const MAP_OFF_CPU_BLOCKS: &str = "OFF_CPU_BLOCKS";
+/// One [`OffCpuBurst`] for all CPUs: the takes of the current window, and the blocks bursts
+/// skipped.
+pub const MAP_OFF_CPU_BURST: &str = "OFF_CPU_BURST";
+/// The burst guard's window: `bpf_ktime_get_ns() >> OFF_CPU_WINDOW_SHIFT` (~134 ms).
+pub const OFF_CPU_WINDOW_SHIFT: u32 = 27;
 /// Threads blocked at once whose stacks are held (an LRU: the oldest are dropped past it).
 pub const OFF_CPU_PENDING_ENTRIES: u32 = 4096;
 
@@ -115,5 +120,22 @@ pub struct OffCpuConfig {
     pub threshold_ns: u64,
     /// Take the stacks of 1 block in this many (0: none; 1: every one), chosen at random.
     pub one_in: u32,
+    /// Stacks all CPUs may take in one window (`OFF_CPU_WINDOW_SHIFT`) at most, whatever
+    /// `one_in` says: the guard between a burst of blocks and the next adjustment of `one_in`
+    /// (a second later), which would otherwise fill the ring and lose CPU samples with it.
+    pub burst_limit: u32,
+}
+
+/// The burst guard (`MAP_OFF_CPU_BURST`), shared by the CPUs: counted with atomic adds, the
+/// window reset with plain stores. CPUs that race past the limit together overshoot it by at
+/// most one take each — a guard, not an exact count.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuBurst {
+    /// The window `takes` counts in.
+    pub window: u64,
+    /// Blocks picked by `one_in` but not taken: their window's stacks were all taken.
+    pub skipped: u64,
+    pub takes: u32,
     pub _pad: u32,
 }

@@ -24,7 +24,9 @@ pub use loupe_bpf_common::{
     probes::{BUCKETS, bucket_high, bucket_low, bucket_of},
     sketch,
 };
-pub use off_cpu::{DEFAULT_MAX_STACKS_PER_SECOND, DEFAULT_THRESHOLD, OffCpu, OffCpuOptions, OffCpuStats, one_in_for};
+pub use off_cpu::{
+    DEFAULT_MAX_STACKS_PER_SECOND, DEFAULT_THRESHOLD, OffCpu, OffCpuOptions, OffCpuStats, burst_limit, one_in_for,
+};
 pub use probes::{
     FunctionProbeOptions, FunctionProbes, FunctionTotals, LinkKind, MAX_ATTACHMENTS, MAX_SAMPLE_EVERY, ProbePoint,
     RawCall,

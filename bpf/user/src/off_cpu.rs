@@ -3,6 +3,13 @@
 //! sets how many of them have their stacks taken (1 in N, at random), so a host switching
 //! 200,000 times a second costs what one switching 2,000 times does. Each sample carries the N
 //! it was taken at: it stands for N blocks, which is what makes the totals right at any rate.
+//!
+//! Between two adjustments the kernel guards on its own: all CPUs together take at most twice
+//! the bound's share of each ~134 ms window. Without the guard, the first second after the start (N is
+//! 1 until the first count) or of a sudden burst took every block: an agent beside 20,000
+//! blocks a second lost 1,255 CPU samples to a full ring in its first second
+//! (`cargo bench -p loupe-query-host --bench agent_cost`). Blocks the guard skips are counted
+//! ([`OffCpuStats::skipped`]) and logged: the waits of such a window are under-counted.
 
 use std::time::{Duration, Instant};
 
@@ -12,22 +19,24 @@ use aya::{
     programs::RawTracePoint,
 };
 use loupe_bpf_common::stacks::{
-    MAP_OFF_CPU_BLOCKS, MAP_OFF_CPU_CONFIG, MAP_OFF_CPU_TAKE, OFF_CPU_TAKE_INDEX, OFF_CPU_TRACEPOINT, OffCpuConfig,
-    PROG_OFF_CPU, PROG_OFF_CPU_TAKE,
+    MAP_OFF_CPU_BLOCKS, MAP_OFF_CPU_BURST, MAP_OFF_CPU_CONFIG, MAP_OFF_CPU_TAKE, OFF_CPU_TAKE_INDEX,
+    OFF_CPU_TRACEPOINT, OFF_CPU_WINDOW_SHIFT, OffCpuBurst, OffCpuConfig, PROG_OFF_CPU, PROG_OFF_CPU_TAKE,
 };
 
 use crate::{SamplerError, map_mut};
 
 /// Shortest block sent by default: shorter ones are the scheduler's daily noise.
 pub const DEFAULT_THRESHOLD: Duration = Duration::from_millis(1);
-/// Stacks taken a second at most by default. A stack taken costs 10–14 µs of a CPU in the kernel
-/// (the walks of both stacks most of it; sending the record to userspace well under 1 µs), on
-/// top of the ~0.14 µs every switch costs — 0.35 % of a core at 20,000 switches a second
-/// (`cargo bench -p loupe-testbed --bench off_cpu`, where every block is long enough to be
-/// sent). The whole was 1.3–1.5 % of a core there at 1,000 stacks a second, 1.0–1.1 % at 500; at
-/// 300 it stays under 1 %. 300 waits a second is 18,000 a minute: enough for a profile's shares
-/// to settle within a minute; raise it (`--off-cpu-max-per-second`) for a short, close look.
-pub const DEFAULT_MAX_STACKS_PER_SECOND: u32 = 300;
+/// Stacks taken a second at most by default. Each costs ~14 µs of a CPU in the kernel (the walks
+/// of both stacks most of it) and ~8.5 µs in the agent (draining, naming, storing), on top of
+/// the ~0.15 µs every switch costs in the kernel — 0.35 % of a core at 20,000 switches a second.
+/// At 20,000 blocks a second the whole came to 1.3–1.5 % of a core with 1,000 stacks a second,
+/// ~1.0 % (kernel) + 0.25 % (agent) with 300; the default keeps it under 1 %. 200 waits a second
+/// is 12,000 a minute: enough for a profile's shares to settle within a minute; raise it
+/// (`--off-cpu-max-per-second`) for a short, close look. Measured with `cargo bench -p
+/// loupe-testbed --bench off_cpu` (the kernel's part) and `-p loupe-query-host --bench
+/// agent_cost` (both).
+pub const DEFAULT_MAX_STACKS_PER_SECOND: u32 = 200;
 /// How often the sampling ratio follows the blocking rate.
 const ADJUST_EVERY: Duration = Duration::from_secs(1);
 
@@ -88,20 +97,27 @@ pub struct OffCpuStats {
     pub blocks_per_second: f64,
     /// 1 block in this many has its stacks taken now.
     pub one_in: u32,
+    /// Blocks picked for their stacks but skipped by the kernel's burst guard since the start
+    /// (see the module docs): the waits of those moments are under-counted.
+    pub skipped: u64,
 }
 
 /// The sampling ratio, following the rate at which threads block.
 pub(crate) struct OffCpuRate {
     options: OffCpuOptions,
+    /// Stacks the CPUs may take per window (`OffCpuConfig::burst_limit`).
+    burst_limit: u32,
     since: Instant,
     blocks_then: u64,
     stats: OffCpuStats,
 }
 
 impl OffCpuRate {
-    /// Configures and attaches the off-CPU program (every block taken until the first adjustment).
+    /// Configures and attaches the off-CPU program (every block taken until the first
+    /// adjustment, within the burst guard).
     pub(crate) fn start(ebpf: &mut Ebpf, options: &OffCpuOptions) -> Result<Self, SamplerError> {
-        write_config(ebpf, options, 1)?;
+        let burst_limit = burst_limit(options.max_stacks_per_second);
+        write_config(ebpf, options, 1, burst_limit)?;
         // The taker first (the tracepoint's program tail-calls it), loaded but never attached.
         let take: &mut RawTracePoint = ebpf
             .program_mut(PROG_OFF_CPU_TAKE)
@@ -134,6 +150,7 @@ impl OffCpuRate {
         })?;
         Ok(Self {
             options: options.clone(),
+            burst_limit,
             since: Instant::now(),
             blocks_then: 0,
             stats: OffCpuStats { one_in: 1, ..OffCpuStats::default() },
@@ -150,9 +167,9 @@ impl OffCpuRate {
         let rate = blocks.saturating_sub(self.blocks_then) as f64 / elapsed.as_secs_f64();
         let one_in = one_in_for(rate, self.options.max_stacks_per_second);
         if one_in != self.stats.one_in {
-            write_config(ebpf, &self.options, one_in)?;
+            write_config(ebpf, &self.options, one_in, self.burst_limit)?;
         }
-        self.stats = OffCpuStats { blocks, blocks_per_second: rate, one_in };
+        self.stats = OffCpuStats { blocks, blocks_per_second: rate, one_in, skipped: skipped(ebpf)? };
         self.blocks_then = blocks;
         self.since = Instant::now();
         Ok(())
@@ -169,9 +186,15 @@ pub fn one_in_for(rate: f64, max: u32) -> u32 {
     if n.is_finite() && n >= 1.0 { n.min(f64::from(u32::MAX)) as u32 } else { 1 }
 }
 
-fn write_config(ebpf: &mut Ebpf, options: &OffCpuOptions, one_in: u32) -> Result<(), SamplerError> {
+/// Stacks the CPUs may take per burst-guard window: twice `max` a second's share (at least 2).
+pub fn burst_limit(max: u32) -> u32 {
+    let window_s = (1u64 << OFF_CPU_WINDOW_SHIFT) as f64 / 1e9;
+    (2.0 * f64::from(max) * window_s).ceil().clamp(2.0, f64::from(u32::MAX)) as u32
+}
+
+fn write_config(ebpf: &mut Ebpf, options: &OffCpuOptions, one_in: u32, burst_limit: u32) -> Result<(), SamplerError> {
     let mut config: Array<&mut MapData, OffCpuConfig> = map_mut(ebpf, MAP_OFF_CPU_CONFIG)?;
-    let value = OffCpuConfig { threshold_ns: options.threshold.as_nanos() as u64, one_in, _pad: 0 };
+    let value = OffCpuConfig { threshold_ns: options.threshold.as_nanos() as u64, one_in, burst_limit };
     config.set(0, value, 0).map_err(|e| SamplerError::Load(format!("map {MAP_OFF_CPU_CONFIG}: {e}")))
 }
 
@@ -179,6 +202,12 @@ fn blocks_seen(ebpf: &mut Ebpf) -> Result<u64, SamplerError> {
     let map: PerCpuArray<&mut MapData, u64> = map_mut(ebpf, MAP_OFF_CPU_BLOCKS)?;
     let values = map.get(&0, 0).map_err(|e| SamplerError::Read(format!("off-CPU block counter: {e}")))?;
     Ok(values.iter().sum())
+}
+
+fn skipped(ebpf: &mut Ebpf) -> Result<u64, SamplerError> {
+    let map: Array<&mut MapData, OffCpuBurst> = map_mut(ebpf, MAP_OFF_CPU_BURST)?;
+    let burst = map.get(&0, 0).map_err(|e| SamplerError::Read(format!("off-CPU burst guard: {e}")))?;
+    Ok(burst.skipped)
 }
 
 /// The off-CPU program's run count and total run time (zeros unless `kernel.bpf_stats_enabled`).
@@ -195,6 +224,20 @@ pub(crate) fn program_stats(ebpf: &Ebpf) -> Result<(u64, Duration), SamplerError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_burst_guard_allows_twice_the_bound_per_window() {
+        // 200 a second: 26.8 a window, twice that.
+        assert_eq!(burst_limit(200), 54);
+        for max in [1, 200, 1000, 100_000] {
+            let per_second = f64::from(burst_limit(max)) * 1e9 / (1u64 << 27) as f64;
+            assert!(
+                per_second >= 2.0 * f64::from(max) && per_second < 2.0 * f64::from(max) + 15.0,
+                "{max}: {per_second}"
+            );
+        }
+        assert_eq!(burst_limit(1), 2, "never below 2");
+    }
 
     #[test]
     fn the_ratio_keeps_stacks_under_the_cap_and_takes_all_below_it() {

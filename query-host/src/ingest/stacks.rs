@@ -42,6 +42,8 @@ pub struct StackCollector {
     batch: Vec<StackSample>,
     waits: Vec<OffCpuSample>,
     lost_reported: u64,
+    /// Off-CPU blocks the kernel's burst guard skipped, as of the last warning.
+    skipped_reported: u64,
     total: Collected,
 }
 
@@ -62,6 +64,7 @@ impl StackCollector {
             batch: Vec::new(),
             waits: Vec::new(),
             lost_reported: 0,
+            skipped_reported: 0,
             total: Collected::default(),
         }
     }
@@ -117,6 +120,16 @@ impl StackCollector {
             self.store.put_off_cpu(&self.waits, now_unix_ns())?;
             self.total.waits += self.waits.len() as u64;
             self.waits.clear();
+        }
+        if let Some(stats) = self.sampler.off_cpu_stats()
+            && stats.skipped > self.skipped_reported
+        {
+            warn!(
+                skipped = stats.skipped - self.skipped_reported,
+                "blocks off the CPU not sampled in a burst past --off-cpu-max-per-second (until the sampling \
+                 ratio caught up): the waits of those moments are under-counted"
+            );
+            self.skipped_reported = stats.skipped;
         }
         let lost_now = self.sampler.lost()?;
         let lost = lost_now - self.lost_reported;

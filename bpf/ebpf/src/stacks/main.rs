@@ -13,6 +13,12 @@
 //! as it blocks, and send it when the thread runs again, weighted by the time in between.
 #![no_std]
 #![no_main]
+// `AtomicU64::fetch_add` is not offered on the BPF target; the intrinsic lowers to BPF's atomic
+// add (the nightly is pinned in `bpf/ebpf/NIGHTLY`).
+#![allow(internal_features)]
+#![feature(core_intrinsics)]
+
+use core::intrinsics::{AtomicOrdering, atomic_xadd};
 
 use aya_ebpf::{
     EbpfContext,
@@ -150,3 +156,24 @@ fn panic(_info: &core::panic::PanicInfo) -> ! {
 #[unsafe(link_section = "license")]
 #[unsafe(no_mangle)]
 static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";
+
+/// Adds to a count shared by every CPU, atomically (the old value unused: BPF's plain atomic
+/// add).
+///
+/// # Safety
+/// `counter` points at a live, aligned `u64` in a map value.
+#[inline(always)]
+unsafe fn add(counter: *mut u64, n: u64) {
+    // SAFETY: per the contract above.
+    unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(counter, n) };
+}
+
+/// [`add`] for a `u32`.
+///
+/// # Safety
+/// `counter` points at a live, aligned `u32` in a map value.
+#[inline(always)]
+unsafe fn add32(counter: *mut u32, n: u32) {
+    // SAFETY: per the contract above.
+    unsafe { atomic_xadd::<u32, u32, { AtomicOrdering::Relaxed }>(counter, n) };
+}

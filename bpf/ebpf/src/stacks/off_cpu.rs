@@ -37,10 +37,10 @@ use aya_ebpf::{
 };
 use loupe_bpf_common::stacks::{
     FLAG_IN_KERNEL, FLAG_OFF_CPU, FLAG_UNKNOWN_MAPPING, MAX_KERNEL_FRAMES, MAX_USER_FRAMES, OFF_CPU_PENDING_ENTRIES,
-    OFF_CPU_TAKE_INDEX, OffCpuConfig, StackEvent, user_end,
+    OFF_CPU_TAKE_INDEX, OFF_CPU_WINDOW_SHIFT, OffCpuBurst, OffCpuConfig, StackEvent, user_end,
 };
 
-use crate::{STACK_EVENTS, STACK_LOST, denied, unwind};
+use crate::{STACK_EVENTS, STACK_LOST, add, add32, denied, unwind};
 
 #[map(name = "OFF_CPU_CONFIG")]
 static OFF_CPU_CONFIG: Array<OffCpuConfig> = Array::with_max_entries(1, 0);
@@ -50,6 +50,9 @@ static OFF_CPU_PENDING: LruHashMap<u64, StackEvent> = LruHashMap::with_max_entri
 
 #[map(name = "OFF_CPU_BLOCKS")]
 static OFF_CPU_BLOCKS: PerCpuArray<u64> = PerCpuArray::with_max_entries(1, 0);
+
+#[map(name = "OFF_CPU_BURST")]
+static OFF_CPU_BURST: Array<OffCpuBurst> = Array::with_max_entries(1, 0);
 
 /// `loupe_off_cpu_take`, put there by userspace.
 #[map(name = "OFF_CPU_TAKE")]
@@ -82,6 +85,9 @@ pub fn loupe_off_cpu(ctx: RawTracePointContext) -> i32 {
     }
     // SAFETY: a helper without arguments.
     if config.one_in > 1 && unsafe { bpf_get_prandom_u32() } % config.one_in != 0 {
+        return 0;
+    }
+    if !within_burst(config.burst_limit) {
         return 0;
     }
     // SAFETY: the program array holds `loupe_off_cpu_take`, a raw tracepoint program as this
@@ -142,6 +148,32 @@ pub fn loupe_off_cpu_take(ctx: RawTracePointContext) -> i32 {
         let _ = OFF_CPU_PENDING.insert(&task, &*event, 0);
     }
     0
+}
+
+/// Counts a take against the current window; false (and the block counted as skipped) once the
+/// window has had `limit`. Shared by the CPUs (a per-CPU share would skip blocks on a host
+/// whose blocks all happen on one CPU): atomic adds, racing CPUs overshoot by one take each.
+#[inline(always)]
+fn within_burst(limit: u32) -> bool {
+    let Some(b) = OFF_CPU_BURST.get_ptr_mut(0) else {
+        return false;
+    };
+    // SAFETY: a helper without arguments.
+    let window = unsafe { bpf_ktime_get_ns() } >> OFF_CPU_WINDOW_SHIFT;
+    // SAFETY: the map's one entry, live as long as the program; its fields are aligned u64s and
+    // u32s, read and written whole (a reset racing a count loses at most that count).
+    unsafe {
+        if core::ptr::read_volatile(&raw const (*b).window) != window {
+            core::ptr::write_volatile(&raw mut (*b).window, window);
+            core::ptr::write_volatile(&raw mut (*b).takes, 0);
+        }
+        if core::ptr::read_volatile(&raw const (*b).takes) >= limit {
+            add(&raw mut (*b).skipped, 1);
+            return false;
+        }
+        add32(&raw mut (*b).takes, 1);
+    }
+    true
 }
 
 /// `task` runs again: send its held record if it waited long enough.
