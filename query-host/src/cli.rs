@@ -192,8 +192,9 @@ pub struct StackArgs {
     /// `module+address` (with their build ID, for `loupe symbolize` later).
     #[arg(long)]
     pub no_debug_files: bool,
-    /// Name code inlined into its caller as `function [inlined]` frames, from the DWARF of
-    /// binaries that carry their own (built with -g); profiles grow several-fold for such binaries.
+    /// Name code inlined into its caller as `function [inlined]` frames, from the DWARF of a
+    /// binary (built with -g) or of its separate debug file; profiles grow several-fold for such
+    /// binaries, and a debug file's DWARF is read into memory.
     #[arg(long)]
     pub inlined_frames: bool,
     /// Kernel memory for unwind tables, in MiB (8 bytes a row; ~60 MiB of code per 16 MiB).

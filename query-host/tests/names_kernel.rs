@@ -30,13 +30,6 @@ fn require(test: &str, what: &str, present: bool) -> bool {
     false
 }
 
-fn build_id(binary: &Path) -> String {
-    let out = Command::new("readelf").arg("-n").arg(binary).output().expect("readelf (binutils)");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.contains("Build ID:")).expect("a build ID note");
-    line.split_whitespace().last().unwrap().to_string()
-}
-
 fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));

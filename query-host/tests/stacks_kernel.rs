@@ -301,6 +301,35 @@ fn inlined_functions_get_frames_of_their_own_from_dwarf() {
     let leaf = self_samples(&view, "loupe_inlining_caller");
     assert!(leaf as f64 >= 0.6 * samples as f64, "{leaf} of {samples} samples end in loupe_inlining_caller: {all:?}");
 
+    // DWARF in a separate debug file (found by build ID under a --debug-dir), the binary keeping
+    // its symbols only: the same inlined frame, from the debug file.
+    let split = build_busy_with(dir.path(), "busy-split", &["-g", "-Wl,--build-id"]);
+    let id = build_id(&split);
+    let by_id = dir.path().join("debug").join(".build-id").join(&id[..2]);
+    std::fs::create_dir_all(&by_id).unwrap();
+    let debug = by_id.join(format!("{}.debug", &id[2..]));
+    let mut keep = Command::new("objcopy");
+    keep.arg("--only-keep-debug").arg(&split).arg(&debug);
+    let mut strip = Command::new("strip");
+    strip.arg("--strip-debug").arg(&split);
+    for cmd in [&mut keep, &mut strip] {
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let debug_dir = dir.path().join("debug");
+    let data = dir.path().join("data-split");
+    let sampler = start_sampling(&data, 6.0, &["--inlined-frames", "--debug-dir", debug_dir.to_str().unwrap()]);
+    let (pid, _) = pid_and_cpu(&Command::new(&split).args(["inline", "2", "1"]).output().unwrap());
+    finish(sampler);
+    let view = profile(&data, &["--pid", &pid]);
+    let samples = view["samples"].as_u64().unwrap();
+    let placed = under(&view["flamegraph"], "loupe_inlining_caller", inlined);
+    assert!(
+        samples >= 5 && placed as f64 >= 0.8 * samples as f64,
+        "{placed} of {samples} samples of the split build have loupe_inlining_caller -> {inlined}: {}",
+        view["functions"]
+    );
+
     // Without `--inlined-frames` (the default): the -g build named from its symbols alone.
     let data = dir.path().join("data-no-inlined");
     let sampler = start_sampling(&data, 4.0, &[]);

@@ -86,3 +86,11 @@ pub fn profile(data: &Path, args: &[&str]) -> Value {
     assert!(out.status.success(), "loupe profile: {}", String::from_utf8_lossy(&out.stderr));
     loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
 }
+
+/// A binary's GNU build ID, in hex (`readelf -n`).
+pub fn build_id(binary: &Path) -> String {
+    let out = Command::new("readelf").arg("-n").arg(binary).output().expect("readelf (binutils)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains("Build ID:")).expect("a build ID note");
+    line.split_whitespace().last().unwrap().to_string()
+}

@@ -15,13 +15,16 @@
 //!    [`later`] can name it once debug information appears — or `[unknown]+0xaddress` when
 //!    even the mapping is gone. Never dropped.
 //!
-//! Inlined functions: where a binary carries its own DWARF (built with `-g`, not stripped), an
-//! address inside code the compiler inlined becomes the chain of inlined calls, innermost first,
-//! each named `function [inlined]`, above the function they were inlined into — what the hot
-//! leaf of optimized code usually is. Binaries without DWARF (Debian's, stripped ones) are named
-//! from their symbols as before. blazesym reads a binary's DWARF once per file and lazily per
-//! compilation unit, here on the ingest thread, never in the sampler. Off unless asked for
-//! (`--inlined-frames`): profiles of Rust binaries grow several-fold (`benches/symbolize.rs`
+//! Inlined functions: where a binary carries DWARF — its own (built with `-g`, not stripped), or
+//! its separate debug file's (found as in 3.) — an address inside code the compiler inlined
+//! becomes the chain of inlined calls, innermost first, each named `function [inlined]`, above
+//! the function they were inlined into: what the hot leaf of optimized code usually is. An
+//! address its binary named from symbols alone (no DWARF of its own) is asked of its debug file
+//! once, then remembered like any answer. Binaries with no DWARF anywhere are named from their
+//! symbols as before. blazesym reads a file's DWARF once per file and lazily per compilation
+//! unit, here on the ingest thread, never in the sampler. Off unless asked for
+//! (`--inlined-frames`): profiles of Rust binaries grow several-fold, and a debug file's DWARF
+//! (libc's: tens of MB once inflated) is read onto the agent's heap (`benches/symbolize.rs`
 //! measures the first sight of a DWARF binary and the frames it adds).
 //!
 //! Why at ingest: a retained day must stay readable after its processes have exited, and the
@@ -91,7 +94,8 @@ pub struct NamingOptions {
     /// Never look for debug files (`--no-debug-files`): frames the binaries cannot name are
     /// kept as `module+address` with their build ID, for `loupe symbolize` later.
     pub no_debug_files: bool,
-    /// Expand inlined code from a binary's own DWARF (`--inlined-frames`). Off by default: a
+    /// Expand inlined code from a binary's DWARF or its debug file's (`--inlined-frames`). Off
+    /// by default: a
     /// Rust binary's addresses gained ~3.7 inlined frames each, and one host's profile of a
     /// rack test grew past the fleet's 1 MiB message limit.
     pub inlined: bool,
@@ -209,6 +213,9 @@ impl Symbolizer {
             let named = named
                 .unwrap_or_else(|_| vec![Symbolized::Unknown(blazesym::symbolize::Reason::Unsupported); missing.len()]);
             let mut unknown = Vec::new();
+            // Named from a symbol table alone while inlined frames are asked for: the binary's
+            // debug file may hold the DWARF it lacks.
+            let mut symbols_only = Vec::new();
             for (addr, sym) in missing.iter().zip(named) {
                 match sym {
                     Symbolized::Sym(sym) => {
@@ -229,12 +236,36 @@ impl Symbolizer {
                             .map(|f| frame(format!("{}{INLINED_SUFFIX}", f.name).into()))
                             .collect();
                         chain.push(frame(sym.name.as_ref().into()));
+                        if self.inlined && !kernel && sym.code_info.is_none() && sym.module.is_some() {
+                            symbols_only.push(*addr);
+                        }
                         self.memo.insert(key(*addr), chain);
                     }
                     Symbolized::Unknown(_) => unknown.push(*addr),
                 }
             }
-            for (addr, frame) in unknown.iter().zip(self.unnamed(pid, &unknown, kernel)) {
+            if !symbols_only.is_empty() {
+                for (addr, chain) in symbols_only.iter().zip(self.debug_chains(pid, &symbols_only)) {
+                    if let Some(chain) = chain {
+                        self.memo.insert(key(*addr), chain);
+                    }
+                }
+            }
+            let chains = if self.inlined && !kernel { self.debug_chains(pid, &unknown) } else { Vec::new() };
+            let still: Vec<u64> = match chains.is_empty() {
+                true => unknown,
+                false => {
+                    let mut still = Vec::new();
+                    for (addr, chain) in unknown.iter().zip(chains) {
+                        match chain {
+                            Some(chain) => drop(self.memo.insert(key(*addr), chain)),
+                            None => still.push(*addr),
+                        }
+                    }
+                    still
+                }
+            };
+            for (addr, frame) in still.iter().zip(self.unnamed(pid, &still, kernel)) {
                 self.memo.insert(key(*addr), vec![frame]);
             }
         }
@@ -253,13 +284,71 @@ impl Symbolizer {
         if kernel || addrs.is_empty() {
             return addrs.iter().map(fallback).collect();
         }
-        let Ok(normalized) = self.normalizer.normalize_user_addrs(Pid::from(pid), addrs) else {
+        let Some(located) = self.locate(pid, addrs) else {
             return addrs.iter().map(fallback).collect();
         };
         let mut out = Vec::with_capacity(addrs.len());
-        for (addr, (offset, meta)) in addrs.iter().zip(&normalized.outputs) {
+        for (addr, place) in addrs.iter().zip(located) {
+            out.push(match place {
+                Located::Nowhere => fallback(addr),
+                // Not even the file's layout: its file offset, which nothing can name later.
+                Located::Offset { module, offset } => Frame::user(format!("{module}+{offset:#x}"), module),
+                Located::InFile { module, build_id, address, debug } => {
+                    // Named: one dictionary entry per function, like any named frame (a
+                    // location would make one per instruction).
+                    match debug.and_then(|debug| name_in(&self.blazesym, &debug, &[address]).pop().flatten()) {
+                        Some(name) => Frame::user(name, module),
+                        None => Frame::unnamed(module, ObjectAddress { build_id, address }),
+                    }
+                }
+            });
+        }
+        out
+    }
+
+    /// The inlined chain (innermost first, the function it is inlined into last) of each
+    /// address from its binary's separate debug file's DWARF, where there is one and it knows
+    /// the address; `None` elsewhere.
+    fn debug_chains(&mut self, pid: u32, addrs: &[u64]) -> Vec<Option<Vec<Frame>>> {
+        let Some(located) = (!addrs.is_empty()).then(|| self.locate(pid, addrs)).flatten() else {
+            return vec![None; addrs.len()];
+        };
+        located
+            .into_iter()
+            .map(|place| {
+                let Located::InFile { module, address, debug: Some(debug), .. } = place else {
+                    return None;
+                };
+                let mut elf = source::Elf::new(debug);
+                elf.debug_syms = true;
+                let sym = match self.blazesym.symbolize_single(&Source::Elf(elf), Input::VirtOffset(address)) {
+                    Ok(Symbolized::Sym(sym)) if !sym.name.is_empty() && sym.code_info.is_some() => sym,
+                    _ => return None,
+                };
+                let module: Name = module.into();
+                let frame = |function: Name| Frame { function, module: module.clone(), kernel: false, location: None };
+                let mut chain: Vec<Frame> = sym
+                    .inlined
+                    .iter()
+                    .rev()
+                    .take(MAX_INLINED)
+                    .map(|f| frame(format!("{}{INLINED_SUFFIX}", f.name).into()))
+                    .collect();
+                chain.push(frame(sym.name.as_ref().into()));
+                Some(chain)
+            })
+            .collect()
+    }
+
+    /// Where each user address lies: its binary (module name, build ID), the address in the
+    /// file's own address space, and the binary's checked debug file if it has one. `None` when
+    /// the process's mappings cannot be read.
+    fn locate(&mut self, pid: u32, addrs: &[u64]) -> Option<Vec<Located>> {
+        let normalized = self.normalizer.normalize_user_addrs(Pid::from(pid), addrs).ok()?;
+        let mut out = Vec::with_capacity(addrs.len());
+        for (offset, meta) in &normalized.outputs {
             let Some(UserMeta::Elf(elf)) = normalized.meta.get(*meta) else {
-                out.push(fallback(addr));
+                out.push(Located::Nowhere);
                 continue;
             };
             let module = file_name(&elf.path);
@@ -269,8 +358,7 @@ impl Symbolizer {
                 Path::new(&format!("/proc/{pid}/root")).join(elf.path.strip_prefix("/").unwrap_or(&elf.path));
             let facts = facts_of(&mut self.facts, &build_id, &readable);
             let Some(address) = facts.as_ref().and_then(|f| f.address_of(*offset)) else {
-                // Not even the file's layout: its file offset, which nothing can name later.
-                out.push(Frame::user(format!("{module}+{offset:#x}"), module));
+                out.push(Located::Offset { module, offset: *offset });
                 continue;
             };
             let binary = Binary {
@@ -279,19 +367,21 @@ impl Symbolizer {
                 module: &module,
                 debuglink: facts.as_ref().and_then(|f| f.debuglink.as_deref()),
             };
-            let name = self
-                .debug
-                .find(&build_id, binary)
-                .and_then(|debug| name_in(&self.blazesym, &debug, &[address]).pop().flatten());
-            // Named: one dictionary entry per function, like any named frame (a location would
-            // make one per instruction).
-            out.push(match name {
-                Some(name) => Frame::user(name, module),
-                None => Frame::unnamed(module, ObjectAddress { build_id, address }),
-            });
+            let debug = self.debug.find(&build_id, binary);
+            out.push(Located::InFile { module, build_id, address, debug });
         }
-        out
+        Some(out)
     }
+}
+
+/// Where a user address lies, for naming it past its binary's own symbols.
+enum Located {
+    /// In no file-backed mapping.
+    Nowhere,
+    /// In a file whose layout could not be read: only the file offset is known.
+    Offset { module: String, offset: u64 },
+    /// In a file, at `address` of its own address space; `debug` is its checked debug file.
+    InFile { module: String, build_id: Vec<u8>, address: u64, debug: Option<PathBuf> },
 }
 
 /// A blazesym that reads a binary's own DWARF but never looks for separate debug files: those
