@@ -95,9 +95,8 @@ pub struct NamingOptions {
     /// kept as `module+address` with their build ID, for `loupe symbolize` later.
     pub no_debug_files: bool,
     /// Expand inlined code from a binary's DWARF or its debug file's (`--inlined-frames`). Off
-    /// by default: a
-    /// Rust binary's addresses gained ~3.7 inlined frames each, and one host's profile of a
-    /// rack test grew past the fleet's 1 MiB message limit.
+    /// by default: a Rust binary's addresses gained ~3.7 inlined frames each, and one host's
+    /// profile of a rack test grew past the fleet's 1 MiB message limit.
     pub inlined: bool,
 }
 
