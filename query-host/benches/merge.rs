@@ -17,7 +17,7 @@ use std::time::Instant;
 use loupe_detect::{fleet_hot, rack};
 use loupe_query_host::{
     analysis::{
-        host::loupe::udf::types as wit,
+        bindings::wit,
         partial,
         runtime::{Allocation, Runtime},
         sandbox::Limits,

@@ -4,6 +4,12 @@
 //! This test reads every source file and fails, naming the file and the import, when a module
 //! reaches up (e.g. the core importing a door) or sideways between peers (a circle waiting to
 //! happen). Test modules (`#[cfg(test)] mod tests`) are not counted.
+//!
+//! Inside a layer, sibling modules (the files and folders of one directory) may use each other,
+//! but never in a circle (`no_sibling_cycles`): a circle is one idea split over files, or two
+//! tangled. A path in a doc link counts as a use: name a module that is not used in plain code
+//! style instead. The generated bindings, the cursor structs and the invocation log of `analysis`
+//! sit below the modules that use them for that reason.
 
 use std::{collections::BTreeSet, fs, path::Path};
 
@@ -134,6 +140,104 @@ fn imports_point_down_only() {
     }
     assert!(checked > 60, "only {checked} imports found: is the scan broken?");
     assert!(all.is_empty(), "imports against the layering:\n  {}", all.join("\n  "));
+}
+
+/// The siblings (files and folders of the same directory) that a module's source `text` names,
+/// through `super::` or through its parent's full path (`crate::a::b::` for a module of `a/b/`).
+fn sibling_imports(parent: &[String], siblings: &BTreeSet<String>, text: &str) -> BTreeSet<String> {
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+    let text = text.replace(&format!("crate::{}::", parent.join("::")), "super::");
+    let text = text.replace("crate::", "krate_::").replace("super::super::", "zuper::").replace("super::", "crate::");
+    imports(&text).into_iter().filter(|n| siblings.contains(n)).collect()
+}
+
+/// A circle in `edges` (module → the siblings it names), as the path around it, if any.
+fn cycle(edges: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        edges: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == at) {
+            let mut circle = path[i..].to_vec();
+            circle.push(at.to_string());
+            return Some(circle);
+        }
+        if done.contains(at) {
+            return None;
+        }
+        path.push(at.to_string());
+        for next in edges.get(at).into_iter().flatten() {
+            if let Some(c) = visit(next, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(at.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges.keys().find_map(|start| visit(start, edges, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_sibling_cycles() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut dirs = vec![src.clone()];
+    let (mut circles, mut edges_seen) = (Vec::new(), 0);
+    while let Some(dir) = dirs.pop() {
+        let mut siblings = BTreeSet::new();
+        let mut files = Vec::new();
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                dirs.push(path.clone());
+                siblings.insert(name);
+            } else if path.extension().is_some_and(|e| e == "rs") && name != "mod" {
+                siblings.insert(name);
+                files.push(path);
+            }
+        }
+        if dir == src {
+            continue; // the top-level modules: `imports_point_down_only`
+        }
+        let parent: Vec<String> =
+            dir.strip_prefix(&src).unwrap().components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        let mut edges = std::collections::BTreeMap::new();
+        for name in &siblings {
+            // A folder module's text is its mod.rs; its own children are checked in their turn.
+            let file = if dir.join(name).is_dir() { dir.join(name).join("mod.rs") } else { dir.join(format!("{name}.rs")) };
+            let text = fs::read_to_string(&file).unwrap_or_default();
+            let mut named = sibling_imports(&parent, &siblings, &text);
+            named.remove(name);
+            edges_seen += named.len();
+            edges.insert(name.clone(), named);
+        }
+        if let Some(c) = cycle(&edges) {
+            circles.push(format!("{}: {}", parent.join("/"), c.join(" → ")));
+        }
+    }
+    assert!(edges_seen > 30, "only {edges_seen} sibling imports found: is the scan broken?");
+    assert!(circles.is_empty(), "sibling modules that use each other in a circle:\n  {}", circles.join("\n  "));
+}
+
+#[test]
+fn the_sibling_scan_follows_super_and_full_paths_and_finds_circles() {
+    let siblings: BTreeSet<String> = ["host", "probes", "sandbox", "log"].map(String::from).into();
+    let parent = ["analysis".to_string()];
+    let text = "use super::{host::DataHost, log::InvocationLog, UdfError};\nuse crate::analysis::probes::X;\nuse crate::model::host;\nuse super::super::core::x;\n#[cfg(test)]\nmod tests { use super::sandbox; }";
+    let got: Vec<String> = sibling_imports(&parent, &siblings, text).into_iter().collect();
+    assert_eq!(got, ["host", "log", "probes"], "crate::model::host is not a sibling; tests are not counted");
+    let edges = [("a", vec!["b"]), ("b", vec!["c"]), ("c", vec!["a"]), ("d", vec!["a"])]
+        .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect::<BTreeSet<_>>()))
+        .into();
+    assert_eq!(cycle(&edges), Some(["a", "b", "c", "a"].map(String::from).to_vec()));
+    let edges = [("a", vec!["b"]), ("b", vec![]), ("c", vec!["a", "b"])]
+        .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect::<BTreeSet<_>>()))
+        .into();
+    assert_eq!(cycle(&edges), None);
 }
 
 #[test]

@@ -12,7 +12,7 @@
 use loupe_query_host::{
     analysis::{
         UdfError,
-        host::{HostInfo, loupe::udf::types as wit},
+        bindings::{HostInfo, wit},
         output, partial,
         runtime::{Allocation, Compiled, Runtime},
         sandbox::Limits,

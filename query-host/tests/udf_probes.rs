@@ -9,15 +9,17 @@ mod common;
 use common::*;
 use loupe_query_host::{
     analysis::{
-        host::{
-            DataHost, HostInfo, MAX_OPEN_CURSORS,
+        bindings::{
+            HostInfo,
             loupe::udf::{
                 data::{Host as _, HostProbeCursor},
                 types::TimeRange as WitRange,
             },
         },
-        probes::{MAX_PROBE_CALL_BATCH_BYTES, PROBE_CALL_GUEST_BYTES, PROBE_CALL_PAGE, ProbeCursor},
-        sandbox::InvocationLog,
+        cursors::ProbeCursor,
+        host::{DataHost, MAX_OPEN_CURSORS},
+        log::InvocationLog,
+        probes::{MAX_PROBE_CALL_BATCH_BYTES, PROBE_CALL_GUEST_BYTES, PROBE_CALL_PAGE},
     },
     core::probes::probe_view,
 };

@@ -10,37 +10,21 @@
 //! run cursor holds one page of run listings ([`RUN_PAGE`] entries) and a sample or wait cursor
 //! one stored batch; a batch handed to the guest is at most [`RUN_PAGE`] runs and
 //! [`MAX_RUN_BATCH_BYTES`] of series, or [`SAMPLE_PAGE`] samples or waits. The probe cursor (stored
-//! `loupe probe` sessions and their calls) is in [`super::probes`], under the same limits.
+//! `loupe probe` sessions and their calls) is in the `probes` module, under the same limits.
 
 use std::collections::VecDeque;
 
 use loupe_store::{
-    EventPos, ProfileQuery, RawSample, RawWait, RunMeta, RunPos, SampleKind, Store, StoreError,
-    TimeRange as StoreRange, TimelineQuery,
+    ProfileQuery, RawSample, RunMeta, SampleKind, Store, StoreError, TimeRange as StoreRange, TimelineQuery,
 };
 use wasmtime::component::{Resource, ResourceTable};
 
-use super::sandbox::InvocationLog;
+use super::{
+    bindings::{HostInfo, Level, loupe, wit},
+    cursors::{ProbeCursor, RunCursor, SampleCursor, TimelineCursor, WaitCursor},
+    log::InvocationLog,
+};
 use crate::model::{Metrics, RunView, SeriesSet};
-
-wasmtime::component::bindgen!({
-    path: "../udf-sdk/wit",
-    world: "analysis",
-    // A store error inside a cursor call traps the guest (it cannot do anything useful with
-    // it); the host reports it as an internal error, not as the analysis' fault.
-    imports: { default: trappable },
-    additional_derives: [PartialEq],
-    with: {
-        "loupe:udf/data.run-cursor": RunCursor,
-        "loupe:udf/data.sample-cursor": SampleCursor,
-        "loupe:udf/data.wait-cursor": WaitCursor,
-        "loupe:udf/data.timeline-cursor": TimelineCursor,
-        "loupe:udf/data.probe-cursor": super::probes::ProbeCursor,
-    },
-});
-
-pub use loupe::udf::data::{HostInfo, Level};
-use loupe::udf::types as wit;
 
 /// Runs per `run-cursor.next-batch` call (a 2,000-slot run is ~180 KB of series), and run
 /// listings a run cursor reads from the store at a time.
@@ -60,38 +44,6 @@ pub const TIMELINE_PAGE: usize = 4096;
 
 /// Most ids per `stacks`/`comms` call: bounds what one call copies into the guest.
 const MAX_LOOKUP: usize = 64 * 1024;
-
-pub struct RunCursor {
-    range: StoreRange,
-    interval_ns: Option<u64>,
-    iface: Option<String>,
-    per_cpu: bool,
-    /// The series handed out (the others are neither summed nor copied).
-    series: SeriesSet,
-    /// The current page of listings, and the last run listed (where the next page starts).
-    metas: VecDeque<RunMeta>,
-    after: Option<RunPos>,
-    done: bool,
-}
-
-pub struct SampleCursor {
-    inner: loupe_store::SampleCursor,
-    /// The rest of the current store page, handed out [`SAMPLE_PAGE`] at a time.
-    pending: VecDeque<RawSample>,
-}
-
-pub struct WaitCursor {
-    inner: loupe_store::WaitCursor,
-    /// The rest of the current store page, handed out [`SAMPLE_PAGE`] at a time.
-    pending: VecDeque<RawWait>,
-}
-
-pub struct TimelineCursor {
-    query: TimelineQuery,
-    /// Where the next page starts; `done` once the store said there is no more.
-    after: Option<EventPos>,
-    done: bool,
-}
 
 /// The host side of one invocation's data access.
 pub struct DataHost {
@@ -271,10 +223,7 @@ impl loupe::udf::data::Host for DataHost {
         Ok(Ok(self.table.push(TimelineCursor { query, after: None, done: false })?))
     }
 
-    fn open_probes(
-        &mut self,
-        range: wit::TimeRange,
-    ) -> wasmtime::Result<Result<Resource<super::probes::ProbeCursor>, String>> {
+    fn open_probes(&mut self, range: wit::TimeRange) -> wasmtime::Result<Result<Resource<ProbeCursor>, String>> {
         self.open_probe_cursor(range)
     }
 

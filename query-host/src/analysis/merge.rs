@@ -11,47 +11,20 @@
 use std::time::Instant;
 
 use loupe_store::{Store, TimeRange};
-use wasmtime::component::InstancePre;
 
 use super::{
     UdfError,
-    host::{HostInfo, loupe::udf::types as wit},
+    bindings::{HostInfo, wit},
+    log::InvocationLog,
+    merge_world::MergePre,
     output,
     params::resolve_params,
     runtime::{Compiled, InvocationReport, Runtime},
-    sandbox::{InvocationLog, State},
+    sandbox::State,
 };
-
-/// The `fleet-analysis` world's bindings, sharing every type with the `analysis` world's.
-mod world {
-    wasmtime::component::bindgen!({
-        path: "../udf-sdk/wit",
-        world: "fleet-analysis",
-        imports: { default: trappable },
-        with: {
-            "loupe:udf/types": crate::analysis::host::loupe::udf::types,
-            "loupe:udf/data": crate::analysis::host::loupe::udf::data,
-        },
-    });
-}
-
-use world::FleetAnalysisPre;
 
 /// Partials per `merge` call.
 pub const FAN_IN: usize = 64;
-
-/// The merge entry point of a compiled analysis that exports it.
-pub type MergePre = FleetAnalysisPre<State>;
-
-/// `Some` when the component exports `merge` (checked against the `fleet-analysis` world).
-pub fn merge_pre(pre: &InstancePre<State>, exports_merge: bool) -> Result<Option<MergePre>, UdfError> {
-    if !exports_merge {
-        return Ok(None);
-    }
-    FleetAnalysisPre::new(pre.clone())
-        .map(Some)
-        .map_err(|e| UdfError::Incompatible(format!("it exports merge, but not as the fleet-analysis world: {e:#}")))
-}
 
 /// The module's merge entry and its parameters, checked against its description.
 fn merge_of<'a>(

@@ -18,7 +18,7 @@
 
 use loupe_store::{Frame, Profile};
 
-use super::{UdfError, host::loupe::udf::types as wit};
+use super::{UdfError, bindings::wit};
 use crate::model::{AnalysisOutput, Cell, Column, ProfileView, Series, profile::MAX_FLAME_DEPTH as MODEL_DEPTH};
 
 /// Frames in one stack of a flame-graph result: the flame graph's own depth bound.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     UdfError,
-    host::loupe::udf::types as wit,
+    bindings::wit,
     output::{
         MAX_CELL_BYTES, MAX_FLAME_DEPTH, MAX_NAME_BYTES, MAX_POINTS, MAX_SERIES, MAX_TABLE_COLUMNS, MAX_TABLE_ROWS,
     },

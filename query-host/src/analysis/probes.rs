@@ -16,10 +16,14 @@
 
 use std::collections::VecDeque;
 
-use loupe_store::{ProbeCall, ProbeCallChunks, ProbePos, ProbeSession, TimeRange as StoreRange};
+use loupe_store::{ProbeCall, ProbeSession, TimeRange as StoreRange};
 use wasmtime::component::Resource;
 
-use super::host::{DataHost, Level, loupe::udf::types as wit, trap};
+use super::{
+    bindings::{Level, loupe, wit},
+    cursors::ProbeCursor,
+    host::{DataHost, trap},
+};
 
 /// Most calls per `probe-cursor.next-calls` call.
 pub const PROBE_CALL_PAGE: usize = 16 * 1024;
@@ -30,18 +34,6 @@ pub const PROBE_CALL_GUEST_BYTES: usize = 48;
 pub const MAX_PROBE_CALL_BATCH_BYTES: usize = PROBE_CALL_PAGE * PROBE_CALL_GUEST_BYTES;
 /// Sessions a probe cursor lists from the store at a time (positions only).
 pub const PROBE_SESSION_PAGE: usize = 8;
-
-pub struct ProbeCursor {
-    range: StoreRange,
-    /// The current page of listed sessions, and the last one listed (where the next page
-    /// starts); `listed_all` once the store had no more.
-    listed: VecDeque<ProbePos>,
-    after: Option<ProbePos>,
-    listed_all: bool,
-    /// The current session's calls: the chunks still to read, the rest of the current chunk.
-    calls: Option<ProbeCallChunks>,
-    pending: VecDeque<ProbeCall>,
-}
 
 impl ProbeCursor {
     pub fn new(range: StoreRange) -> Self {
@@ -75,7 +67,7 @@ impl DataHost {
     }
 }
 
-impl super::host::loupe::udf::data::HostProbeCursor for DataHost {
+impl loupe::udf::data::HostProbeCursor for DataHost {
     fn next_session(&mut self, cursor: Resource<ProbeCursor>) -> wasmtime::Result<Option<wit::ProbeSession>> {
         let store = self.store.clone();
         let c = self.table.get_mut(&cursor)?;

@@ -27,7 +27,7 @@ use utoipa::ToSchema;
 
 use super::{
     UdfError,
-    host::HostInfo,
+    bindings::HostInfo,
     params::Description,
     runtime::{Compiled, Runtime},
 };

@@ -28,10 +28,12 @@ use wasmtime::{
 
 use super::{
     UdfError,
-    host::{Analysis, AnalysisPre, DataHost, HostInfo, loupe::udf::types as wit},
+    bindings::{Analysis, AnalysisPre, HostInfo, wit},
+    host::DataHost,
+    log::InvocationLog,
     output,
     params::{Description, resolve_params},
-    sandbox::{self, InvocationLog, Limits, State, Tripped},
+    sandbox::{self, Limits, State, Tripped},
 };
 
 /// Epoch tick: the resolution of the time limit.
@@ -52,7 +54,7 @@ pub struct Compiled {
     pub pre: AnalysisPre<State>,
     pub description: Description,
     /// Its `merge`, when it exports one (it can then run fleet-wide).
-    pub merge: Option<super::merge::MergePre>,
+    pub merge: Option<super::merge_world::MergePre>,
 }
 
 /// What an invocation returns besides its output.
@@ -213,7 +215,7 @@ impl Runtime {
         let exports_merge = ty.exports(&self.engine).any(|(name, _)| name == "merge");
         let pre: InstancePre<State> =
             self.linker.instantiate_pre(&component).map_err(|e| UdfError::Incompatible(format!("{e:#}")))?;
-        let merge = super::merge::merge_pre(&pre, exports_merge)?;
+        let merge = super::merge_world::merge_pre(&pre, exports_merge)?;
         let pre = AnalysisPre::new(pre).map_err(|e| UdfError::Incompatible(format!("{e:#}")))?;
         let mut limits = self.limits.clone();
         limits.time = DESCRIBE_TIME;

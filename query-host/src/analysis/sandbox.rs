@@ -17,8 +17,7 @@ use wasmtime_wasi::{
     random::WasiRandom,
 };
 
-use super::host::{DataHost, Level};
-use crate::model::LogLine;
+use super::{bindings::Analysis, host::DataHost};
 
 /// Everything an invocation may use. Each has a clear error naming it and its value.
 #[derive(Clone, Debug, Serialize)]
@@ -62,57 +61,6 @@ impl Default for Limits {
             tables: 16,
             memories: 4,
         }
-    }
-}
-
-/// The log of one invocation, capped at [`Limits::log_bytes`].
-#[derive(Debug, Default, Serialize)]
-pub struct InvocationLog {
-    pub lines: Vec<LogLine>,
-    /// Lines dropped because the cap was reached.
-    pub dropped: u64,
-    #[serde(skip)]
-    bytes: usize,
-    #[serde(skip)]
-    cap: usize,
-}
-
-impl InvocationLog {
-    pub fn new(cap: usize) -> Self {
-        InvocationLog { cap, ..Default::default() }
-    }
-
-    pub fn push(&mut self, level: Level, message: String) {
-        let level = match level {
-            Level::Debug => "debug",
-            Level::Info => "info",
-            Level::Warn => "warn",
-            Level::Error => "error",
-        };
-        self.push_str(level, message);
-    }
-
-    pub fn push_str(&mut self, level: &'static str, message: String) {
-        self.push_line(LogLine { level: level.to_string(), message });
-    }
-
-    /// A line (of this invocation, or of a merge step's own log) under this log's cap.
-    pub fn push_line(&mut self, line: LogLine) {
-        let LogLine { level, mut message } = line;
-        if self.bytes >= self.cap {
-            self.dropped += 1;
-            return;
-        }
-        let room = self.cap - self.bytes;
-        if message.len() > room {
-            let mut cut = room;
-            while !message.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            message.truncate(cut);
-        }
-        self.bytes += message.len();
-        self.lines.push(LogLine { level, message });
     }
 }
 
@@ -253,7 +201,7 @@ pub fn ungranted_imports<'a>(imports: impl IntoIterator<Item = &'a str>) -> Vec<
 /// A linker with exactly the granted interfaces.
 pub fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<State>> {
     let mut l = Linker::new(engine);
-    super::host::Analysis::add_to_linker::<State, Data>(&mut l, |s| &mut s.data)?;
+    Analysis::add_to_linker::<State, Data>(&mut l, |s| &mut s.data)?;
     wasmtime_wasi_io::bindings::wasi::io::error::add_to_linker::<State, Io>(&mut l, |s| &mut s.data.table)?;
     bindings::sync::io::poll::add_to_linker::<State, Io>(&mut l, |s| &mut s.data.table)?;
     bindings::sync::io::streams::add_to_linker::<State, Io>(&mut l, |s| &mut s.data.table)?;

@@ -17,7 +17,7 @@ use super::error::{CoreError, CoreResult};
 use crate::{
     analysis::{
         UdfError,
-        host::{HostInfo, loupe::udf::types as wit},
+        bindings::{HostInfo, wit},
         partial,
         registry::{Registry, UdfMeta},
         runtime::{Allocation, Compiled, InvocationReport, Runtime},
