@@ -203,12 +203,17 @@ fn no_sibling_cycles() {
         if dir == src {
             continue; // the top-level modules: `imports_point_down_only`
         }
-        let parent: Vec<String> =
-            dir.strip_prefix(&src).unwrap().components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        let parent: Vec<String> = dir
+            .strip_prefix(&src)
+            .unwrap()
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
         let mut edges = std::collections::BTreeMap::new();
         for name in &siblings {
             // A folder module's text is its mod.rs; its own children are checked in their turn.
-            let file = if dir.join(name).is_dir() { dir.join(name).join("mod.rs") } else { dir.join(format!("{name}.rs")) };
+            let file =
+                if dir.join(name).is_dir() { dir.join(name).join("mod.rs") } else { dir.join(format!("{name}.rs")) };
             let text = fs::read_to_string(&file).unwrap_or_default();
             let mut named = sibling_imports(&parent, &siblings, &text);
             named.remove(name);
