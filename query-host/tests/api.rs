@@ -129,8 +129,22 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     // Errors: JSON, fitting status, naming the problem.
     http.get("/api/v1/runs/999").assert_error(404, "not_found", "no run with id 999");
     http.get("/api/v1/runs/abc").assert_error(400, "bad_id", "bad run id 'abc'");
-    http.get("/api/v1/runs?from=10&to=5").assert_error(400, "bad_range", "is after");
-    http.get("/api/v1/runs?from=soon").assert_error(400, "bad_time", "RFC 3339");
+    // Every route that takes a range parses it in one place (the `Range` extractor): the same
+    // errors everywhere, before anything else the route checks (not even being in a fleet).
+    for route in [
+        "/api/v1/runs",
+        "/api/v1/profile",
+        "/api/v1/profile/pprof",
+        "/api/v1/pids",
+        "/api/v1/timeline",
+        "/api/v1/timeline/events",
+        "/api/v1/probes",
+        "/api/v1/fleet/hosts/h1/profile",
+    ] {
+        http.get(&format!("{route}?from=10&to=5")).assert_error(400, "bad_range", "is after");
+        http.get(&format!("{route}?from=soon")).assert_error(400, "bad_time", "RFC 3339");
+        http.get(&format!("{route}?to=-1x")).assert_error(400, "bad_time", "'-1x'");
+    }
     http.get("/api/v1/runs?interval=fast").assert_error(400, "bad_interval", "bad interval 'fast'");
     http.get("/api/v1/profile?pid=4242").assert_error(404, "no_samples", "no samples of PID 4242");
     http.get("/api/v1/profile?min_share=1.5").assert_error(400, "bad_share", "min_share 1.5 out of bounds");

@@ -1383,7 +1383,7 @@ export interface operations {
     fleet_host_profile: {
         parameters: {
             query?: {
-                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, `-1h`. Default: the beginning. */
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
                 from?: string;
                 /** @description End (exclusive), same forms. Default: the end of time. */
                 to?: string;
@@ -1890,9 +1890,9 @@ export interface operations {
     list: {
         parameters: {
             query?: {
-                /** @description Sessions that started at or after (RFC 3339, Unix ns, `now`, `-1h`). Default: the beginning. */
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
                 from?: string;
-                /** @description … and before. Default: the end of time. */
+                /** @description End (exclusive), same forms. Default: the end of time. */
                 to?: string;
             };
             header?: never;

@@ -4,27 +4,33 @@
 use std::{str::FromStr, sync::Arc};
 
 use axum::{
-    Json,
-    extract::{FromRequest, Path, Query, Request, State},
+    extract::{Path, State},
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use loupe_store::{ProfileQuery, RunId, SampleKind};
-use serde::{Deserialize, de::DeserializeOwned};
+use loupe_store::{ProfileQuery, RunId, SampleKind, TimeRange};
+use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use loupe_api::wire::http::{StartRun, StartedRun};
 
-use super::{AppState, auth::Caller, blocking, error::ApiError, negotiate::Format};
+use super::{
+    AppState,
+    auth::Caller,
+    blocking,
+    error::ApiError,
+    extract::{ApiJson, ApiQuery, Range, RangeQuery},
+    negotiate::Format,
+};
 use crate::{
     core::{
         CoreError, RunFilter, RunOrder,
         profiles::pprof_of,
         runs::DEFAULT_SAMPLES,
-        time::{TimeArg, parse_interval, parse_range},
+        time::{TimeArg, parse_interval},
     },
-    model::{DayView, ErrorBody, ErrorKind, Health, ProfileView, RunListEntry, RunView, StatsView},
+    model::{DayView, ErrorBody, Health, ProfileView, RunListEntry, RunView, StatsView},
 };
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
@@ -37,68 +43,6 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(profile))
         .routes(routes!(profile_pprof))
         .routes(routes!(pids))
-}
-
-/// A JSON body — or MessagePack with `Content-Type: application/msgpack` — whose rejection is
-/// an [`ApiError`] (so a bad body gets the usual error shape).
-pub struct ApiJson<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let msgpack = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|t| t.starts_with(super::negotiate::MSGPACK) || t.starts_with("application/x-msgpack"));
-        if msgpack {
-            let bytes = axum::body::Bytes::from_request(req, state)
-                .await
-                .map_err(|e| ApiError::new(kind_of(e.status()), "bad_body", e.body_text()))?;
-            return crate::formats::msgpack::from_slice(&bytes)
-                .map(ApiJson)
-                .map_err(|e| ApiError::new(ErrorKind::Invalid, "bad_body", format!("bad MessagePack body: {e}")));
-        }
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(ApiJson(v)),
-            Err(e) => Err(ApiError::new(kind_of(e.status()), "bad_body", e.body_text())),
-        }
-    }
-}
-
-/// The kind of a body rejection axum made.
-fn kind_of(status: StatusCode) -> ErrorKind {
-    match status {
-        StatusCode::PAYLOAD_TOO_LARGE => ErrorKind::TooLarge,
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ErrorKind::UnsupportedMedia,
-        // Well-formed, but not the body this route takes.
-        StatusCode::UNPROCESSABLE_ENTITY => ErrorKind::Refused,
-        _ => ErrorKind::Invalid,
-    }
-}
-
-/// Query parameters whose rejection is an [`ApiError`].
-pub struct ApiQuery<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> axum::extract::FromRequestParts<S> for ApiQuery<T> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
-        match Query::<T>::from_request_parts(parts, state).await {
-            Ok(Query(v)) => Ok(ApiQuery(v)),
-            Err(e) => Err(ApiError::new(ErrorKind::Invalid, "bad_query", e.body_text())),
-        }
-    }
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct RangeQuery {
-    /// Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning.
-    pub from: Option<String>,
-    /// End (exclusive), same forms. Default: the end of time.
-    pub to: Option<String>,
 }
 
 /// Liveness and what this server is. Needs no token.
@@ -122,24 +66,20 @@ async fn stats(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format)
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning.
-    pub from: Option<String>,
-    /// End (exclusive), same forms. Default: the end of time.
-    pub to: Option<String>,
     /// Only runs of this slot width: `100us`, `1ms`, `10ms`.
     pub interval: Option<String>,
     pub iface: Option<String>,
 }
 
 /// Runs that started in a range, oldest first.
-#[utoipa::path(get, path = "/api/v1/runs", tag = "runs", params(ListQuery), responses((status = 200, body = Vec<RunListEntry>), (status = 400, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/runs", tag = "runs", params(RangeQuery, ListQuery), responses((status = 200, body = Vec<RunListEntry>), (status = 400, body = ErrorBody)))]
 async fn list_runs(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
     fmt: Format,
+    Range(range): Range,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    let range = parse_range(q.from.as_deref(), q.to.as_deref())?;
     let interval_ns = q.interval.as_deref().map(parse_interval).transpose()?.map(|d| d.as_nanos() as u64);
     let filter = RunFilter { range, interval_ns, iface: q.iface };
     Ok(fmt.reply(&blocking(&state, move |host| host.list_runs(&filter)).await?))
@@ -197,10 +137,6 @@ async fn start_run(
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ProfileParams {
-    /// Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning.
-    pub from: Option<String>,
-    /// End (exclusive), same forms. Default: the end of time.
-    pub to: Option<String>,
     pub pid: Option<u32>,
     /// Exact command name.
     pub comm: Option<String>,
@@ -222,38 +158,33 @@ pub struct ProfileParams {
     pub min_share: Option<f64>,
 }
 
-fn profile_query(p: &ProfileParams) -> Result<ProfileQuery, CoreError> {
-    Ok(ProfileQuery {
-        range: parse_range(p.from.as_deref(), p.to.as_deref())?,
-        pid: p.pid,
-        comm: p.comm.clone(),
-        cpu: p.cpu,
-        include_idle: p.idle,
-        kind: p.kind,
-    })
+fn profile_query(range: TimeRange, p: &ProfileParams) -> ProfileQuery {
+    ProfileQuery { range, pid: p.pid, comm: p.comm.clone(), cpu: p.cpu, include_idle: p.idle, kind: p.kind }
 }
 
 /// A profile over a range: `loupe profile --json` (functions and flame graph).
-#[utoipa::path(get, path = "/api/v1/profile", tag = "profiles", params(ProfileParams), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/profile", tag = "profiles", params(RangeQuery, ProfileParams), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn profile(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
     fmt: Format,
+    Range(range): Range,
     ApiQuery(p): ApiQuery<ProfileParams>,
 ) -> Result<Response, ApiError> {
-    let q = profile_query(&p)?;
+    let q = profile_query(range, &p);
     let min_share = p.min_share.unwrap_or(0.0);
     Ok(fmt.reply(&blocking(&state, move |host| host.profile_view(&q, min_share)).await?))
 }
 
 /// The same profile as gzipped pprof (`go tool pprof` reads it).
-#[utoipa::path(get, path = "/api/v1/profile/pprof", tag = "profiles", params(ProfileParams), responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/profile/pprof", tag = "profiles", params(RangeQuery, ProfileParams), responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn profile_pprof(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
+    Range(range): Range,
     ApiQuery(p): ApiQuery<ProfileParams>,
 ) -> Result<Response, ApiError> {
-    let q = profile_query(&p)?;
+    let q = profile_query(range, &p);
     let frequency = p.frequency.unwrap_or(10);
     let bytes = blocking(&state, move |host| pprof_of(&host.profile(&q)?, q.kind, q.range, frequency)).await?;
     Ok((
@@ -272,8 +203,7 @@ async fn pids(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
     fmt: Format,
-    ApiQuery(q): ApiQuery<RangeQuery>,
+    Range(range): Range,
 ) -> Result<Response, ApiError> {
-    let range = parse_range(q.from.as_deref(), q.to.as_deref())?;
     Ok(fmt.reply(&blocking(&state, move |host| host.pids(range)).await?))
 }

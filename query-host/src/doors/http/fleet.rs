@@ -18,9 +18,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     AppState,
-    api::{ApiJson, ApiQuery},
     auth::Caller,
     error::ApiError,
+    extract::{ApiJson, ApiQuery, Range, RangeQuery},
     negotiate::Format,
 };
 use crate::{
@@ -184,14 +184,10 @@ async fn host_run(
     }
 }
 
-/// A range of the host's stored stacks.
+/// Which of the host's stored stacks.
 #[derive(Clone, Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct HostRange {
-    /// Start (inclusive): RFC 3339, Unix ns, `now`, `-1h`. Default: the beginning.
-    pub from: Option<String>,
-    /// End (exclusive), same forms. Default: the end of time.
-    pub to: Option<String>,
+pub struct HostProfileParams {
     /// `on_cpu` (default): where its threads ran, in samples. `off_cpu`: where they waited off
     /// the CPU, in nanoseconds (the host's agent started with `--off-cpu`).
     #[serde(default)]
@@ -201,15 +197,15 @@ pub struct HostRange {
 
 /// A host's profile of a range, read over the fleet (its stacks travel, the flame graph is
 /// built here); a range whose stacks exceed the fleet's message limit answers 413 `too_large`.
-#[utoipa::path(get, path = "/api/v1/fleet/hosts/{host}/profile", tag = "fleet", operation_id = "fleet_host_profile", params(("host" = String, Path, description = "The host's fleet name"), HostRange), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/fleet/hosts/{host}/profile", tag = "fleet", operation_id = "fleet_host_profile", params(("host" = String, Path, description = "The host's fleet name"), RangeQuery, HostProfileParams), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn host_profile(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
     fmt: Format,
     Path(host): Path<String>,
-    ApiQuery(q): ApiQuery<HostRange>,
+    Range(range): Range,
+    ApiQuery(q): ApiQuery<HostProfileParams>,
 ) -> Result<Response, ApiError> {
-    let range = parse_range(q.from.as_deref(), q.to.as_deref())?;
     let kind = q.kind;
     let body = ReadBody::Profile { from_unix_ns: range.from_unix_ns(), to_unix_ns: range.to_unix_ns(), kind };
     match coordinator(&state)?.read(&host, body).await? {

@@ -14,6 +14,7 @@
 pub mod api;
 pub mod auth;
 pub mod error;
+pub mod extract;
 pub mod fleet;
 pub mod metrics;
 pub mod negotiate;

@@ -18,29 +18,20 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     AppState,
-    api::{ApiJson, ApiQuery},
     auth::Caller,
     blocking,
     error::ApiError,
+    extract::{ApiJson, ApiQuery, Range, RangeQuery},
     negotiate::Format,
 };
 use crate::{
-    core::{CoreError, ProbeOrder, time::parse_range},
+    core::{CoreError, ProbeOrder},
     doors::control::protocol::PROBE_STOP,
     model::{ActiveProbeView, ErrorBody, ProbeList, ProbeView},
 };
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new().routes(routes!(list, start)).routes(routes!(show)).routes(routes!(stop))
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListParams {
-    /// Sessions that started at or after (RFC 3339, Unix ns, `now`, `-1h`). Default: the beginning.
-    pub from: Option<String>,
-    /// … and before. Default: the end of time.
-    pub to: Option<String>,
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -58,14 +49,13 @@ fn number(what: &str, text: &str) -> Result<u64, CoreError> {
 
 /// Sessions running on the agent and stored sessions that started in a range (`loupe probes
 /// list --json`).
-#[utoipa::path(get, path = "/api/v1/probes", tag = "probes", params(ListParams), responses((status = 200, body = ProbeList), (status = 400, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/probes", tag = "probes", params(RangeQuery), responses((status = 200, body = ProbeList), (status = 400, body = ErrorBody)))]
 async fn list(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
     fmt: Format,
-    ApiQuery(p): ApiQuery<ListParams>,
+    Range(range): Range,
 ) -> Result<Response, ApiError> {
-    let range = parse_range(p.from.as_deref(), p.to.as_deref())?;
     Ok(fmt.reply(&blocking(&state, move |host| host.list_probes(range)).await?))
 }
 

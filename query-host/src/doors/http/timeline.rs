@@ -4,16 +4,20 @@
 use std::sync::Arc;
 
 use axum::{extract::State, response::Response};
-use loupe_store::TimelineQuery;
+use loupe_store::{TimeRange, TimelineQuery};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::{AppState, api::ApiQuery, auth::Caller, blocking, error::ApiError, negotiate::Format};
-use crate::{
-    core::{CoreError, time::parse_range},
-    model::{ErrorBody, TimelineEventsPage, TimelineSummary},
+use super::{
+    AppState,
+    auth::Caller,
+    blocking,
+    error::ApiError,
+    extract::{ApiQuery, Range, RangeQuery},
+    negotiate::Format,
 };
+use crate::model::{ErrorBody, TimelineEventsPage, TimelineSummary};
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new().routes(routes!(summary)).routes(routes!(events))
@@ -22,10 +26,6 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct TimelineParams {
-    /// Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning.
-    pub from: Option<String>,
-    /// End (exclusive), same forms. Default: the end of time.
-    pub to: Option<String>,
     pub pid: Option<u32>,
     /// Exact command name of the program.
     pub comm: Option<String>,
@@ -42,37 +42,34 @@ pub struct PageParams {
     pub limit: Option<usize>,
 }
 
-fn query(p: &TimelineParams) -> Result<TimelineQuery, CoreError> {
-    Ok(TimelineQuery {
-        range: parse_range(p.from.as_deref(), p.to.as_deref())?,
-        pid: p.pid,
-        comm: p.comm.clone(),
-        event: p.event.clone(),
-    })
+fn query(range: TimeRange, p: TimelineParams) -> TimelineQuery {
+    TimelineQuery { range, pid: p.pid, comm: p.comm, event: p.event }
 }
 
 /// Programs that logged timeline events in a range, and per event its count and lag percentiles
 /// (`loupe timeline list --json`).
-#[utoipa::path(get, path = "/api/v1/timeline", tag = "timeline", params(TimelineParams), responses((status = 200, body = TimelineSummary), (status = 400, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/timeline", tag = "timeline", params(RangeQuery, TimelineParams), responses((status = 200, body = TimelineSummary), (status = 400, body = ErrorBody)))]
 async fn summary(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
     fmt: Format,
+    Range(range): Range,
     ApiQuery(p): ApiQuery<TimelineParams>,
 ) -> Result<Response, ApiError> {
-    let q = query(&p)?;
+    let q = query(range, p);
     Ok(fmt.reply(&blocking(&state, move |host| host.timeline(&q)).await?))
 }
 
 /// Timeline events in time order, a page at a time (`loupe timeline show --json`).
-#[utoipa::path(get, path = "/api/v1/timeline/events", tag = "timeline", params(TimelineParams, PageParams), responses((status = 200, body = TimelineEventsPage), (status = 400, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/timeline/events", tag = "timeline", params(RangeQuery, TimelineParams, PageParams), responses((status = 200, body = TimelineEventsPage), (status = 400, body = ErrorBody)))]
 async fn events(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
     fmt: Format,
+    Range(range): Range,
     ApiQuery(p): ApiQuery<TimelineParams>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
-    let q = query(&p)?;
+    let q = query(range, p);
     Ok(fmt.reply(&blocking(&state, move |host| host.timeline_events(&q, page.after.as_deref(), page.limit)).await?))
 }

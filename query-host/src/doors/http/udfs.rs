@@ -18,10 +18,10 @@ use loupe_api::wire::http::{InvokeRequest, TimeValue};
 
 use super::{
     AppState,
-    api::ApiJson,
     auth::Caller,
     blocking,
     error::ApiError,
+    extract::ApiJson,
     metrics::{AnalysisLabels, FailureLabels},
     negotiate::Format,
 };
