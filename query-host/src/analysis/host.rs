@@ -83,6 +83,18 @@ impl DataHost {
         StoreRange::new(r.from_ns, r.to_ns).map_err(|e| e.to_string())
     }
 
+    /// The store's query for a sample or wait cursor, or the guest's range error.
+    fn sample_query(
+        &self,
+        range: wit::TimeRange,
+        filter: wit::SampleFilter,
+        kind: SampleKind,
+    ) -> Result<ProfileQuery, String> {
+        let range = self.range(range)?;
+        let include_idle = filter.include_idle && kind == SampleKind::OnCpu;
+        Ok(ProfileQuery { range, pid: filter.pid, comm: filter.comm, cpu: filter.cpu, include_idle, kind })
+    }
+
     /// Counts a cursor about to open, or traps the analysis if it holds too many: an error
     /// it could ignore would let a loop of opens grow the host's state forever.
     pub(super) fn open_cursor(&mut self) -> wasmtime::Result<()> {
@@ -170,17 +182,9 @@ impl loupe::udf::data::Host for DataHost {
         range: wit::TimeRange,
         filter: wit::SampleFilter,
     ) -> wasmtime::Result<Result<Resource<SampleCursor>, String>> {
-        let range = match self.range(range) {
-            Ok(r) => r,
+        let query = match self.sample_query(range, filter, SampleKind::OnCpu) {
+            Ok(q) => q,
             Err(e) => return Ok(Err(e)),
-        };
-        let query = ProfileQuery {
-            range,
-            pid: filter.pid,
-            comm: filter.comm,
-            cpu: filter.cpu,
-            include_idle: filter.include_idle,
-            kind: SampleKind::OnCpu,
         };
         self.open_cursor()?;
         let inner = self.store.sample_cursor(query).map_err(trap)?;
@@ -192,17 +196,10 @@ impl loupe::udf::data::Host for DataHost {
         range: wit::TimeRange,
         filter: wit::SampleFilter,
     ) -> wasmtime::Result<Result<Resource<WaitCursor>, String>> {
-        let range = match self.range(range) {
-            Ok(r) => r,
+        // `include_idle` does not apply: the idle task never waits.
+        let query = match self.sample_query(range, filter, SampleKind::OffCpu) {
+            Ok(q) => q,
             Err(e) => return Ok(Err(e)),
-        };
-        let query = ProfileQuery {
-            range,
-            pid: filter.pid,
-            comm: filter.comm,
-            cpu: filter.cpu,
-            include_idle: false,
-            kind: SampleKind::OffCpu,
         };
         self.open_cursor()?;
         let inner = self.store.wait_cursor(query).map_err(trap)?;

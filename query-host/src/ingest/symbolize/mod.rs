@@ -224,17 +224,7 @@ impl Symbolizer {
                             // Named without a file: JIT code, from the process's perf map.
                             (None, false) => JIT_MODULE.to_string(),
                         };
-                        let module: Name = module.into();
-                        let frame = |function: Name| Frame { function, module: module.clone(), kernel, location: None };
-                        // blazesym lists inlined calls outermost first; a stack is innermost first.
-                        let mut chain: Vec<Frame> = sym
-                            .inlined
-                            .iter()
-                            .rev()
-                            .take(MAX_INLINED)
-                            .map(|f| frame(format!("{}{INLINED_SUFFIX}", f.name).into()))
-                            .collect();
-                        chain.push(frame(sym.name.as_ref().into()));
+                        let chain = chain_of(&sym, module.into(), kernel);
                         if self.inlined && !kernel && sym.code_info.is_none() && sym.module.is_some() {
                             symbols_only.push(*addr);
                         }
@@ -324,17 +314,7 @@ impl Symbolizer {
                     Ok(Symbolized::Sym(sym)) if !sym.name.is_empty() && sym.code_info.is_some() => sym,
                     _ => return None,
                 };
-                let module: Name = module.into();
-                let frame = |function: Name| Frame { function, module: module.clone(), kernel: false, location: None };
-                let mut chain: Vec<Frame> = sym
-                    .inlined
-                    .iter()
-                    .rev()
-                    .take(MAX_INLINED)
-                    .map(|f| frame(format!("{}{INLINED_SUFFIX}", f.name).into()))
-                    .collect();
-                chain.push(frame(sym.name.as_ref().into()));
-                Some(chain)
+                Some(chain_of(&sym, module.into(), false))
             })
             .collect()
     }
@@ -381,6 +361,22 @@ enum Located {
     Offset { module: String, offset: u64 },
     /// In a file, at `address` of its own address space; `debug` is its checked debug file.
     InFile { module: String, build_id: Vec<u8>, address: u64, debug: Option<PathBuf> },
+}
+
+/// A symbol's frames, innermost first: the calls inlined at its address (at most
+/// [`MAX_INLINED`], the innermost kept), each `function [inlined]`, then the function they were
+/// inlined into. blazesym lists inlined calls outermost first.
+fn chain_of(sym: &blazesym::symbolize::Sym<'_>, module: Name, kernel: bool) -> Vec<Frame> {
+    let frame = |function: Name| Frame { function, module: module.clone(), kernel, location: None };
+    let mut chain: Vec<Frame> = sym
+        .inlined
+        .iter()
+        .rev()
+        .take(MAX_INLINED)
+        .map(|f| frame(format!("{}{INLINED_SUFFIX}", f.name).into()))
+        .collect();
+    chain.push(frame(sym.name.as_ref().into()));
+    chain
 }
 
 /// A blazesym that reads a binary's own DWARF but never looks for separate debug files: those
