@@ -6,8 +6,8 @@
 use std::collections::VecDeque;
 
 use loupe_store::{
-    EventPos, ProbeCall, ProbeCallChunks, ProbePos, RawSample, RawWait, RunMeta, RunPos, TimeRange as StoreRange,
-    TimelineQuery,
+    EventPos, ProbeCall, ProbeCallChunks, ProbePos, RawSample, RawWait, RunMeta, RunPos, StoreError,
+    TimeRange as StoreRange, TimelineQuery,
 };
 
 use crate::model::SeriesSet;
@@ -25,16 +25,54 @@ pub struct RunCursor {
     pub(super) done: bool,
 }
 
-pub struct SampleCursor {
-    pub(super) inner: loupe_store::SampleCursor,
-    /// The rest of the current store page, handed out [`SAMPLE_PAGE`] at a time.
-    pub(super) pending: VecDeque<RawSample>,
+/// A store cursor that reads a page (one stored batch) at a time, handed to the guest in
+/// smaller pieces: the sample and wait cursors.
+pub struct Paged<C: StorePages> {
+    pub(super) inner: C,
+    /// The rest of the current store page.
+    pending: VecDeque<C::Item>,
 }
 
-pub struct WaitCursor {
-    pub(super) inner: loupe_store::WaitCursor,
-    /// The rest of the current store page, handed out [`SAMPLE_PAGE`] at a time.
-    pub(super) pending: VecDeque<RawWait>,
+pub type SampleCursor = Paged<loupe_store::SampleCursor>;
+pub type WaitCursor = Paged<loupe_store::WaitCursor>;
+
+/// The store cursors [`Paged`] reads.
+pub trait StorePages {
+    type Item;
+    /// The next non-empty page, or `None` when done.
+    fn next_page(&mut self) -> Result<Option<Vec<Self::Item>>, StoreError>;
+}
+
+impl StorePages for loupe_store::SampleCursor {
+    type Item = RawSample;
+    fn next_page(&mut self) -> Result<Option<Vec<RawSample>>, StoreError> {
+        loupe_store::SampleCursor::next_page(self)
+    }
+}
+
+impl StorePages for loupe_store::WaitCursor {
+    type Item = RawWait;
+    fn next_page(&mut self) -> Result<Option<Vec<RawWait>>, StoreError> {
+        loupe_store::WaitCursor::next_page(self)
+    }
+}
+
+impl<C: StorePages> Paged<C> {
+    pub fn new(inner: C) -> Self {
+        Paged { inner, pending: VecDeque::new() }
+    }
+
+    /// The next items, at most `max` (empty when exhausted): the rest of the current store
+    /// page, or the next page once it is used up.
+    pub fn next(&mut self, max: usize) -> Result<std::collections::vec_deque::Drain<'_, C::Item>, StoreError> {
+        if self.pending.is_empty()
+            && let Some(page) = self.inner.next_page()?
+        {
+            self.pending = page.into();
+        }
+        let n = self.pending.len().min(max);
+        Ok(self.pending.drain(..n))
+    }
 }
 
 pub struct TimelineCursor {

@@ -14,9 +14,7 @@
 
 use std::collections::VecDeque;
 
-use loupe_store::{
-    ProfileQuery, RawSample, RunMeta, SampleKind, Store, StoreError, TimeRange as StoreRange, TimelineQuery,
-};
+use loupe_store::{ProfileQuery, RunMeta, SampleKind, Store, StoreError, TimeRange as StoreRange, TimelineQuery};
 use wasmtime::component::{Resource, ResourceTable};
 
 use super::{
@@ -188,7 +186,7 @@ impl loupe::udf::data::Host for DataHost {
         };
         self.open_cursor()?;
         let inner = self.store.sample_cursor(query).map_err(trap)?;
-        Ok(Ok(self.table.push(SampleCursor { inner, pending: VecDeque::new() })?))
+        Ok(Ok(self.table.push(SampleCursor::new(inner))?))
     }
 
     fn open_waits(
@@ -203,7 +201,7 @@ impl loupe::udf::data::Host for DataHost {
         };
         self.open_cursor()?;
         let inner = self.store.wait_cursor(query).map_err(trap)?;
-        Ok(Ok(self.table.push(WaitCursor { inner, pending: VecDeque::new() })?))
+        Ok(Ok(self.table.push(WaitCursor::new(inner))?))
     }
 
     fn open_timeline(
@@ -296,25 +294,13 @@ impl loupe::udf::data::HostRunCursor for DataHost {
     }
 }
 
-impl SampleCursor {
-    /// The next samples, at most [`SAMPLE_PAGE`] (empty when exhausted).
-    fn next_samples(&mut self) -> wasmtime::Result<std::collections::vec_deque::Drain<'_, RawSample>> {
-        if self.pending.is_empty()
-            && let Some(page) = self.inner.next_page().map_err(trap)?
-        {
-            self.pending = page.into();
-        }
-        let n = self.pending.len().min(SAMPLE_PAGE);
-        Ok(self.pending.drain(..n))
-    }
-}
-
 impl loupe::udf::data::HostSampleCursor for DataHost {
     fn next_batch(&mut self, cursor: Resource<SampleCursor>) -> wasmtime::Result<Vec<wit::Sample>> {
         Ok(self
             .table
             .get_mut(&cursor)?
-            .next_samples()?
+            .next(SAMPLE_PAGE)
+            .map_err(trap)?
             .map(|s| wit::Sample {
                 time_ns: s.time_unix_ns,
                 cpu: s.cpu,
@@ -328,7 +314,7 @@ impl loupe::udf::data::HostSampleCursor for DataHost {
     }
 
     fn next_columns(&mut self, cursor: Resource<SampleCursor>) -> wasmtime::Result<wit::SampleColumns> {
-        let samples = self.table.get_mut(&cursor)?.next_samples()?;
+        let samples = self.table.get_mut(&cursor)?.next(SAMPLE_PAGE).map_err(trap)?;
         let n = samples.len();
         let mut c = wit::SampleColumns {
             time_ns: Vec::with_capacity(n),
@@ -364,15 +350,11 @@ impl loupe::udf::data::HostSampleCursor for DataHost {
 
 impl loupe::udf::data::HostWaitCursor for DataHost {
     fn next_batch(&mut self, cursor: Resource<WaitCursor>) -> wasmtime::Result<Vec<wit::Wait>> {
-        let c = self.table.get_mut(&cursor)?;
-        if c.pending.is_empty()
-            && let Some(page) = c.inner.next_page().map_err(trap)?
-        {
-            c.pending = page.into();
-        }
-        let n = c.pending.len().min(SAMPLE_PAGE);
-        Ok(c.pending
-            .drain(..n)
+        Ok(self
+            .table
+            .get_mut(&cursor)?
+            .next(SAMPLE_PAGE)
+            .map_err(trap)?
             .map(|w| wit::Wait {
                 time_ns: w.sample.time_unix_ns,
                 cpu: w.sample.cpu,
