@@ -233,26 +233,21 @@ impl Symbolizer {
                     Symbolized::Unknown(_) => unknown.push(*addr),
                 }
             }
-            if !symbols_only.is_empty() {
-                for (addr, chain) in symbols_only.iter().zip(self.debug_chains(pid, &symbols_only)) {
-                    if let Some(chain) = chain {
-                        self.memo.insert(key(*addr), chain);
+            // With inlined frames asked for, both kinds go to the binaries' debug files, in one
+            // pass: a chain found there replaces a plain name, or names an unknown address.
+            let still = if self.inlined && !kernel {
+                let asked: Vec<u64> = symbols_only.iter().chain(&unknown).copied().collect();
+                let mut still = Vec::new();
+                for (i, (addr, chain)) in asked.iter().zip(self.debug_chains(pid, &asked)).enumerate() {
+                    match chain {
+                        Some(chain) => drop(self.memo.insert(key(*addr), chain)),
+                        None if i >= symbols_only.len() => still.push(*addr),
+                        None => {} // keeps its name from the symbols
                     }
                 }
-            }
-            let chains = if self.inlined && !kernel { self.debug_chains(pid, &unknown) } else { Vec::new() };
-            let still: Vec<u64> = match chains.is_empty() {
-                true => unknown,
-                false => {
-                    let mut still = Vec::new();
-                    for (addr, chain) in unknown.iter().zip(chains) {
-                        match chain {
-                            Some(chain) => drop(self.memo.insert(key(*addr), chain)),
-                            None => still.push(*addr),
-                        }
-                    }
-                    still
-                }
+                still
+            } else {
+                unknown
             };
             for (addr, frame) in still.iter().zip(self.unnamed(pid, &still, kernel)) {
                 self.memo.insert(key(*addr), vec![frame]);
