@@ -75,10 +75,15 @@ pub fn parse_range(from: Option<&str>, to: Option<&str>) -> Result<TimeRange, Co
     range(from.map(|t| TimeArg::parse("from", t)).transpose()?, to.map(|t| TimeArg::parse("to", t)).transpose()?)
 }
 
+/// A duration as people write it (`30s`, `7d`, `100us`): how the CLI's options and the API's
+/// intervals are read.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim()).map_err(|e| e.to_string())
+}
+
 /// A slot width as people write it: `100us`, `1ms`, `10ms`.
 pub fn parse_interval(text: &str) -> Result<Duration, CoreError> {
-    humantime::parse_duration(text.trim())
-        .map_err(|e| CoreError::BadInterval { text: text.to_string(), reason: e.to_string() })
+    parse_duration(text).map_err(|reason| CoreError::BadInterval { text: text.to_string(), reason })
 }
 
 #[cfg(test)]

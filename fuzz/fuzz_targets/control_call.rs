@@ -4,13 +4,16 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loupe_api::{model::RunView, wire::control as protocol};
+use loupe_api::{
+    model::{ProfileView, RunView},
+    wire::control as protocol,
+};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, line)) = data.split_first() else { return };
     match which % 3 {
         0 => drop(serde_json::from_slice::<protocol::Call>(line)),
         1 => drop(protocol::decode::<RunView>(line)),
-        _ => drop(protocol::decode::<loupe_store::Profile>(line)),
+        _ => drop(protocol::decode::<ProfileView>(line)),
     }
 });

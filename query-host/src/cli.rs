@@ -4,7 +4,7 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::core::time::TimeArg;
+use crate::core::time::{self, TimeArg};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,7 +40,7 @@ pub struct HttpArgs {
     #[arg(long)]
     pub no_auth: bool,
     /// Wall-clock limit of one analysis invocation.
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "30s", value_parser = time::parse_duration)]
     pub udf_time_limit: Duration,
     /// Memory limit of one analysis invocation, e.g. 256MiB.
     #[arg(long, default_value = "256MiB", value_parser = parse_bytes)]
@@ -50,7 +50,7 @@ pub struct HttpArgs {
     pub udf_team_concurrency: usize,
     /// How long a request may wait for its answer (an on-demand run that outlasts it answers
     /// 408 and is stored when it ends).
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = time::parse_duration)]
     pub request_timeout: Duration,
 }
 
@@ -412,7 +412,7 @@ pub struct StoreArgs {
     #[arg(long, env = "LOUPE_DATA_DIR", default_value = "/var/lib/loupe")]
     pub data_dir: PathBuf,
     /// Keep runs for this long (e.g. 7d, 36h).
-    #[arg(long, default_value = "7d", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "7d", value_parser = time::parse_duration)]
     pub retention: Duration,
     /// Keep at most this many bytes of runs (oldest deleted first), e.g. 10GiB, 500MB.
     #[arg(long, default_value = "10GiB", value_parser = parse_bytes)]
@@ -430,13 +430,13 @@ pub struct AgentArgs {
     #[arg(long = "local-prefix")]
     pub local_prefixes: Vec<String>,
     /// Slot widths to run, each on its own schedule.
-    #[arg(long, value_delimiter = ',', default_value = "100us,1ms,10ms", value_parser = humantime::parse_duration)]
+    #[arg(long, value_delimiter = ',', default_value = "100us,1ms,10ms", value_parser = time::parse_duration)]
     pub intervals: Vec<Duration>,
     /// Samples per run.
     #[arg(long, default_value_t = 2000)]
     pub samples: u32,
     /// Average time between two runs of the same interval.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = time::parse_duration)]
     pub period: Duration,
     /// Random jitter of each period, as a fraction of it (0 to 1), so a fleet does not run in lockstep.
     #[arg(long, default_value_t = 0.2)]
@@ -450,7 +450,7 @@ pub struct AgentArgs {
     #[arg(long)]
     pub demo_analyses: Option<PathBuf>,
     /// Stop after this long (default: run until SIGINT/SIGTERM).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = time::parse_duration)]
     pub duration: Option<Duration>,
     /// Do not sample stacks (traffic runs only).
     #[arg(long)]
@@ -546,7 +546,7 @@ pub struct FleetRunArgs {
     #[command(flatten)]
     pub scope: FleetScopeArgs,
     /// Slot width: 100us, 1ms or 10ms (any from 10us to 10s).
-    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1ms", value_parser = time::parse_duration)]
     pub interval: Duration,
     #[arg(long, default_value_t = 2000)]
     pub samples: u32,
@@ -577,7 +577,7 @@ pub struct FleetInvokeArgs {
     #[arg(long = "param", short = 'p')]
     pub params: Vec<String>,
     /// How long to wait for the hosts' answers; the missing ones are listed.
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = time::parse_duration)]
     pub deadline: Duration,
     #[arg(long)]
     pub json: bool,
@@ -591,7 +591,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub iface: String,
     /// Slot width, e.g. 100us, 1ms, 10ms.
-    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1ms", value_parser = time::parse_duration)]
     pub interval: Duration,
     /// Number of slots.
     #[arg(long, default_value_t = 2000)]
@@ -637,7 +637,7 @@ pub struct ListArgs {
     #[command(flatten)]
     pub range: RangeArgs,
     /// Only runs of this slot width.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = time::parse_duration)]
     pub interval: Option<Duration>,
     /// Only runs of this interface.
     #[arg(long)]
@@ -692,7 +692,7 @@ pub struct ImportArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub start: Option<TimeArg>,
     /// Slot width for files without `sampling_freq`.
-    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1ms", value_parser = time::parse_duration)]
     pub interval: Duration,
     #[arg(long)]
     pub json: bool,

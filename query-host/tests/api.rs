@@ -162,7 +162,7 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     assert_eq!(run(with(&["profile", "--json", "--from", "0", "--to", &to])), profile_cli);
     let bad = loupe(&["--server", &server.url, "--token", "loupe_nope", "runs", "list"]);
     assert_eq!(bad.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown or revoked token (HTTP 401"), "{bad:?}");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("loupe: error: unknown or revoked token"), "{bad:?}");
 
     // The OpenAPI document is generated and covers every route the server answers.
     let doc = http.get("/api/v1/openapi.json").json();

@@ -68,10 +68,17 @@ pub enum CoreError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Analysis(#[from] UdfError),
-    /// An error the agent answered over its control socket, as it said it.
+    /// An error another process answered (the agent over its control socket, a remote host
+    /// over HTTP), as it said it: the same words, kind and code as where it happened.
     #[error("{}", body.error)]
-    Agent { kind: ErrorKind, body: ErrorBody },
-    /// Talking to the agent failed (not the agent's answer).
+    Remote { kind: ErrorKind, body: ErrorBody },
+    /// An operation this way to the host does not offer (the HTTP API does not import or
+    /// symbolize), and why.
+    #[error("{0}")]
+    LocalOnly(&'static str),
+    #[error("no agent is running on this data dir: there is nothing to stop")]
+    NoAgent,
+    /// Talking to the agent or the remote host failed (not its answer).
     #[error("{0}")]
     Transport(String),
     #[error("{0}")]
@@ -91,7 +98,8 @@ impl CoreError {
             | BadShare(_) => ErrorKind::Invalid,
             BadLimit { .. } | BadCursor(_) => ErrorKind::Invalid,
             UnknownIface { .. } | IfaceRequired { .. } => ErrorKind::Invalid,
-            NoRun(_) | NoSamples(_) | NoProbeSession(_) | NoActiveProbe(_) => ErrorKind::NotFound,
+            NoRun(_) | NoSamples(_) | NoProbeSession(_) | NoActiveProbe(_) | NoAgent => ErrorKind::NotFound,
+            LocalOnly(_) => ErrorKind::Invalid,
             Probe(_) => ErrorKind::Invalid,
             TooManyProbes { .. } => ErrorKind::Conflict,
             NotCollecting | NoAnalyses => ErrorKind::Conflict,
@@ -121,7 +129,7 @@ impl CoreError {
                 _ => ErrorKind::Internal,
             },
             Analysis(e) => e.kind(),
-            Agent { kind, .. } => *kind,
+            Remote { kind, .. } => *kind,
             Transport(_) => ErrorKind::Unavailable,
             Internal(_) => ErrorKind::Internal,
         }
@@ -142,7 +150,8 @@ impl CoreError {
             UnknownIface { .. } | IfaceRequired { .. } => "bad_iface",
             NoRun(_) => "not_found",
             NoSamples(_) => "no_samples",
-            NoProbeSession(_) | NoActiveProbe(_) => "not_found",
+            NoProbeSession(_) | NoActiveProbe(_) | NoAgent => "not_found",
+            LocalOnly(_) => "local_only",
             Probe(_) => "bad_probe",
             TooManyProbes { .. } => "too_many_probes",
             NotCollecting => "not_collecting",
@@ -163,7 +172,7 @@ impl CoreError {
             Store(StoreError::Locked { .. }) => "store_locked",
             Store(_) => "store",
             Analysis(e) => e.code(),
-            Agent { body, .. } => &body.code,
+            Remote { body, .. } => &body.code,
             Transport(_) => "agent_unreachable",
             Internal(_) => "internal",
         }
@@ -173,7 +182,7 @@ impl CoreError {
     pub fn body(&self) -> ErrorBody {
         let log = match self {
             CoreError::Analysis(e) => e.log_lines(),
-            CoreError::Agent { body, .. } => body.log.clone(),
+            CoreError::Remote { body, .. } => body.log.clone(),
             _ => Vec::new(),
         };
         ErrorBody { error: self.to_string(), code: self.code().to_string(), log }

@@ -55,6 +55,29 @@ impl ErrorKind {
             ErrorKind::NoSpace => 507,
         }
     }
+
+    /// The kind an HTTP status stands for ([`ErrorKind::http_status`] backwards), so a client
+    /// of the API gets back the kind the server's error had.
+    pub fn from_http_status(status: u16) -> Option<ErrorKind> {
+        use ErrorKind::*;
+        [
+            Invalid,
+            Unauthorized,
+            Forbidden,
+            NotFound,
+            Timeout,
+            Conflict,
+            TooLarge,
+            UnsupportedMedia,
+            Refused,
+            Busy,
+            Unavailable,
+            NoSpace,
+            Internal,
+        ]
+        .into_iter()
+        .find(|k| k.http_status() == status)
+    }
 }
 
 /// An error as every door sends it.

@@ -1,19 +1,20 @@
 //! What crosses the control socket: a [`Call`] (one JSON line) and its answer (one JSON line),
 //! `{"ok": <the core's value>}` or `{"err": {"kind", "error", "code", "log"}}` — the core's
 //! result, serialized as it is, so a full disk during a run reads as `no_space` on both ends.
+//! The calls, the server's dispatch ([`answer`]) and the client ([`ControlClient`]) follow from
+//! the operation list (`crate::ops`).
 
-use std::{path::PathBuf, time::Duration};
+use std::time::Duration;
 
-use loupe_store::{NewRun, ProfileQuery, TimeRange, TimelineQuery};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::{
     error::{CoreError, CoreResult},
     model::{ErrorBody, ErrorKind},
-    orders::{ProbeOrder, RunFilter, RunOrder},
+    ops::HostApi,
 };
 
-/// Largest call the server reads (imports carry runs; the client sends them in chunks of
+/// Largest call the server reads (imports carry runs; the CLI sends them in chunks of
 /// [`IMPORT_CHUNK`]).
 pub const MAX_CALL_BYTES: u64 = 64 << 20;
 /// Runs per import call.
@@ -27,30 +28,40 @@ pub const PROBE_STOP: Duration = Duration::from_secs(60);
 /// Time an on-demand run may take beyond its own length before the agent stops waiting.
 pub const RUN_MARGIN: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "call", rename_all = "snake_case")]
-pub enum Call {
-    List(RunFilter),
-    Show { id: u64, per_cpu: bool },
-    Run(RunOrder),
-    Import { runs: Vec<NewRun> },
-    Profile { query: ProfileQuery },
-    Pids { range: TimeRange },
-    Symbolize { range: TimeRange, debug_dirs: Vec<PathBuf> },
-    Timeline { query: TimelineQuery },
-    TimelineEvents { query: TimelineQuery, after: Option<String>, limit: Option<usize> },
-    ProbeStart(ProbeOrder),
-    ProbeStop { handle: u64 },
-    ProbeList { range: TimeRange },
-    ProbeShow { id: u64, calls: bool },
+macro_rules! control_calls {
+    ($( $(#[$doc:meta])* $name:ident / $op:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty => $http:expr; )*) => {
+        /// One call: an operation of [`HostApi`] with its arguments, tagged with the operation's
+        /// name (`{"call": "show_run", "id": 7, "per_cpu": false}`).
+        #[derive(Debug, Serialize, Deserialize)]
+        #[serde(tag = "call", rename_all = "snake_case")]
+        pub enum Call { $( $op { $($arg: $ty),* } ),* }
+
+        /// `api`'s answer to one call, encoded as one line.
+        pub fn answer(api: &(impl HostApi + ?Sized), call: Call) -> Vec<u8> {
+            match call { $( Call::$op { $($arg),* } => encode(api.$name($($arg),*)) ),* }
+        }
+
+        impl<T: Transport> HostApi for ControlClient<T> {
+            $( fn $name(&self, $($arg: $ty),*) -> CoreResult<$answer> { self.0.call(&Call::$op { $($arg),* }) } )*
+        }
+    };
 }
+crate::ops::host_operations!(control_calls);
+
+/// Sends a call and reads its answer line (the agent's socket, in the control door).
+pub trait Transport {
+    fn call<T: DeserializeOwned>(&self, call: &Call) -> CoreResult<T>;
+}
+
+/// The host's operations asked over a [`Transport`].
+pub struct ControlClient<T>(pub T);
 
 impl Call {
     /// How long the client waits for the answer.
     pub fn timeout(&self) -> Duration {
         match self {
-            Call::Run(order) => order.duration_from_now() + RUN_MARGIN + IO_TIMEOUT,
-            Call::ProbeStop { .. } => PROBE_STOP + IO_TIMEOUT,
+            Call::StartRun { order } => order.duration_from_now() + RUN_MARGIN + IO_TIMEOUT,
+            Call::StopProbe { .. } => PROBE_STOP + IO_TIMEOUT,
             _ => CALL_TIMEOUT,
         }
     }
@@ -78,7 +89,7 @@ impl<T> Answer<T> {
     pub fn into_result(self) -> CoreResult<T> {
         match self {
             Answer::Ok(v) => Ok(v),
-            Answer::Err { kind, body } => Err(CoreError::Agent { kind, body }),
+            Answer::Err { kind, body } => Err(CoreError::Remote { kind, body }),
         }
     }
 }

@@ -1,13 +1,175 @@
-//! The bodies of the HTTP API's writes, as clients send them (JSON, or MessagePack with
-//! `Content-Type: application/msgpack`): the same types the routes decode and the fuzz targets
-//! throw bytes at.
+//! The HTTP API's query strings and the bodies of its writes (JSON, or MessagePack with
+//! `Content-Type: application/msgpack`): the types the routes decode, the HTTP client encodes
+//! and the fuzz targets throw bytes at. Each converts both ways here, from the operations'
+//! typed arguments (for the client) and back (for the routes), so the two ends cannot drift.
 
+use std::time::Duration;
+
+use loupe_store::{ProfileQuery, SampleKind, TimeRange, TimelineQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::{
+    error::CoreResult,
+    orders::{DEFAULT_SAMPLES, RunFilter, RunOrder},
+    time::{TimeArg, parse_interval, parse_range},
+};
+
+/// The range parameters of every route that takes one.
+#[derive(Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RangeQuery {
+    /// Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning.
+    pub from: Option<String>,
+    /// End (exclusive), same forms. Default: the end of time.
+    pub to: Option<String>,
+}
+
+impl RangeQuery {
+    /// `range` in Unix ns, an open end left out.
+    pub fn of(range: TimeRange) -> Self {
+        let open = |t: u64, none: u64| (t != none).then(|| t.to_string());
+        RangeQuery { from: open(range.from_unix_ns(), 0), to: open(range.to_unix_ns(), u64::MAX) }
+    }
+
+    /// `[from, to)`, or a `bad_time` / `bad_range` error.
+    pub fn range(&self) -> CoreResult<TimeRange> {
+        parse_range(self.from.as_deref(), self.to.as_deref())
+    }
+}
+
+/// A slot width as the API takes it, exactly (in nanoseconds).
+fn interval_text(interval: Duration) -> String {
+    format!("{}ns", interval.as_nanos())
+}
+
+/// `GET /api/v1/runs` beside its range.
+#[derive(Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only runs of this slot width: `100us`, `1ms`, `10ms`.
+    pub interval: Option<String>,
+    pub iface: Option<String>,
+}
+
+impl ListQuery {
+    pub fn of(filter: &RunFilter) -> Self {
+        ListQuery {
+            interval: filter.interval_ns.map(|ns| interval_text(Duration::from_nanos(ns))),
+            iface: filter.iface.clone(),
+        }
+    }
+
+    pub fn filter(self, range: TimeRange) -> CoreResult<RunFilter> {
+        let interval_ns = self.interval.as_deref().map(parse_interval).transpose()?.map(|d| d.as_nanos() as u64);
+        Ok(RunFilter { range, interval_ns, iface: self.iface })
+    }
+}
+
+/// `GET /api/v1/runs/{id}`.
+#[derive(Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ShowQuery {
+    /// Add each CPU's series (`per_cpu` in the answer).
+    #[serde(default)]
+    pub per_cpu: bool,
+}
+
+/// `GET /api/v1/profile` and `/api/v1/profile/pprof` beside their range.
+#[derive(Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ProfileParams {
+    pub pid: Option<u32>,
+    /// Exact command name.
+    pub comm: Option<String>,
+    pub cpu: Option<u32>,
+    /// Include samples of idle CPUs.
+    #[serde(default)]
+    pub idle: bool,
+    /// `on_cpu` (default): where threads ran, in samples. `off_cpu`: where they waited off the
+    /// CPU, in nanoseconds (an agent started with `--off-cpu`).
+    #[serde(default)]
+    #[param(value_type = Option<String>, example = "off_cpu")]
+    pub kind: SampleKind,
+    /// Sampling frequency the samples were taken at, in Hz (pprof's period; default 10).
+    pub frequency: Option<u64>,
+    /// Leave out of the flame graph the nodes with less than this share of the samples (0 to 1;
+    /// e.g. 0.0001, a tenth of a pixel at 1,000 pixels wide): their samples stay in their
+    /// parents' width and `pruned_nodes` says how many went. Functions and modules stay whole.
+    /// Default 0: everything. (JSON only; pprof is always whole.)
+    pub min_share: Option<f64>,
+}
+
+/// pprof's sampling frequency when a request names none.
+pub const DEFAULT_FREQUENCY: u64 = 10;
+
+impl ProfileParams {
+    pub fn of(query: &ProfileQuery) -> Self {
+        ProfileParams {
+            pid: query.pid,
+            comm: query.comm.clone(),
+            cpu: query.cpu,
+            idle: query.include_idle,
+            kind: query.kind,
+            ..ProfileParams::default()
+        }
+    }
+
+    pub fn query(&self, range: TimeRange) -> ProfileQuery {
+        ProfileQuery {
+            range,
+            pid: self.pid,
+            comm: self.comm.clone(),
+            cpu: self.cpu,
+            include_idle: self.idle,
+            kind: self.kind,
+        }
+    }
+}
+
+/// `GET /api/v1/timeline` and `/api/v1/timeline/events` beside their range.
+#[derive(Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TimelineParams {
+    pub pid: Option<u32>,
+    /// Exact command name of the program.
+    pub comm: Option<String>,
+    /// Exact event name.
+    pub event: Option<String>,
+}
+
+impl TimelineParams {
+    pub fn of(query: &TimelineQuery) -> Self {
+        TimelineParams { pid: query.pid, comm: query.comm.clone(), event: query.event.clone() }
+    }
+
+    pub fn query(self, range: TimeRange) -> TimelineQuery {
+        TimelineQuery { range, pid: self.pid, comm: self.comm, event: self.event }
+    }
+}
+
+/// `GET /api/v1/timeline/events`: which page.
+#[derive(Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// Events per page (1 to 10,000; default 1,000).
+    pub limit: Option<usize>,
+}
+
+/// `GET /api/v1/probes/{id}`.
+#[derive(Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ProbeShowQuery {
+    /// Every recorded call too (large: up to a million).
+    #[serde(default)]
+    pub calls: bool,
+}
 
 /// `POST /api/v1/runs`.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartRun {
     /// Interface; may be left out when the agent samples exactly one.
@@ -18,6 +180,30 @@ pub struct StartRun {
     pub samples: Option<u32>,
     /// Start at this exact instant (RFC 3339 or Unix ns) instead of now; at most 10 minutes ahead.
     pub start: Option<String>,
+}
+
+impl StartRun {
+    pub fn of(order: &RunOrder) -> Self {
+        StartRun {
+            iface: order.iface.clone(),
+            interval: interval_text(order.interval),
+            samples: Some(order.samples),
+            start: order.start_unix_ns.map(|t| t.to_string()),
+        }
+    }
+
+    pub fn order(self) -> CoreResult<RunOrder> {
+        Ok(RunOrder {
+            iface: self.iface,
+            interval: parse_interval(&self.interval)?,
+            samples: self.samples.unwrap_or(DEFAULT_SAMPLES),
+            start_unix_ns: self
+                .start
+                .as_deref()
+                .map(|t| TimeArg::parse("start", t).map(TimeArg::unix_ns))
+                .transpose()?,
+        })
+    }
 }
 
 #[derive(Serialize, Deserialize, ToSchema)]
@@ -44,10 +230,62 @@ pub struct InvokeRequest {
     pub params: Map<String, Value>,
 }
 
+impl InvokeRequest {
+    /// `[from, to)`, each instant parsed as the query strings' are.
+    pub fn range(&self) -> CoreResult<TimeRange> {
+        let arg = |v: Option<&TimeValue>, name| match v {
+            None => Ok(None),
+            Some(TimeValue::UnixNs(ns)) => Ok(Some(TimeArg::UnixNs(*ns))),
+            Some(TimeValue::Text(s)) => TimeArg::parse(name, s).map(Some),
+        };
+        crate::time::range(arg(self.from.as_ref(), "from")?, arg(self.to.as_ref(), "to")?)
+    }
+}
+
 /// An instant in a body: a string in any form the API takes, or Unix ns as a number.
 #[derive(Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum TimeValue {
     UnixNs(u64),
     Text(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the client writes, the route reads back as the same typed value.
+    #[test]
+    fn each_query_and_body_reads_back_as_it_was_written() {
+        for range in [TimeRange::new(0, u64::MAX).unwrap(), TimeRange::new(5, 9).unwrap()] {
+            assert_eq!(RangeQuery::of(range).range().unwrap(), range);
+        }
+        assert_eq!(RangeQuery::of(TimeRange::new(0, u64::MAX).unwrap()).from, None);
+        let range = TimeRange::new(5, 9).unwrap();
+        let filter = RunFilter { range, interval_ns: Some(100_000), iface: Some("eth0".into()) };
+        let back = ListQuery::of(&filter).filter(range).unwrap();
+        assert_eq!((back.interval_ns, back.iface), (Some(100_000), Some("eth0".into())));
+        let order = RunOrder {
+            iface: None,
+            interval: Duration::from_micros(100),
+            samples: 7,
+            start_unix_ns: Some(1_700_000_000_000_000_000),
+        };
+        let back = StartRun::of(&order).order().unwrap();
+        assert_eq!(
+            (back.iface, back.interval, back.samples, back.start_unix_ns),
+            (None, order.interval, 7, order.start_unix_ns)
+        );
+        let query = ProfileQuery {
+            range,
+            pid: Some(3),
+            comm: Some("gzip".into()),
+            cpu: Some(1),
+            include_idle: true,
+            kind: SampleKind::OffCpu,
+        };
+        assert_eq!(ProfileParams::of(&query).query(range), query);
+        let query = TimelineQuery { range, pid: None, comm: Some("app".into()), event: Some("tick".into()) };
+        assert_eq!(TimelineParams::of(&query).query(range), query);
+    }
 }

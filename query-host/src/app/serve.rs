@@ -1,4 +1,6 @@
-//! `loupe serve`: the HTTP API over a store, without collecting (e.g. a copied data dir).
+//! `loupe serve`: the HTTP API over a store, without collecting (e.g. a copied data dir). It
+//! holds the store, so it answers the CLI's commands on that data dir over the control socket,
+//! as an agent does.
 
 use std::sync::Arc;
 
@@ -9,7 +11,10 @@ use super::{open_store, stop_on_signals, wait_for_stop};
 use crate::{
     cli::ServeArgs,
     core::{Analyses, Host, tokens::TokenSet},
-    doors::http::{AppState, Server},
+    doors::{
+        control::ControlServer,
+        http::{AppState, Server},
+    },
 };
 
 pub fn main(args: ServeArgs) -> Result<()> {
@@ -22,6 +27,7 @@ pub fn main(args: ServeArgs) -> Result<()> {
     let options = args.http.options();
     let analyses = Analyses::open(&args.store.data_dir, &store, options.limits.clone())?;
     let host = Arc::new(Host::new(store.clone()).with_analyses(analyses));
+    let control = ControlServer::start(&args.store.data_dir, Arc::clone(&host))?;
     let state = AppState::new(host, TokenSet::new(&args.store.data_dir), &options);
     let server = Server::start(state, &options)?;
     println!("serving {} on http://{}", args.store.data_dir.display(), server.addr);
@@ -29,6 +35,7 @@ pub fn main(args: ServeArgs) -> Result<()> {
     wait_for_stop(&stop, None);
     super::exit_within(std::time::Duration::from_secs(20));
     server.stop()?;
+    control.stop();
     store.flush()?;
     Ok(())
 }

@@ -6,11 +6,14 @@
 //! one time-range parser with one set of defaults ([`time`]), one check of a run order, one
 //! pprof period.
 //!
+//! [`loupe_api::ops::HostApi`] is these operations as every door and the CLI call them (`api`).
+//!
 //! Dependencies point down only: the core uses `ingest`, `analysis`, `model`, `formats` and the
 //! store and kernel crates; it never imports a door, the app or the CLI (a test in
 //! `tests/layers.rs` fails if it does).
 
 pub mod analyses;
+mod api;
 pub mod probes;
 pub mod profiles;
 pub mod runs;
@@ -43,12 +46,24 @@ pub struct Host {
     analyses: Option<Analyses>,
     /// The agent's function probes; `None` when only serving a store.
     probes: Option<ProbeManager>,
+    /// Runs attach in this process (the CLI where no agent holds the store), with these local
+    /// prefixes; `None` on an agent or a store-only server.
+    runs_here: Option<Vec<ipnet::IpNet>>,
     started: Instant,
 }
 
 impl Host {
     pub fn new(store: Store) -> Host {
-        Host { store, runs: None, analyses: None, probes: None, started: Instant::now() }
+        Host { store, runs: None, analyses: None, probes: None, runs_here: None, started: Instant::now() }
+    }
+
+    /// The CLI's host where no agent holds the store: runs and probe sessions attach in this
+    /// process, for as long as the command lasts (a run samples with `local_prefixes`).
+    pub fn collecting_here(mut self, local_prefixes: Vec<ipnet::IpNet>) -> Host {
+        // Its own shutdown flag, never set: the CLI ends a session by stopping it.
+        self.probes = Some(ProbeManager::new(self.store.clone(), Default::default()));
+        self.runs_here = Some(local_prefixes);
+        self
     }
 
     /// An agent's host: it collects runs on these interfaces.

@@ -126,6 +126,11 @@ impl ProbeManager {
         views
     }
 
+    /// Whether `handle` is a session of this manager, running or ended and not yet collected.
+    pub fn knows(&self, handle: u64) -> bool {
+        self.active.lock().expect("probe table").contains_key(&handle)
+    }
+
     /// Stops a session (or collects one that ended by itself) and returns its stored id,
     /// waiting up to `wait` for it to detach and be stored.
     pub fn stop(&self, handle: u64, wait: Duration) -> CoreResult<u64> {
@@ -223,25 +228,14 @@ impl Host {
         self.probe_manager()?.start(order)
     }
 
-    /// Stops an agent's session and shows what it stored.
+    /// Stops a session and shows what it stored. On the CLI's host a handle it did not start
+    /// means the user wanted an agent's.
     pub fn stop_probe(&self, handle: u64, wait: Duration) -> CoreResult<ProbeView> {
-        let id = self.probe_manager()?.stop(handle, wait)?;
-        self.show_probe(id, false)
-    }
-
-    /// A session without an agent: attach, tell `attached`, watch until its length or `stop`,
-    /// detach, store (the CLI's `loupe probe` where no agent holds the store).
-    pub fn probe_once(
-        &self,
-        order: &ProbeOrder,
-        stop: &AtomicBool,
-        attached: impl FnOnce(&ActiveProbeView),
-    ) -> CoreResult<ProbeView> {
-        let (spec, options, length) = checked(order)?;
-        let mut run = ProbeRun::start(&spec, options)?;
-        attached(&active_view(0, &run, order, &options, length));
-        let ended = run.watch(Some(Instant::now() + length), stop)?;
-        let id = self.store.put_probe_session(run.finish(ended)?)?;
+        let manager = self.probe_manager()?;
+        if self.runs_here.is_some() && !manager.knows(handle) {
+            return Err(CoreError::NoAgent);
+        }
+        let id = manager.stop(handle, wait)?;
         self.show_probe(id, false)
     }
 

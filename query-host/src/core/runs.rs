@@ -127,7 +127,12 @@ impl Host {
 
     /// An on-demand run on one of the agent's interfaces; answers once it is stored, or after
     /// `wait` (the run then goes on and is stored when it ends: no thread waits past `wait`).
+    /// On the CLI's host ([`Host::collecting_here`]) the run attaches in this process instead.
     pub fn start_run(&self, order: &RunOrder, wait: Duration) -> CoreResult<RunView> {
+        if let (None, Some(prefixes)) = (&self.runs, &self.runs_here) {
+            let iface = order.iface.as_deref().ok_or(CoreError::IfaceRequired { known: Vec::new() })?;
+            return self.run_once(iface, order, prefixes.clone());
+        }
         let scheduler = self.runs.as_ref().ok_or(CoreError::NotCollecting)?;
         let request = run_request(order)?;
         let worker = scheduler.worker(order.iface.as_deref())?;
@@ -141,7 +146,7 @@ impl Host {
 
     /// A run without an agent: attach to `iface`, run, detach, store (the CLI's `loupe run`
     /// on a host where no agent holds the store).
-    pub fn run_once(&self, iface: &str, order: &RunOrder, local_prefixes: Vec<ipnet::IpNet>) -> CoreResult<RunView> {
+    fn run_once(&self, iface: &str, order: &RunOrder, local_prefixes: Vec<ipnet::IpNet>) -> CoreResult<RunView> {
         let request = run_request(order)?;
         let options = SamplerOptions { capacity: order.samples, local_prefixes };
         let mut sampler = TrafficSampler::attach(iface, &options)?;

@@ -12,7 +12,7 @@ pub mod server;
 
 use std::path::{Path, PathBuf};
 
-pub use client::AgentClient;
+pub use client::{AgentClient, find};
 pub use loupe_api::wire::control as protocol;
 pub use server::ControlServer;
 

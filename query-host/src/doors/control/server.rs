@@ -19,11 +19,10 @@ use std::{
     time::Duration,
 };
 
-use loupe_store::RunId;
 use tracing::warn;
 
 use super::{
-    protocol::{Call, IO_TIMEOUT, MAX_CALL_BYTES, PROBE_STOP, RUN_MARGIN, encode},
+    protocol::{Call, IO_TIMEOUT, MAX_CALL_BYTES, answer as answer_call, encode},
     socket_path,
 };
 use crate::core::{CoreError, CoreResult, Host};
@@ -137,29 +136,10 @@ fn answer(stream: &UnixStream, host: &Host) -> std::io::Result<()> {
         encode::<()>(Err(CoreError::Internal(format!("call larger than {MAX_CALL_BYTES} bytes"))))
     } else {
         match serde_json::from_slice::<Call>(&line) {
-            Ok(call) => handle(host, call),
+            Ok(call) => answer_call(host, call),
             Err(e) => encode::<()>(Err(CoreError::Transport(format!("bad call: {e}")))),
         }
     };
     let mut out = stream;
     out.write_all(&reply)
-}
-
-/// The core's answer to one call, encoded.
-fn handle(host: &Host, call: Call) -> Vec<u8> {
-    match call {
-        Call::List(filter) => encode(host.list_runs(&filter)),
-        Call::Show { id, per_cpu } => encode(host.show_run(RunId(id), per_cpu)),
-        Call::Run(order) => encode(host.start_run(&order, order.duration_from_now() + RUN_MARGIN)),
-        Call::Import { runs } => encode(Ok(host.import_runs(runs))),
-        Call::Profile { query } => encode(host.profile(&query)),
-        Call::Pids { range } => encode(host.pids(range)),
-        Call::Symbolize { range, debug_dirs } => encode(host.symbolize(range, &debug_dirs)),
-        Call::Timeline { query } => encode(host.timeline(&query)),
-        Call::TimelineEvents { query, after, limit } => encode(host.timeline_events(&query, after.as_deref(), limit)),
-        Call::ProbeStart(order) => encode(host.start_probe(&order)),
-        Call::ProbeStop { handle } => encode(host.stop_probe(handle, PROBE_STOP)),
-        Call::ProbeList { range } => encode(host.list_probes(range)),
-        Call::ProbeShow { id, calls } => encode(host.show_probe(id, calls)),
-    }
 }

@@ -8,12 +8,9 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use loupe_store::{ProfileQuery, RunId, SampleKind, TimeRange};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use loupe_api::wire::http::{DEFAULT_FREQUENCY, ListQuery, ProfileParams, ShowQuery, StartRun, StartedRun};
+use loupe_store::RunId;
 use utoipa_axum::{router::OpenApiRouter, routes};
-
-use loupe_api::wire::http::{StartRun, StartedRun};
 
 use super::{
     AppState,
@@ -24,12 +21,7 @@ use super::{
     negotiate::Format,
 };
 use crate::{
-    core::{
-        CoreError, RunFilter, RunOrder,
-        profiles::pprof_of,
-        runs::DEFAULT_SAMPLES,
-        time::{TimeArg, parse_interval},
-    },
+    core::{CoreError, profiles::pprof_of},
     model::{DayView, ErrorBody, Health, ProfileView, RunListEntry, RunView, StatsView},
 };
 
@@ -63,14 +55,6 @@ async fn stats(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format)
     Ok(fmt.reply(&blocking(&state, |host| host.stats()).await?))
 }
 
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListQuery {
-    /// Only runs of this slot width: `100us`, `1ms`, `10ms`.
-    pub interval: Option<String>,
-    pub iface: Option<String>,
-}
-
 /// Runs that started in a range, oldest first.
 #[utoipa::path(get, path = "/api/v1/runs", tag = "runs", params(RangeQuery, ListQuery), responses((status = 200, body = Vec<RunListEntry>), (status = 400, body = ErrorBody)))]
 async fn list_runs(
@@ -80,17 +64,8 @@ async fn list_runs(
     Range(range): Range,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    let interval_ns = q.interval.as_deref().map(parse_interval).transpose()?.map(|d| d.as_nanos() as u64);
-    let filter = RunFilter { range, interval_ns, iface: q.iface };
+    let filter = q.filter(range)?;
     Ok(fmt.reply(&blocking(&state, move |host| host.list_runs(&filter)).await?))
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ShowQuery {
-    /// Add each CPU's series (`per_cpu` in the answer).
-    #[serde(default)]
-    pub per_cpu: bool,
 }
 
 /// One run with its per-slot series: `loupe runs show --json`.
@@ -116,12 +91,7 @@ async fn start_run(
     fmt: Format,
     ApiJson(body): ApiJson<StartRun>,
 ) -> Result<Response, ApiError> {
-    let order = RunOrder {
-        iface: body.iface,
-        interval: parse_interval(&body.interval)?,
-        samples: body.samples.unwrap_or(DEFAULT_SAMPLES),
-        start_unix_ns: body.start.as_deref().map(|t| TimeArg::parse("start", t).map(TimeArg::unix_ns)).transpose()?,
-    };
+    let order = body.order()?;
     let wait = state.request_timeout;
     let view = blocking(&state, move |host| host.start_run(&order, wait)).await?;
     let started = StartedRun {
@@ -134,34 +104,6 @@ async fn start_run(
     Ok((StatusCode::CREATED, fmt.reply(&started)).into_response())
 }
 
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ProfileParams {
-    pub pid: Option<u32>,
-    /// Exact command name.
-    pub comm: Option<String>,
-    pub cpu: Option<u32>,
-    /// Include samples of idle CPUs.
-    #[serde(default)]
-    pub idle: bool,
-    /// `on_cpu` (default): where threads ran, in samples. `off_cpu`: where they waited off the
-    /// CPU, in nanoseconds (an agent started with `--off-cpu`).
-    #[serde(default)]
-    #[param(value_type = Option<String>, example = "off_cpu")]
-    pub kind: SampleKind,
-    /// Sampling frequency the samples were taken at, in Hz (pprof's period; default 10).
-    pub frequency: Option<u64>,
-    /// Leave out of the flame graph the nodes with less than this share of the samples (0 to 1;
-    /// e.g. 0.0001, a tenth of a pixel at 1,000 pixels wide): their samples stay in their
-    /// parents' width and `pruned_nodes` says how many went. Functions and modules stay whole.
-    /// Default 0: everything. (JSON only; pprof is always whole.)
-    pub min_share: Option<f64>,
-}
-
-fn profile_query(range: TimeRange, p: &ProfileParams) -> ProfileQuery {
-    ProfileQuery { range, pid: p.pid, comm: p.comm.clone(), cpu: p.cpu, include_idle: p.idle, kind: p.kind }
-}
-
 /// A profile over a range: `loupe profile --json` (functions and flame graph).
 #[utoipa::path(get, path = "/api/v1/profile", tag = "profiles", params(RangeQuery, ProfileParams), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn profile(
@@ -171,7 +113,7 @@ async fn profile(
     Range(range): Range,
     ApiQuery(p): ApiQuery<ProfileParams>,
 ) -> Result<Response, ApiError> {
-    let q = profile_query(range, &p);
+    let q = p.query(range);
     let min_share = p.min_share.unwrap_or(0.0);
     Ok(fmt.reply(&blocking(&state, move |host| host.profile_view(&q, min_share)).await?))
 }
@@ -184,8 +126,8 @@ async fn profile_pprof(
     Range(range): Range,
     ApiQuery(p): ApiQuery<ProfileParams>,
 ) -> Result<Response, ApiError> {
-    let q = profile_query(range, &p);
-    let frequency = p.frequency.unwrap_or(10);
+    let q = p.query(range);
+    let frequency = p.frequency.unwrap_or(DEFAULT_FREQUENCY);
     let bytes = blocking(&state, move |host| pprof_of(&host.profile(&q)?, q.kind, q.range, frequency)).await?;
     Ok((
         [

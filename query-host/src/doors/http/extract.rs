@@ -1,19 +1,20 @@
 //! What the routes take from a request, each parsed in one place with the API's error shape:
 //! a JSON or MessagePack body ([`ApiJson`]), query parameters ([`ApiQuery`]), and the time
 //! range every listing and profile takes from `from` and `to` ([`Range`], documented by
-//! [`RangeQuery`]) — parsed as the CLI parses them (`loupe_api::time::parse_range`).
+//! [`RangeQuery`], shared with the HTTP client) — parsed as the CLI parses them
+//! (`loupe_api::time::parse_range`).
 
 use axum::{
     Json,
     extract::{FromRequest, FromRequestParts, Query, Request},
     http::{StatusCode, header, request::Parts},
 };
+pub use loupe_api::wire::http::RangeQuery;
 use loupe_store::TimeRange;
-use serde::{Deserialize, de::DeserializeOwned};
-use utoipa::IntoParams;
+use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
-use crate::{core::time::parse_range, model::ErrorKind};
+use crate::model::ErrorKind;
 
 /// A JSON body — or MessagePack with `Content-Type: application/msgpack` — whose rejection is
 /// an [`ApiError`] (so a bad body gets the usual error shape).
@@ -68,16 +69,6 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     }
 }
 
-/// The range parameters of every route that takes one (the OpenAPI side of [`Range`]).
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct RangeQuery {
-    /// Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning.
-    pub from: Option<String>,
-    /// End (exclusive), same forms. Default: the end of time.
-    pub to: Option<String>,
-}
-
 /// `[from, to)` from the query string (both optional), or a `bad_time` / `bad_range` error.
 /// The route's other parameters come in a struct of their own beside it.
 pub struct Range(pub TimeRange);
@@ -87,6 +78,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Range {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let ApiQuery(q) = ApiQuery::<RangeQuery>::from_request_parts(parts, state).await?;
-        Ok(Range(parse_range(q.from.as_deref(), q.to.as_deref())?))
+        Ok(Range(q.range()?))
     }
 }

@@ -320,3 +320,19 @@ impl Drop for Server {
         let _ = self.shutdown();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use loupe_api::ops::Op;
+
+    /// The HTTP client asks each operation at the route the operation list names: every such
+    /// route is served, with that method.
+    #[test]
+    fn every_operation_route_is_served() {
+        let doc = serde_json::to_value(super::openapi()).unwrap();
+        for op in Op::ALL {
+            let Some((method, path)) = op.http().route() else { continue };
+            assert!(doc["paths"][path][method].is_object(), "{op:?}: {method} {path} is not in the OpenAPI document");
+        }
+    }
+}

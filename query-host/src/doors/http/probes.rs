@@ -12,8 +12,7 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
 };
-use serde::Deserialize;
-use utoipa::IntoParams;
+use loupe_api::wire::http::ProbeShowQuery;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
@@ -32,14 +31,6 @@ use crate::{
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new().routes(routes!(list, start)).routes(routes!(show)).routes(routes!(stop))
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ShowParams {
-    /// Every recorded call too (large: up to a million).
-    #[serde(default)]
-    pub calls: bool,
 }
 
 fn number(what: &str, text: &str) -> Result<u64, CoreError> {
@@ -90,13 +81,13 @@ async fn stop(
 
 /// One stored session: per function its calls, percentiles and histogram; the slowest calls as
 /// call trees (`loupe probes show --json`).
-#[utoipa::path(get, path = "/api/v1/probes/{id}", tag = "probes", params(("id" = u64, Path, description = "Stored session id"), ShowParams), responses((status = 200, body = ProbeView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/probes/{id}", tag = "probes", params(("id" = u64, Path, description = "Stored session id"), ProbeShowQuery), responses((status = 200, body = ProbeView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn show(
     State(state): State<Arc<AppState>>,
     _caller: Caller,
     fmt: Format,
     Path(id): Path<String>,
-    ApiQuery(q): ApiQuery<ShowParams>,
+    ApiQuery(q): ApiQuery<ProbeShowQuery>,
 ) -> Result<Response, ApiError> {
     let id = number("probe session id", &id)?;
     Ok(fmt.reply(&blocking(&state, move |host| host.show_probe(id, q.calls)).await?))

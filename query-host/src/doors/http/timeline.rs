@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use axum::{extract::State, response::Response};
-use loupe_store::{TimeRange, TimelineQuery};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use loupe_api::wire::http::{PageParams, TimelineParams};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
@@ -23,29 +21,6 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new().routes(routes!(summary)).routes(routes!(events))
 }
 
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct TimelineParams {
-    pub pid: Option<u32>,
-    /// Exact command name of the program.
-    pub comm: Option<String>,
-    /// Exact event name.
-    pub event: Option<String>,
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct PageParams {
-    /// The `next` of the previous page.
-    pub after: Option<String>,
-    /// Events per page (1 to 10,000; default 1,000).
-    pub limit: Option<usize>,
-}
-
-fn query(range: TimeRange, p: TimelineParams) -> TimelineQuery {
-    TimelineQuery { range, pid: p.pid, comm: p.comm, event: p.event }
-}
-
 /// Programs that logged timeline events in a range, and per event its count and lag percentiles
 /// (`loupe timeline list --json`).
 #[utoipa::path(get, path = "/api/v1/timeline", tag = "timeline", params(RangeQuery, TimelineParams), responses((status = 200, body = TimelineSummary), (status = 400, body = ErrorBody)))]
@@ -56,7 +31,7 @@ async fn summary(
     Range(range): Range,
     ApiQuery(p): ApiQuery<TimelineParams>,
 ) -> Result<Response, ApiError> {
-    let q = query(range, p);
+    let q = p.query(range);
     Ok(fmt.reply(&blocking(&state, move |host| host.timeline(&q)).await?))
 }
 
@@ -70,6 +45,6 @@ async fn events(
     ApiQuery(p): ApiQuery<TimelineParams>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
-    let q = query(range, p);
+    let q = p.query(range);
     Ok(fmt.reply(&blocking(&state, move |host| host.timeline_events(&q, page.after.as_deref(), page.limit)).await?))
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use loupe_api::wire::http::{InvokeRequest, TimeValue};
+use loupe_api::wire::http::InvokeRequest;
 
 use super::{
     AppState,
@@ -27,10 +27,6 @@ use super::{
 };
 use crate::{
     analysis::registry::{UdfMeta, check_name},
-    core::{
-        CoreError,
-        time::{TimeArg, range},
-    },
     model::{ErrorBody, ErrorKind, InvokeResponse},
 };
 
@@ -139,15 +135,6 @@ async fn delete_udf(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// An instant of an invoke body, parsed as the query strings' are.
-fn time_of(v: Option<&TimeValue>, name: &str) -> Result<Option<TimeArg>, CoreError> {
-    match v {
-        None => Ok(None),
-        Some(TimeValue::UnixNs(ns)) => Ok(Some(TimeArg::UnixNs(*ns))),
-        Some(TimeValue::Text(s)) => TimeArg::parse(name, s).map(Some),
-    }
-}
-
 /// Runs an analysis next to the data and returns its typed result
 /// (`{"kind": "table" | "series" | "flamegraph" | "text", …}`).
 #[utoipa::path(post, path = "/api/v1/udfs/{name}/invoke", tag = "analyses", params(("name" = String, Path)),
@@ -162,7 +149,7 @@ async fn invoke(
     Path(name): Path<String>,
     ApiJson(req): ApiJson<InvokeRequest>,
 ) -> Result<Response, ApiError> {
-    let range = range(time_of(req.from.as_ref(), "from")?, time_of(req.to.as_ref(), "to")?)?;
+    let range = req.range()?;
     let n = name.clone();
     let outcome =
         blocking(&state, move |host| host.analyses()?.invoke(host.store(), &n, &caller.team, range, &req.params)).await;

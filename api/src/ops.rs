@@ -1,0 +1,164 @@
+//! The host's operations, each named once: [`host_operations!`] lists them — the method, its
+//! arguments and answer, and where the HTTP API serves it — and everything that speaks them
+//! follows from that list: the [`HostApi`] trait the CLI calls (implemented by the host itself,
+//! by the control socket's client and by the HTTP client), the control socket's
+//! [`Call`](crate::wire::control::Call) and its dispatch, and the route table ([`Op::http`]) the
+//! HTTP client asks and a test holds against the OpenAPI document.
+//!
+//! Why: one operation used to be written six times (the core, a control call, its server arm,
+//! a client method, an HTTP route, a hand-built remote query) and the three ways to reach a
+//! host answered errors three ways. Now a command holds a `&dyn HostApi` and does not know
+//! which it has; errors come back as the same [`CoreError`] from each (a remote one keeps the
+//! server's kind, code and words), so output and exit code are the same.
+//!
+//! Adding an operation: a line here (and its argument and answer types in `orders`/`model`),
+//! its implementation in the core, its route in the HTTP door, its CLI command.
+
+use crate::error::{CoreError, CoreResult};
+
+/// Where the HTTP API serves an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Http {
+    Get(&'static str),
+    Post(&'static str),
+    /// Not over HTTP, and why (what the HTTP client answers when asked).
+    No(&'static str),
+}
+
+impl Http {
+    /// The method and path template, `None` for an operation the HTTP API does not serve.
+    pub fn route(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Http::Get(path) => Some(("get", path)),
+            Http::Post(path) => Some(("post", path)),
+            Http::No(_) => None,
+        }
+    }
+}
+
+/// Calls `$then!` with the list of operations, one per line:
+/// `/// doc` `method / Variant (argument: Type, …) -> Answer => where HTTP serves it;`.
+/// Types are written as paths from this crate's root, so any module may expand the list.
+macro_rules! host_operations {
+    ($then:ident) => {
+        $then! {
+            /// Stored runs that started in the filter's range, oldest first.
+            list_runs / ListRuns (filter: crate::orders::RunFilter)
+                -> Vec<crate::model::RunListEntry> => crate::ops::Http::Get("/api/v1/runs");
+            /// One stored run with every slot (and each CPU's series with `per_cpu`).
+            show_run / ShowRun (id: u64, per_cpu: bool)
+                -> crate::model::RunView => crate::ops::Http::Get("/api/v1/runs/{id}");
+            /// An on-demand run: answers once it is stored, or with `run_timeout` when it outlasts
+            /// the caller's wait (it then goes on and is stored when it ends).
+            start_run / StartRun (order: crate::orders::RunOrder)
+                -> crate::model::RunView => crate::ops::Http::Post("/api/v1/runs");
+            /// Stores runs, one atomic put each: a bad one is reported, the others land.
+            import_runs / ImportRuns (runs: Vec<loupe_store::NewRun>)
+                -> Vec<crate::orders::ImportOutcome>
+                => crate::ops::Http::No("import writes to a local data dir; run it on the host (without --server)");
+            /// A profile of a range as hot functions and flame graph, leaving out the flame-graph
+            /// nodes under `min_share` of the samples.
+            profile / Profile (query: loupe_store::ProfileQuery, min_share: f64)
+                -> crate::model::ProfileView => crate::ops::Http::Get("/api/v1/profile");
+            /// The same profile as gzipped pprof, of samples taken at `frequency` Hz.
+            pprof / Pprof (query: loupe_store::ProfileQuery, frequency: u64)
+                -> Vec<u8> => crate::ops::Http::Get("/api/v1/profile/pprof");
+            /// PIDs with samples in a range.
+            pids / Pids (range: loupe_store::TimeRange)
+                -> std::collections::BTreeSet<u32> => crate::ops::Http::Get("/api/v1/pids");
+            /// Names the stored frames of a range from debug files in these directories.
+            symbolize / Symbolize (range: loupe_store::TimeRange, debug_dirs: Vec<std::path::PathBuf>)
+                -> crate::model::SymbolizeReport
+                => crate::ops::Http::No(
+                    "symbolize reads debug files on the host that holds the samples: run it there (drop --server)"
+                );
+            /// Programs that logged timeline events in a range, with per-event lag statistics.
+            timeline / Timeline (query: loupe_store::TimelineQuery)
+                -> crate::model::TimelineSummary => crate::ops::Http::Get("/api/v1/timeline");
+            /// Timeline events in time order, a page at a time (`after`: the previous page's `next`).
+            timeline_events / TimelineEvents (query: loupe_store::TimelineQuery, after: Option<String>, limit: Option<usize>)
+                -> crate::model::TimelineEventsPage => crate::ops::Http::Get("/api/v1/timeline/events");
+            /// Attaches a probe session and answers at once with its handle.
+            start_probe / StartProbe (order: crate::orders::ProbeOrder)
+                -> crate::model::ActiveProbeView => crate::ops::Http::Post("/api/v1/probes");
+            /// Stops a running session (or collects one that ended by itself) and shows what it stored.
+            stop_probe / StopProbe (handle: u64)
+                -> crate::model::ProbeView => crate::ops::Http::Post("/api/v1/probes/active/{handle}/stop");
+            /// Running sessions and stored ones that started in a range.
+            list_probes / ListProbes (range: loupe_store::TimeRange)
+                -> crate::model::ProbeList => crate::ops::Http::Get("/api/v1/probes");
+            /// One stored session (and every call with `calls`).
+            show_probe / ShowProbe (id: u64, calls: bool)
+                -> crate::model::ProbeView => crate::ops::Http::Get("/api/v1/probes/{id}");
+        }
+    };
+}
+pub(crate) use host_operations;
+
+macro_rules! define_api {
+    ($( $(#[$doc:meta])* $name:ident / $op:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty => $http:expr; )*) => {
+        /// The host's operations with typed arguments and [`CoreError`] results, whichever way
+        /// the host is reached: in this process, through a running agent's control socket, or
+        /// through a remote host's HTTP API.
+        pub trait HostApi {
+            $( $(#[$doc])* fn $name(&self, $($arg: $ty),*) -> CoreResult<$answer>; )*
+        }
+
+        /// Each operation by name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Op { $($op),* }
+
+        impl Op {
+            pub const ALL: &[Op] = &[$(Op::$op),*];
+
+            /// The method's name (`list_runs`), also the control socket's call tag.
+            pub fn name(self) -> &'static str {
+                match self { $(Op::$op => stringify!($name)),* }
+            }
+
+            /// Where the HTTP API serves it.
+            pub fn http(self) -> Http {
+                match self { $(Op::$op => $http),* }
+            }
+        }
+    };
+}
+host_operations!(define_api);
+
+impl Op {
+    /// The path of a route, its `{name}` filled in.
+    pub fn path(self, args: &[(&str, u64)]) -> CoreResult<String> {
+        let (_, template) = self.http().route().ok_or_else(|| self.refused())?;
+        let mut path = template.to_string();
+        for (name, value) in args {
+            path = path.replace(&format!("{{{name}}}"), &value.to_string());
+        }
+        Ok(path)
+    }
+
+    /// The error of asking the HTTP API for an operation it does not serve.
+    pub fn refused(self) -> CoreError {
+        match self.http() {
+            Http::No(why) => CoreError::LocalOnly(why),
+            _ => CoreError::Internal(format!("{} is served over HTTP", self.name())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_is_named_once_and_routes_fill_their_parameters() {
+        let mut names: Vec<_> = Op::ALL.iter().map(|o| o.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Op::ALL.len());
+        assert_eq!(Op::ShowRun.path(&[("id", 7)]).unwrap(), "/api/v1/runs/7");
+        assert_eq!(Op::StopProbe.path(&[("handle", 3)]).unwrap(), "/api/v1/probes/active/3/stop");
+        let e = Op::ImportRuns.path(&[]).unwrap_err();
+        assert_eq!(e.code(), "local_only");
+        assert!(e.to_string().contains("without --server"), "{e}");
+    }
+}
