@@ -1,4 +1,4 @@
-//! The host's operations, each named once: [`host_operations!`] lists them — the method, its
+//! The host's operations, each named once: `host_operations!` lists them — the method, its
 //! arguments and answer, and where the HTTP API serves it — and everything that speaks them
 //! follows from that list: the [`HostApi`] trait the CLI calls (implemented by the host itself,
 //! by the control socket's client and by the HTTP client), the control socket's

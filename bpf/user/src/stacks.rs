@@ -44,8 +44,8 @@ const RING_SECONDS: u64 = 2;
 const RING_MIN: u64 = 256 << 10;
 const RING_MAX: u64 = 64 << 20;
 
-/// The ring buffer's size for `cpus` CPUs sampled at `hz`: [`RING_SECONDS`] of samples, a
-/// power of two (the kernel requires one) within [`RING_MIN`]..=[`RING_MAX`].
+/// The ring buffer's size for `cpus` CPUs sampled at `hz`: `RING_SECONDS` of samples, a
+/// power of two (the kernel requires one) within `RING_MIN..=RING_MAX`.
 ///
 /// Why not one fixed size: every sample reserves a whole [`StackEvent`] (~1.6 KB), and the
 /// ring's pages are all touched once it has wrapped, so a fixed 4 MiB was 8 MiB of the agent's

@@ -4,7 +4,7 @@
 //! Time is bounded by epoch interruption (a ticker thread bumps the epoch every
 //! [`TICK`]; a store traps once its deadline passes) rather than fuel: fuel instruments
 //! every basic block and slows analyses down, epochs cost a load and compare per loop
-//! header. Memory and tables are bounded by a [`Limiter`]; recursion by the wasm stack size;
+//! header. Memory and tables are bounded by a [`Limiter`](super::sandbox::Limiter); recursion by the wasm stack size;
 //! output and logs by the host after the call; concurrency by per-team and total counters.
 
 use std::{

@@ -3,7 +3,7 @@
 //! An analysis gets the `loupe:udf/data` interface and the few WASI interfaces Rust's standard
 //! library needs to run at all (I/O streams, stdout/stderr, exit, an empty environment,
 //! random numbers for hash maps). Filesystem, sockets and clocks are not linked: a component
-//! that imports them is refused at upload, naming the import ([`check_imports`]). stdout and
+//! that imports them is refused at upload, naming the import ([`ungranted_imports`]). stdout and
 //! stderr are captured into the invocation's log (a panic message lands there).
 
 use std::time::Duration;

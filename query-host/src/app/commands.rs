@@ -1,7 +1,7 @@
 //! The one-shot commands — `run`, `runs list|show|export`, `import`, `sample`, `profile`,
 //! `symbolize`, `timeline list|show` — as adapters: parse the arguments, call the host's
 //! operation ([`HostApi`]), render. The host is a local store (a [`Host`] on it), a running
-//! agent's control socket, or a remote host's API (`--server`) — [`open`] picks it, and the
+//! agent's control socket, or a remote host's API (`--server`) — `open` picks it, and the
 //! commands do not know which: each answers with the same types and the same errors.
 
 use std::{fs, io::Write, str::FromStr, time::Instant};

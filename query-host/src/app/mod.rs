@@ -60,7 +60,7 @@ pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
 /// SIGINT and SIGTERM (which set `stop`, see [`stop_on_signals`]) also write to a pipe this
 /// waits on, so the wait ends at once without waking five times a second to look at the flag
 /// (an idle agent's main thread was a fifth of its CPU). The flag is still checked every
-/// [`STOP_CHECK`], for a signal that came before the pipe was there.
+/// `STOP_CHECK`, for a signal that came before the pipe was there.
 pub fn wait_for_stop(stop: &AtomicBool, deadline: Option<Instant>) {
     let (wake, ids) = match signal_pipe() {
         Ok((wake, ids)) => (Some(wake), ids),

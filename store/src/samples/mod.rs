@@ -107,7 +107,7 @@
 //! - `rollup`: hour rollups — when an hour is sealed, when a query may use one;
 //! - `dict`: the dictionaries and their in-memory cache; `sweep`: deleting what no batch uses;
 //! - `codec` (records ↔ bytes) on top of `bits` (bit-packed integer columns);
-//! - `off_cpu`: waits off the CPU ([`Store::put_off_cpu`], [`Store::off_cpu_profile`]): the
+//! - `off_cpu`: waits off the CPU ([`Store::put_off_cpu`], [`Store::off_cpu_samples`], profiles of `SampleKind::OffCpu`): the
 //!   same batches under keys of their own, each sample weighed by how long its thread waited;
 //! - `verify`: the sample part of [`Store::verify`]; [`model`]: the public types.
 
