@@ -2,7 +2,7 @@
 //! arguments and answer, and where the HTTP API serves it — and everything that speaks them
 //! follows from that list: the [`HostApi`] trait the CLI calls (implemented by the host itself,
 //! by the control socket's client and by the HTTP client), the control socket's
-//! [`Call`](crate::wire::control::Call) and its dispatch, and the route table ([`Op::http`]) the
+//! `wire::control::Call` and its dispatch, and the route table ([`Op::http`]) the
 //! HTTP client asks and a test holds against the OpenAPI document.
 //!
 //! Why: one operation used to be written six times (the core, a control call, its server arm,

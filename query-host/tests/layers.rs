@@ -6,7 +6,9 @@
 //! happen). Test modules (`#[cfg(test)] mod tests`) are not counted.
 //!
 //! Inside a layer, sibling modules (the files and folders of one directory) may use each other,
-//! but never in a circle (`no_sibling_cycles`): a circle is one idea split over files, or two
+//! but never in a circle (`no_sibling_cycles`, over every crate of the workspace; a folder
+//! module uses what any file inside it names, an item its parent re-exports counts as its
+//! defining module's): a circle is one idea split over files, or two
 //! tangled. A path in a doc link counts as a use: name a module that is not used in plain code
 //! style instead. The generated bindings, the cursor structs and the invocation log of `analysis`
 //! sit below the modules that use them for that reason.
@@ -143,12 +145,78 @@ fn imports_point_down_only() {
 }
 
 /// The siblings (files and folders of the same directory) that a module's source `text` names,
-/// through `super::` or through its parent's full path (`crate::a::b::` for a module of `a/b/`).
-fn sibling_imports(parent: &[String], siblings: &BTreeSet<String>, text: &str) -> BTreeSet<String> {
+/// through `super::` or through its parent's full path (`crate::a::b::` for a module of `a/b/`),
+/// an item the parent re-exports (`reexports`: item → the sibling that defines it) counting as
+/// its sibling.
+fn sibling_imports(
+    parent: &[String],
+    siblings: &BTreeSet<String>,
+    reexports: &std::collections::BTreeMap<String, String>,
+    text: &str,
+) -> BTreeSet<String> {
     let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
-    let text = text.replace(&format!("crate::{}::", parent.join("::")), "super::");
-    let text = text.replace("crate::", "krate_::").replace("super::super::", "zuper::").replace("super::", "crate::");
-    imports(&text).into_iter().filter(|n| siblings.contains(n)).collect()
+    let text = if parent.is_empty() {
+        text.to_string() // the crate's root: `crate::x` is a sibling
+    } else {
+        let text = text.replace(&format!("crate::{}::", parent.join("::")), "super::");
+        text.replace("crate::", "krate_::").replace("super::super::", "zuper::").replace("super::", "crate::")
+    };
+    imports(&text)
+        .into_iter()
+        .filter_map(|n| if siblings.contains(&n) { Some(n) } else { reexports.get(&n).cloned() })
+        .collect()
+}
+
+/// The siblings a file deeper inside one of them names by full path (`crate::a::b::x` for a
+/// sibling `x` of `a/b/`; at the crate's root, `crate::x`), re-exports followed: a folder
+/// module uses what any file inside it uses.
+fn full_path_imports(
+    parent: &[String],
+    siblings: &BTreeSet<String>,
+    reexports: &std::collections::BTreeMap<String, String>,
+    text: &str,
+) -> BTreeSet<String> {
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+    let text = if parent.is_empty() {
+        text.to_string()
+    } else {
+        text.replace("crate::", "krate_::").replace(&format!("krate_::{}::", parent.join("::")), "crate::")
+    };
+    imports(&text)
+        .into_iter()
+        .filter_map(|n| if siblings.contains(&n) { Some(n) } else { reexports.get(&n).cloned() })
+        .collect()
+}
+
+/// What a parent module's `text` re-exports from its children: item (or alias) → child, from
+/// `pub use child::Item;`, `pub use child::{A, b::C as D};` and `pub(crate) use …`.
+fn reexports(text: &str, siblings: &BTreeSet<String>) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+    for (i, _) in text.match_indices("use ") {
+        let before = text[..i].trim_end();
+        if !(before.ends_with("pub") || before.ends_with("pub(crate)")) {
+            continue;
+        }
+        let stmt = text[i + 4..].split(';').next().unwrap_or_default().replace("self::", "");
+        let Some((child, rest)) = stmt.trim().split_once("::") else { continue };
+        if !siblings.contains(child) {
+            continue;
+        }
+        let rest = rest.trim().trim_start_matches('{').trim_end_matches('}');
+        // The last name of each top-level entry (nested groups are rare here: take their names too).
+        for entry in rest.split([',', '{', '}']) {
+            let entry = entry.trim();
+            let name = match entry.split_once(" as ") {
+                Some((_, alias)) => alias.trim(),
+                None => entry.rsplit("::").next().unwrap_or_default().trim(),
+            };
+            if !name.is_empty() && name != "self" && name != "*" {
+                out.insert(name.to_string(), child.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// A circle in `edges` (module → the siblings it names), as the path around it, if any.
@@ -181,60 +249,123 @@ fn cycle(edges: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Option
     edges.keys().find_map(|start| visit(start, edges, &mut Vec::new(), &mut done))
 }
 
-#[test]
-fn no_sibling_cycles() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut dirs = vec![src.clone()];
+/// The circles among sibling modules of the crate whose sources are under `src`, and how many
+/// sibling imports were seen. `skip_root`: leave out the top-level modules (this crate's are held
+/// by `imports_point_down_only`).
+fn crate_cycles(src: &Path, skip_root: bool) -> (Vec<String>, usize) {
+    let mut dirs = vec![src.to_path_buf()];
     let (mut circles, mut edges_seen) = (Vec::new(), 0);
     while let Some(dir) = dirs.pop() {
         let mut siblings = BTreeSet::new();
-        let mut files = Vec::new();
         for entry in fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            if path.is_dir() {
+            // `src/bin/*.rs` are crate roots of their own, not modules.
+            if path.is_dir() && !(dir == src && name == "bin") {
                 dirs.push(path.clone());
                 siblings.insert(name);
-            } else if path.extension().is_some_and(|e| e == "rs") && name != "mod" {
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && !["mod", "lib", "main", "build"].contains(&name.as_str())
+            {
                 siblings.insert(name);
-                files.push(path);
             }
         }
-        if dir == src {
-            continue; // the top-level modules: `imports_point_down_only`
+        if dir == src && skip_root {
+            continue;
         }
-        let parent: Vec<String> = dir
-            .strip_prefix(&src)
-            .unwrap()
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
+        let parent: Vec<String> =
+            dir.strip_prefix(src).unwrap().components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        let parent_file = if dir == src {
+            [src.join("lib.rs"), src.join("main.rs")].into_iter().find(|p| p.exists())
+        } else {
+            [dir.join("mod.rs"), dir.with_extension("rs")].into_iter().find(|p| p.exists())
+        };
+        let parent_text = parent_file.map(|p| fs::read_to_string(p).unwrap()).unwrap_or_default();
+        let reexported = reexports(&parent_text, &siblings);
         let mut edges = std::collections::BTreeMap::new();
         for name in &siblings {
-            // A folder module's text is its mod.rs; its own children are checked in their turn.
-            let file =
-                if dir.join(name).is_dir() { dir.join(name).join("mod.rs") } else { dir.join(format!("{name}.rs")) };
+            // A folder module's text is its mod.rs (or `name.rs` beside it), and what the files
+            // inside it name by full path; its own children are checked in their turn.
+            let file = if dir.join(name).join("mod.rs").exists() {
+                dir.join(name).join("mod.rs")
+            } else {
+                dir.join(format!("{name}.rs"))
+            };
             let text = fs::read_to_string(&file).unwrap_or_default();
-            let mut named = sibling_imports(&parent, &siblings, &text);
+            let mut named = sibling_imports(&parent, &siblings, &reexported, &text);
+            if dir.join(name).is_dir() {
+                let mut inside = Vec::new();
+                sources(&dir.join(name), &mut inside);
+                for deeper in inside.iter().filter(|f| **f != file) {
+                    let text = fs::read_to_string(deeper).unwrap();
+                    named.extend(full_path_imports(&parent, &siblings, &reexported, &text));
+                }
+            }
             named.remove(name);
             edges_seen += named.len();
             edges.insert(name.clone(), named);
         }
         if let Some(c) = cycle(&edges) {
-            circles.push(format!("{}: {}", parent.join("/"), c.join(" → ")));
+            let at = dir.strip_prefix(src.parent().unwrap().parent().unwrap()).unwrap_or(&dir);
+            circles.push(format!("{}: {}", at.display(), c.join(" → ")));
         }
     }
-    assert!(edges_seen > 30, "only {edges_seen} sibling imports found: is the scan broken?");
-    assert!(circles.is_empty(), "sibling modules that use each other in a circle:\n  {}", circles.join("\n  "));
+    (circles, edges_seen)
 }
+
+/// No two sibling modules use each other in a circle, in any crate of the workspace (the
+/// kernel-side ones, the analysis SDK and the fuzz targets included), but the ones still on
+/// `KNOWN_CIRCLES`.
+#[test]
+fn no_sibling_cycles() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut crates = Vec::new();
+    for top in ["", "bpf", "testbed", "udf-sdk", "udf-sdk/analyses", "udf-sdk/test-modules"] {
+        for entry in fs::read_dir(root.join(top)).unwrap() {
+            let dir = entry.unwrap().path();
+            if dir.join("Cargo.toml").exists() && dir.join("src").is_dir() {
+                crates.push(dir);
+            }
+        }
+    }
+    assert!(crates.len() > 15, "only {} crates found: {crates:?}", crates.len());
+    let (mut circles, mut edges_seen) = (Vec::new(), 0);
+    for dir in &crates {
+        let skip_root = dir.ends_with("query-host");
+        let (c, e) = crate_cycles(&dir.join("src"), skip_root);
+        circles.extend(c);
+        edges_seen += e;
+    }
+    assert!(edges_seen > 100, "only {edges_seen} sibling imports found: is the scan broken?");
+    circles.sort();
+    assert_eq!(
+        circles, KNOWN_CIRCLES,
+        "sibling modules that use each other in a circle (a circle fixed: take it off KNOWN_CIRCLES)"
+    );
+}
+
+/// Circles not undone yet, each the first one the scan meets in its directory. The store's
+/// writers trigger retention (`Protect`) and retention deletes every kind of record: the put
+/// methods should compose the two above both.
+const KNOWN_CIRCLES: &[&str] = &["store/src: retention → samples → retention"];
 
 #[test]
 fn the_sibling_scan_follows_super_and_full_paths_and_finds_circles() {
     let siblings: BTreeSet<String> = ["host", "probes", "sandbox", "log"].map(String::from).into();
     let parent = ["analysis".to_string()];
     let text = "use super::{host::DataHost, log::InvocationLog, UdfError};\nuse crate::analysis::probes::X;\nuse crate::model::host;\nuse super::super::core::x;\n#[cfg(test)]\nmod tests { use super::sandbox; }";
-    let got: Vec<String> = sibling_imports(&parent, &siblings, text).into_iter().collect();
+    let reexported =
+        reexports("pub use log::Limits;\npub use sandbox::x::Other as Renamed;\nuse host::Private;", &siblings);
+    assert_eq!(reexported.get("Renamed").map(String::as_str), Some("sandbox"));
+    assert!(!reexported.contains_key("Private"), "{reexported:?}");
+    let text = format!("use super::Limits;\n{text}");
+    let got: Vec<String> = sibling_imports(&parent, &siblings, &reexported, &text).into_iter().collect();
     assert_eq!(got, ["host", "log", "probes"], "crate::model::host is not a sibling; tests are not counted");
+    let got = sibling_imports(&[], &siblings, &reexported, "use crate::{Renamed, host::X};");
+    assert_eq!(got, ["host", "sandbox"].map(String::from).into(), "at the root, crate:: names siblings");
+    let deeper = "use super::Near;\nuse crate::analysis::Renamed;\nuse crate::core::Host;";
+    let got = full_path_imports(&parent, &siblings, &reexported, deeper);
+    assert_eq!(got, ["sandbox"].map(String::from).into(), "a deeper file's super:: is its own parent");
     let edges = [("a", vec!["b"]), ("b", vec!["c"]), ("c", vec!["a"]), ("d", vec!["a"])]
         .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect::<BTreeSet<_>>()))
         .into();

@@ -4,7 +4,7 @@
 //! agent instead), [`StoreError::NoSpace`] (free space, reopen), [`StoreError::BadRange`] (the
 //! caller's mistake) — and print the rest, so every variant names the store's path and the
 //! operation that failed, and the sled error that caused it is kept as the source. How a sled
-//! error becomes `NoSpace`, `Locked` or `Storage` is decided in [`crate::faults`].
+//! error becomes `NoSpace`, `Locked` or `Storage` is decided in `faults`.
 
 use std::io;
 use std::path::PathBuf;

@@ -16,7 +16,7 @@
 //! short prefix scan, while listing runs (`m`) never touches them.
 //!
 //! Stack samples live in the same tree (so a batch, its dictionary entries and the totals go
-//! in one atomic sled batch); see [`crate::samples`] for why:
+//! in one atomic sled batch); see `samples` for why:
 //!
 //! | kind | key                                        | value                              |
 //! |------|--------------------------------------------|------------------------------------|
@@ -34,7 +34,7 @@
 //! reading CPU samples (profiles, hour rollups, cursors) can meet one; they share the
 //! dictionary and the totals.
 //!
-//! Programs' timeline events too (see [`crate::timeline`]):
+//! Programs' timeline events too (see `timeline`):
 //!
 //! | kind | key                                        | value                              |
 //! |------|--------------------------------------------|------------------------------------|
@@ -43,7 +43,7 @@
 //! | `n`  | `n` id:u32                                 | dictionary: a source (pid, start, comm, event defs) |
 //! | `y`  | `y`                                        | timeline totals, lost, id counter  |
 //!
-//! And probe sessions (see [`crate::probes`]):
+//! And probe sessions (see `probes`):
 //!
 //! | kind | key                                        | value                              |
 //! |------|--------------------------------------------|------------------------------------|

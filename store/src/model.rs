@@ -2,7 +2,7 @@
 //!
 //! These types are what the agent hands to the store and what readers get back. They are
 //! deliberately plain (vectors of integers, strings) so they serialize naturally to JSON or
-//! MessagePack in the HTTP API; the compact on-disk form lives in [`crate::codec`].
+//! MessagePack in the HTTP API; the compact on-disk form lives in `codec`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -360,7 +360,7 @@ pub struct StoreStats {
     /// updated in the same atomic batch as the sample batches it counts; for a store written
     /// before it existed, recomputed once at open.
     pub lost_samples: u64,
-    /// Timeline batches and the events in them (see [`crate::timeline`]).
+    /// Timeline batches and the events in them (see `timeline`).
     #[serde(default)]
     pub timeline_batches: u64,
     #[serde(default)]
@@ -371,7 +371,7 @@ pub struct StoreStats {
     /// Timeline events overwritten before the agent read them, over the retained batches.
     #[serde(default)]
     pub lost_timeline_events: u64,
-    /// Probe sessions (see [`crate::probes`]) and the bytes of all their records (also in
+    /// Probe sessions (see `probes`) and the bytes of all their records (also in
     /// `total_bytes`).
     #[serde(default)]
     pub probe_sessions: u64,

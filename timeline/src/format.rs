@@ -2,7 +2,7 @@
 //!
 //! Everything is little-endian and naturally aligned; offsets are from the start of the file.
 //! `docs/timeline.md` has the same tables. The writer lays the file out once, at creation, and
-//! never resizes it; the reader trusts none of it (see [`crate::reader`]).
+//! never resizes it; the reader trusts none of it (see `reader`).
 //!
 //! ```text
 //! 0                    header (HEADER_SIZE bytes, one page)
@@ -43,7 +43,7 @@ pub const LIMIT_RINGS: u32 = 1024;
 pub const LIMIT_RING_RECORDS: u32 = 1 << 22;
 pub const MIN_RING_RECORDS: u32 = 64;
 
-/// Defaults of the writer (overridable by environment, see [`crate::writer`]).
+/// Defaults of the writer (overridable by environment, see `writer`).
 pub const DEFAULT_EVENTS: u32 = 1024;
 pub const DEFAULT_RINGS: u32 = 64;
 pub const DEFAULT_RING_RECORDS: u32 = 8192;
@@ -121,7 +121,7 @@ fn round_page(x: u64) -> Option<u64> {
 }
 
 /// Probability that an event of `rate` is logged in a given breath: `5^(rate-9)` for rate
-/// 1..=9, 0 for rate 0 (see [`crate::writer`] for the roll).
+/// 1..=9, 0 for rate 0 (see `writer` for the roll).
 pub fn rate_probability(rate: u8) -> f64 {
     match rate {
         0 => 0.0,

@@ -155,7 +155,7 @@ pub struct RingFile {
     pub state: WriterState,
 }
 
-/// The ring files in `dir` (see [`crate::writer::timeline_dir`]), by name; files being created
+/// The ring files in `dir` (see `writer::timeline_dir`), by name; files being created
 /// (dot-prefixed) and other names are skipped. A missing directory is an empty list.
 pub fn discover(dir: &Path) -> std::io::Result<Vec<RingFile>> {
     let rd = match std::fs::read_dir(dir) {

@@ -14,6 +14,7 @@
 //! with an expected attach type aya cannot set today.
 
 use std::{
+    collections::BTreeMap,
     num::NonZeroU32,
     os::fd::{AsFd, AsRawFd, OwnedFd},
     path::PathBuf,
@@ -353,7 +354,7 @@ fn attach_perf_events(
 fn attach_sessions(program: &OwnedFd, options: &FunctionProbeOptions) -> Result<Vec<OwnedFd>, SamplerError> {
     let pids: Vec<u32> = if options.pids.is_empty() { vec![0] } else { options.pids.clone() };
     let mut links = Vec::new();
-    for (file, offsets, cookies) in session_link::by_file(&options.functions) {
+    for (file, offsets, cookies) in by_file(&options.functions) {
         for &pid in &pids {
             let link = session_link::attach_session(program, &file, pid, &offsets, &cookies).map_err(|e| {
                 let names: Vec<&str> = cookies.iter().map(|&c| options.functions[c as usize].name.as_str()).collect();
@@ -371,4 +372,15 @@ fn attach_sessions(program: &OwnedFd, options: &FunctionProbeOptions) -> Result<
         }
     }
     Ok(links)
+}
+
+/// Functions grouped by file, in index order: (file, offsets, cookies).
+fn by_file(points: &[ProbePoint]) -> Vec<(PathBuf, Vec<u64>, Vec<u64>)> {
+    let mut files: BTreeMap<PathBuf, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+    for (index, p) in points.iter().enumerate() {
+        let entry = files.entry(p.file.clone()).or_default();
+        entry.0.push(p.file_offset);
+        entry.1.push(index as u64);
+    }
+    files.into_iter().map(|(f, (o, c))| (f, o, c)).collect()
 }

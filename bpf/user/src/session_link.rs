@@ -9,10 +9,10 @@
 //! then pays the entry trap alone (measured in `docs/probes.md`).
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::HashSet,
     ffi::CString,
     os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd},
-    path::{Path, PathBuf},
+    path::Path,
 };
 
 use aya::{Ebpf, maps::Map};
@@ -155,15 +155,4 @@ pub(crate) fn attach_session(
     // SAFETY: `attr` is initialised; path, offsets and cookies outlive the call and hold `cnt`
     // entries each.
     unsafe { bpf(BPF_LINK_CREATE, &mut attr) }
-}
-
-/// Functions grouped by file, in index order: (file, offsets, cookies).
-pub(crate) fn by_file(points: &[crate::ProbePoint]) -> Vec<(PathBuf, Vec<u64>, Vec<u64>)> {
-    let mut files: BTreeMap<PathBuf, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
-    for (index, p) in points.iter().enumerate() {
-        let entry = files.entry(p.file.clone()).or_default();
-        entry.0.push(p.file_offset);
-        entry.1.push(index as u64);
-    }
-    files.into_iter().map(|(f, (o, c))| (f, o, c)).collect()
 }
