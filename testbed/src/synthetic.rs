@@ -146,11 +146,26 @@ pub fn samples() -> Vec<Vec<StackSample>> {
     batches
 }
 
+/// The store at `dir`, keeping everything (the data is dated 2026-11-23). Each `fill_*` opens it
+/// in turn, and a reopen right after the previous handle dropped was once refused as `Locked`
+/// (in the browser tests' setup, `loupe-synth`, on a loaded machine: the lock outlived the
+/// handle briefly), so a `Locked` is waited out for a few seconds.
+fn open_kept(dir: &Path) -> Store {
+    let retention = Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match Store::open(dir, retention.clone()) {
+            Err(loupe_store::StoreError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other.unwrap(),
+        }
+    }
+}
+
 /// Writes run A, run B and the samples into a fresh store at `dir`; returns the run ids.
 pub fn fill_known(dir: &Path) -> (u64, u64) {
-    let store =
-        Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
-            .unwrap();
+    let store = open_kept(dir);
     let a = store.put_run(run_a(), T0 + 90 * SEC).unwrap().id.0;
     let b = store.put_run(run_b(), T0 + 90 * SEC).unwrap().id.0;
     for batch in samples() {
@@ -193,9 +208,7 @@ pub fn waits() -> Vec<OffCpuSample> {
 
 /// Adds [`waits`] to the store in `dir`.
 pub fn fill_waits(dir: &Path) {
-    let store =
-        Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
-            .unwrap();
+    let store = open_kept(dir);
     store.put_off_cpu(&waits(), T0 + 90 * SEC).unwrap();
     store.flush().unwrap();
 }
@@ -204,9 +217,7 @@ pub fn fill_waits(dir: &Path) {
 /// (a tree of call paths, so the merged flame graph has roughly `stacks × depth / 2` nodes),
 /// starting at T0 + 120 s, under pid 300 ("wide"). Returns the number of samples.
 pub fn fill_wide_profile(dir: &Path, stacks: usize, batches: usize) -> u64 {
-    let store =
-        Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
-            .unwrap();
+    let store = open_kept(dir);
     // Deterministic pseudo-random call paths sharing prefixes: a realistic tree.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = move || {
@@ -532,9 +543,7 @@ pub fn probe_sessions(seed: u64) -> Vec<ProbeSession> {
 /// Stores [`probe_sessions`] into the store at `dir` (`Store::put_probe_session`); returns
 /// their ids, in start order.
 pub fn fill_probes(dir: &Path, seed: u64) -> Vec<u64> {
-    let store =
-        Store::open(dir, Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 })
-            .unwrap();
+    let store = open_kept(dir);
     let ids = probe_sessions(seed).into_iter().map(|s| store.put_probe_session(s).unwrap()).collect();
     store.flush().unwrap();
     ids

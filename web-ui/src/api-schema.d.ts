@@ -1169,7 +1169,8 @@ export interface components {
             stored_bytes: number;
             /**
              * Format: int64
-             * @description `stored_bytes + sample_bytes`: what the byte cap applies to.
+             * @description Everything stored: runs, stack samples, timeline batches and probe sessions, their
+             *     dictionaries included. What the byte cap applies to.
              */
             total_bytes: number;
         };

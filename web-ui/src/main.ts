@@ -15,20 +15,8 @@ import { probesView } from './views/probes';
 import { probeView } from './views/probe';
 import { probeStartView } from './views/probestart';
 import { fleetView } from './views/fleet';
+import type { View, ViewCtx } from './view';
 
-export interface ViewCtx {
-  params: string[];
-  query: URLSearchParams;
-  signal: AbortSignal;
-  /** performance.now() when the route started. */
-  t0: number;
-  health: Health | null;
-  onCleanup(fn: () => void): void;
-  /** Replaces the hash's query without re-rendering (filters). */
-  setQuery(q: URLSearchParams): void;
-}
-
-type View = (root: HTMLElement, ctx: ViewCtx) => Promise<void> | void;
 
 interface LoupeGlobal {
   timings: Record<string, number>;

@@ -1,8 +1,10 @@
-//! An analysis' answer as every door shows it: `{"kind": "table" | "series" | "flamegraph" |
-//! "text", …}` plus what the sandbox saw. A flame graph comes back in exactly the shape of
+//! An analysis as every door shows it: what it says of itself ([`UdfMeta`], [`Description`])
+//! and its answer, `{"kind": "table" | "series" | "flamegraph" | "text", …}`, plus what the
+//! sandbox saw. A flame graph comes back in exactly the shape of
 //! `loupe profile --json`, so one renderer draws both.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::profile::ProfileView;
@@ -78,4 +80,61 @@ pub struct InvokeResponse {
     pub peak_memory_bytes: u64,
     /// Bytes of the result as JSON.
     pub output_bytes: u64,
+}
+
+/// What `GET /api/v1/udfs` lists for each analysis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UdfMeta {
+    /// The name it was uploaded under (the URL's).
+    pub name: String,
+    /// The team that uploaded it: only this team may replace or delete it.
+    pub owner: String,
+    pub version: String,
+    /// Bytes of the component.
+    pub size: u64,
+    /// SHA-256 of the component, hex.
+    pub sha256: String,
+    pub uploaded_unix_ns: u64,
+    pub description: Description,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamKind {
+    Unsigned,
+    Float,
+    Text,
+    Flag,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ParamSpec {
+    pub name: String,
+    pub kind: ParamKind,
+    /// The value used when the parameter is not given (a number, text or flag); `null`: the
+    /// parameter is required.
+    pub default: Option<Value>,
+    pub description: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultKind {
+    Table,
+    Series,
+    Flamegraph,
+    Text,
+}
+
+/// What `describe()` returned.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Description {
+    pub name: String,
+    pub version: String,
+    pub summary: String,
+    pub params: Vec<ParamSpec>,
+    pub result_kind: ResultKind,
+    /// It exports `merge` (the `fleet-analysis` world), so it can run fleet-wide.
+    #[serde(default)]
+    pub mergeable: bool,
 }

@@ -50,7 +50,8 @@ pub struct StatsView {
     pub samples: u64,
     /// Bytes of sample batches and the sample dictionary.
     pub sample_bytes: u64,
-    /// `stored_bytes + sample_bytes`: what the byte cap applies to.
+    /// Everything stored: runs, stack samples, timeline batches and probe sessions, their
+    /// dictionaries included. What the byte cap applies to.
     pub total_bytes: u64,
     /// The byte cap `total_bytes` is kept under (oldest deleted first).
     pub max_bytes: u64,

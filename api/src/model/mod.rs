@@ -11,7 +11,10 @@ pub mod profile;
 pub mod run;
 pub mod timeline;
 
-pub use analysis::{AnalysisOutput, Cell, Column, InvokeResponse, LogLine, Series};
+pub use analysis::{
+    AnalysisOutput, Cell, Column, Description, InvokeResponse, LogLine, ParamKind, ParamSpec, ResultKind, Series,
+    UdfMeta,
+};
 pub use error::{ErrorBody, ErrorKind};
 pub use fleet::{
     FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetMiss, FleetPlace, FleetRunHost, FleetRunView,

@@ -1,82 +1,41 @@
 //! An analysis' self-description and its parameters: JSON from the caller, checked against
 //! what the analysis declared, handed to the guest typed and complete (defaults filled in).
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+
+pub use crate::model::{Description, ParamKind, ParamSpec, ResultKind};
 
 use super::{UdfError, bindings::wit};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ParamKind {
-    Unsigned,
-    Float,
-    Text,
-    Flag,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct ParamSpec {
-    pub name: String,
-    pub kind: ParamKind,
-    /// The value used when the parameter is not given (a number, text or flag); `null`: the
-    /// parameter is required.
-    pub default: Option<Value>,
-    pub description: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ResultKind {
-    Table,
-    Series,
-    Flamegraph,
-    Text,
-}
-
-/// What `describe()` returned.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct Description {
-    pub name: String,
-    pub version: String,
-    pub summary: String,
-    pub params: Vec<ParamSpec>,
-    pub result_kind: ResultKind,
-    /// It exports `merge` (the `fleet-analysis` world), so it can run fleet-wide.
-    #[serde(default)]
-    pub mergeable: bool,
-}
-
-impl Description {
-    pub fn from_wit(d: wit::Description) -> Result<Description, String> {
-        let mut params = Vec::new();
-        for p in d.params {
-            if params.iter().any(|q: &ParamSpec| q.name == p.name) {
-                return Err(format!("describe() declares parameter '{}' twice", p.name));
-            }
-            let kind = match p.kind {
-                wit::ParamKind::Unsigned => ParamKind::Unsigned,
-                wit::ParamKind::Float => ParamKind::Float,
-                wit::ParamKind::Text => ParamKind::Text,
-                wit::ParamKind::Flag => ParamKind::Flag,
-            };
-            let default = p.default.map(|v| to_json(&v));
-            if let Some(v) = &default
-                && convert(kind, v).is_none()
-            {
-                return Err(format!("describe(): parameter '{}' has a default of the wrong type", p.name));
-            }
-            params.push(ParamSpec { name: p.name, kind, default, description: p.description });
+/// What the guest's `describe()` returned, checked: parameter names once each, defaults of
+/// their declared type.
+pub fn description_of(d: wit::Description) -> Result<Description, String> {
+    let mut params = Vec::new();
+    for p in d.params {
+        if params.iter().any(|q: &ParamSpec| q.name == p.name) {
+            return Err(format!("describe() declares parameter '{}' twice", p.name));
         }
-        let result_kind = match d.result_kind {
-            wit::ResultKind::Table => ResultKind::Table,
-            wit::ResultKind::Series => ResultKind::Series,
-            wit::ResultKind::Flamegraph => ResultKind::Flamegraph,
-            wit::ResultKind::Text => ResultKind::Text,
+        let kind = match p.kind {
+            wit::ParamKind::Unsigned => ParamKind::Unsigned,
+            wit::ParamKind::Float => ParamKind::Float,
+            wit::ParamKind::Text => ParamKind::Text,
+            wit::ParamKind::Flag => ParamKind::Flag,
         };
-        Ok(Description { name: d.name, version: d.version, summary: d.summary, params, result_kind, mergeable: false })
+        let default = p.default.map(|v| to_json(&v));
+        if let Some(v) = &default
+            && convert(kind, v).is_none()
+        {
+            return Err(format!("describe(): parameter '{}' has a default of the wrong type", p.name));
+        }
+        params.push(ParamSpec { name: p.name, kind, default, description: p.description });
     }
+    let result_kind = match d.result_kind {
+        wit::ResultKind::Table => ResultKind::Table,
+        wit::ResultKind::Series => ResultKind::Series,
+        wit::ResultKind::Flamegraph => ResultKind::Flamegraph,
+        wit::ResultKind::Text => ResultKind::Text,
+    };
+    Ok(Description { name: d.name, version: d.version, summary: d.summary, params, result_kind, mergeable: false })
 }
 
 fn to_json(v: &wit::ParamValue) -> Value {

@@ -20,34 +20,17 @@ use std::{
 };
 
 use loupe_store::Store;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tracing::{info, warn};
-use utoipa::ToSchema;
+
+pub use crate::model::UdfMeta;
 
 use super::{
     UdfError,
     bindings::HostInfo,
-    params::Description,
     runtime::{Compiled, Runtime},
 };
 use crate::{clock::now_unix_ns, formats::hex};
-
-/// What `GET /api/v1/udfs` lists for each analysis.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct UdfMeta {
-    /// The name it was uploaded under (the URL's).
-    pub name: String,
-    /// The team that uploaded it: only this team may replace or delete it.
-    pub owner: String,
-    pub version: String,
-    /// Bytes of the component.
-    pub size: u64,
-    /// SHA-256 of the component, hex.
-    pub sha256: String,
-    pub uploaded_unix_ns: u64,
-    pub description: Description,
-}
 
 pub struct Loaded {
     pub meta: UdfMeta,

@@ -32,7 +32,7 @@ use super::{
     host::DataHost,
     log::InvocationLog,
     output,
-    params::{Description, resolve_params},
+    params::{Description, description_of, resolve_params},
     sandbox::{self, Limits, State, Tripped},
 };
 
@@ -223,7 +223,7 @@ impl Runtime {
         let mut st = self.new_store(store, info, limits);
         let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
         let d = analysis.call_describe(&mut st).map_err(|e| self.classify(e, &mut st, "describe()"))?;
-        let mut description = Description::from_wit(d).map_err(UdfError::Incompatible)?;
+        let mut description = description_of(d).map_err(UdfError::Incompatible)?;
         description.mergeable = merge.is_some();
         Ok(Compiled { pre, description, merge })
     }

@@ -4,9 +4,8 @@
 use std::fmt::Write as _;
 
 use crate::{
-    analysis::registry::UdfMeta,
     clock::format_unix_ns,
-    model::{AnalysisOutput, Cell, InvokeResponse},
+    model::{AnalysisOutput, Cell, InvokeResponse, UdfMeta},
 };
 
 pub fn list(udfs: &[UdfMeta]) -> String {

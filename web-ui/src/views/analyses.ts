@@ -6,7 +6,7 @@ import { ChartGroup } from '../charts';
 import { field, h } from '../dom';
 import { bytes, count, duration } from '../format';
 import { RawNumber, str, toJson } from '../json';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import type { InvokeRequest, InvokeResponse, ParamSpec, SeriesOut, Udf, Uploaded } from '../types';
 import { parseTimeInput, rfc3339, timeForInput } from '../time';
 import { errorBox, loading, tableWrap } from '../ui';

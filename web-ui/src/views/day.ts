@@ -5,7 +5,7 @@ import { api, apiUrl, pool } from '../api';
 import { h } from '../dom';
 import { bytes, count, duration, si } from '../format';
 import { str } from '../json';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import { runTotals, type RunTotals } from '../runstats';
 import type { RunListEntry, RunView } from '../types';
 import { dayStartNs, NS_PER_DAY, rfc3339 } from '../time';

@@ -10,7 +10,7 @@ import { bytes, count, duration, offset, si } from '../format';
 import { Heatmap } from '../heatmap';
 import { hotTables, rackSum, type HotTables } from '../fleet';
 import { str } from '../json';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import { barWidth } from '../modules';
 import type { FleetHostsView, FleetInvokeView, FleetMiss, FleetRunView } from '../types';
 import { addNs, parseTimeInput, rfc3339 } from '../time';

@@ -4,7 +4,7 @@
 import { api, metricsText, promValue } from '../api';
 import { h } from '../dom';
 import { bytes, count, duration } from '../format';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import type { Day, Stats } from '../types';
 import { card, errorBox, kv, loading, tableWrap } from '../ui';
 
@@ -75,7 +75,7 @@ export async function overviewView(root: HTMLElement, ctx: ViewCtx): Promise<voi
           )]
         : []),
       kv([
-        ['size (runs + samples)', h('strong', { 'data-total-bytes': String(s.total_bytes) }, bytes(s.total_bytes))],
+        ['size (all stored)', h('strong', { 'data-total-bytes': String(s.total_bytes) }, bytes(s.total_bytes))],
         ['on disk', h('span', { 'data-disk-bytes': String(s.disk_bytes) }, bytes(s.disk_bytes))],
         ['cap', cap ? bytes(cap) : null],
         ['runs', `${count(s.runs)} (${bytes(s.stored_bytes)})`],

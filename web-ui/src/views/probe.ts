@@ -8,7 +8,7 @@ import { callTrees } from '../calltree';
 import { h } from '../dom';
 import { count, duration } from '../format';
 import { str } from '../json';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import { Histogram } from '../probehist';
 import { endedText, histDomain, rateText, targetText } from '../probes';
 import { lagText } from '../timeline';

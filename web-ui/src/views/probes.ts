@@ -6,7 +6,7 @@ import { api, apiUrl } from '../api';
 import { field, h } from '../dom';
 import { count, duration } from '../format';
 import { str } from '../json';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import { endedText, overlapQuery, targetText } from '../probes';
 import type { ProbeList, ProbeListEntry } from '../types';
 import { parseTimeInput, rfc3339, timeForInput, rangeText } from '../time';

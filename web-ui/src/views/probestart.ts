@@ -8,7 +8,7 @@ import { ApiError, api, apiUrl } from '../api';
 import { field, h } from '../dom';
 import { count, duration } from '../format';
 import { str } from '../json';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import { splitFunctions, splitList, targetText } from '../probes';
 import type { ActiveProbe, ProbeOrder, ProbeView } from '../types';
 import { rfc3339 } from '../time';

@@ -7,7 +7,7 @@ import { count, duration, percent } from '../format';
 import { FlameGraph } from '../flame';
 import { barWidth, moduleShares } from '../modules';
 import { str } from '../json';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import type { Day, FunctionCount, ModuleCount, Profile } from '../types';
 import { NS_PER_DAY, parseTimeInput, timeForInput, rangeText } from '../time';
 import { errorBox, kv, loading, tableWrap } from '../ui';

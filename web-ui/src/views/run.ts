@@ -7,7 +7,7 @@ import { h } from '../dom';
 import { bytes, count, duration, offset, si } from '../format';
 import { Heatmap } from '../heatmap';
 import { str } from '../json';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import { BURST_FACTOR, BURST_FLOOR_BPS, METRIC_INFO, STALL_MIN_SLOTS, bursts, peak, stalls, sum, toRate, unitOf } from '../runstats';
 import { METRICS, type MetricName, type RunView } from '../types';
 import { addNs, rfc3339, utcDate } from '../time';

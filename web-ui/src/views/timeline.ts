@@ -7,7 +7,7 @@ import { api, apiUrl } from '../api';
 import { field, h } from '../dom';
 import { count, duration } from '../format';
 import { str } from '../json';
-import type { ViewCtx } from '../main';
+import type { ViewCtx } from '../view';
 import { capOf, colorSlots, extent, fetchCapped, lagText, offsetText, pad, toColumns, unixNs, type Columns } from '../timeline';
 import { SLOTS, TimelineChart } from '../timelinechart';
 import type { Day, EventStats, RunListEntry, TimelineEvent, TimelineEventsPage, TimelineSource, TimelineSummary } from '../types';
