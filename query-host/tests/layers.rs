@@ -161,10 +161,7 @@ fn sibling_imports(
         let text = text.replace(&format!("crate::{}::", parent.join("::")), "super::");
         text.replace("crate::", "krate_::").replace("super::super::", "zuper::").replace("super::", "crate::")
     };
-    imports(&text)
-        .into_iter()
-        .filter_map(|n| if siblings.contains(&n) { Some(n) } else { reexports.get(&n).cloned() })
-        .collect()
+    named_siblings(&text, siblings, reexports)
 }
 
 /// The siblings a file deeper inside one of them names by full path (`crate::a::b::x` for a
@@ -182,7 +179,17 @@ fn full_path_imports(
     } else {
         text.replace("crate::", "krate_::").replace(&format!("krate_::{}::", parent.join("::")), "crate::")
     };
-    imports(&text)
+    named_siblings(&text, siblings, reexports)
+}
+
+/// The siblings `text` names after `crate::`, an item re-exported by the parent standing for its
+/// defining sibling.
+fn named_siblings(
+    text: &str,
+    siblings: &BTreeSet<String>,
+    reexports: &std::collections::BTreeMap<String, String>,
+) -> BTreeSet<String> {
+    imports(text)
         .into_iter()
         .filter_map(|n| if siblings.contains(&n) { Some(n) } else { reexports.get(&n).cloned() })
         .collect()
