@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use loupe_fuzz::join;
-use loupe_store::samples::bits::{BitWriter, write_column};
+use loupe_store::encoding::bits::{BitWriter, write_column};
 use loupe_store::samples::codec;
 use loupe_store::{
     ConnCounts, Counter, CpuColumns, Frame, NewRun, OffCpuSample, ProbeCall, ProbeFunction, ProbeSession, Retention,

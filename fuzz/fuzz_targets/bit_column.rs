@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loupe_store::samples::bits::{BitReader, BitWriter, read_column, write_column};
+use loupe_store::encoding::bits::{BitReader, BitWriter, read_column, write_column};
 
 fuzz_target!(|data: &[u8]| {
     let (n, stream) = data.split_at(data.len().min(4));

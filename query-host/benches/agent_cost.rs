@@ -116,7 +116,7 @@ fn measure(extra: &[&str], workload: Option<(&std::path::Path, &[&str])>, second
         .arg(dir.path())
         .output()
         .unwrap();
-    let view: serde_json::Value = loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap_or_default();
+    let view: serde_json::Value = loupe_api::formats::deep_json::from_slice(&out.stdout).unwrap_or_default();
     let waits = if extra.contains(&"--off-cpu") {
         let out = Command::new(env!("CARGO_BIN_EXE_loupe"))
             .args([
@@ -132,7 +132,7 @@ fn measure(extra: &[&str], workload: Option<(&std::path::Path, &[&str])>, second
             .arg(dir.path())
             .output()
             .unwrap();
-        let view: serde_json::Value = loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap_or_default();
+        let view: serde_json::Value = loupe_api::formats::deep_json::from_slice(&out.stdout).unwrap_or_default();
         view["samples"].as_u64().unwrap_or(0)
     } else {
         0

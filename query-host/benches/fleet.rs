@@ -23,15 +23,13 @@ use std::{
 };
 
 use futures_util::StreamExt;
-use loupe_query_host::{
-    doors::fleet::{
-        Connection, Coordinator, InvokeOrder, Selector,
-        coordinator::Merged,
-        registry::{self, Registration},
-        subjects::agent_subjects,
-        wire::{self, Envelope, InvokeBody, InvokeReply, Reply, WIRE_VERSION},
-    },
-    model::{AnalysisOutput, FleetPlace, InvokeResponse},
+use loupe_api::model::{AnalysisOutput, FleetPlace, InvokeResponse};
+use loupe_doors::fleet::{
+    Connection, Coordinator, InvokeOrder, Selector,
+    coordinator::Merged,
+    registry::{self, Registration},
+    subjects::agent_subjects,
+    wire::{self, Envelope, InvokeBody, InvokeReply, Reply, WIRE_VERSION},
 };
 
 const PORT: u16 = 4399;
@@ -67,10 +65,10 @@ fn start_nats(dir: &std::path::Path) -> Server {
 async fn agent(i: usize, url: String, partial: Arc<Vec<u8>>, slow: bool, slow_now: Arc<AtomicBool>) {
     let place = FleetPlace { host: format!("sim{i:04}"), rack: format!("r{}", i / 40), dc: "d1".into() };
     let conn = Connection { url, creds: None, name: place.host.clone() };
-    let client = loupe_query_host::doors::fleet::connect(&conn, false).await.unwrap();
+    let client = loupe_doors::fleet::connect(&conn, false).await.unwrap();
     let js = async_nats::jetstream::new(client.clone());
     let bucket = registry::bucket(&js).await.unwrap();
-    let now = loupe_query_host::clock::now_unix_ns();
+    let now = loupe_api::clock::now_unix_ns();
     let reg = Registration {
         place: place.clone(),
         version: "bench".into(),
@@ -111,7 +109,7 @@ async fn agent(i: usize, url: String, partial: Arc<Vec<u8>>, slow: bool, slow_no
     }
 }
 
-fn counting_merge(partials: Vec<(FleetPlace, Vec<u8>)>) -> Result<Merged, loupe_query_host::doors::fleet::FleetError> {
+fn counting_merge(partials: Vec<(FleetPlace, Vec<u8>)>) -> Result<Merged, loupe_doors::fleet::FleetError> {
     Ok(Merged {
         response: InvokeResponse {
             output: AnalysisOutput::Text { text: partials.len().to_string() },

@@ -17,7 +17,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use loupe_query_host::doors::fleet::{Connection, Coordinator, RunOrderFleet, Selector};
+use loupe_doors::fleet::{Connection, Coordinator, RunOrderFleet, Selector};
 use loupe_testbed::rack::{NATS_ADDR, NATS_PORT, Rack};
 
 const HOSTS: usize = 8;

@@ -14,15 +14,13 @@
 
 use std::time::Instant;
 
+use loupe_core::analyses::host_info;
 use loupe_detect::{fleet_hot, rack};
-use loupe_query_host::{
-    analysis::{
-        bindings::wit,
-        partial,
-        runtime::{Allocation, Runtime},
-        sandbox::Limits,
-    },
-    core::analyses::host_info,
+use loupe_sandbox::{
+    bindings::wit,
+    partial,
+    runtime::{Allocation, Runtime},
+    sandbox::Limits,
 };
 use loupe_store::{Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store, TimeRange};
 use rand::{Rng, SeedableRng, rngs::StdRng};

@@ -22,7 +22,7 @@ use std::{
 };
 
 use loupe_bpf::{FunctionProbeOptions, FunctionProbes, LinkKind, ProbePoint};
-use loupe_query_host::ingest::probes::{
+use loupe_core::ingest::probes::{
     cost::calibration,
     target::{TargetSpec, resolve},
 };

@@ -29,7 +29,7 @@ use std::{
 };
 
 use loupe_bpf::{RawStack, UserEnd};
-use loupe_query_host::ingest::symbolize::{INLINED_SUFFIX, NamingOptions, Symbolizer, elf_file::ElfFacts};
+use loupe_core::ingest::symbolize::{INLINED_SUFFIX, NamingOptions, Symbolizer, elf_file::ElfFacts};
 use loupe_store::{Retention, Store, TimeRange};
 use object::{Object, ObjectSection};
 use samples::{Synth, SynthParams, UnnamedFrames};
@@ -153,7 +153,7 @@ fn inlined_first_sight() {
 fn main() {
     inlined_first_sight();
     let libc = ElfFacts::read(Path::new(LIBC)).expect("libc's facts");
-    let id = loupe_query_host::formats::hex::encode(&libc.build_id);
+    let id = loupe_api::formats::hex::encode(&libc.build_id);
     let debug = PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]));
     if !debug.is_file() {
         println!("SKIP symbolize bench: needs libc6-dbg ({} missing; scripts/setup installs it)", debug.display());

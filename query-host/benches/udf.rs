@@ -14,13 +14,11 @@ use std::time::{Duration, Instant};
 // burst-detector's algorithm (the shared `loupe-detect` crate), compiled natively.
 use loupe_detect as burst_detector;
 
-use loupe_query_host::{
-    analysis::{
-        runtime::{Allocation, Runtime},
-        sandbox::Limits,
-    },
-    core::analyses::host_info,
-    model::{AnalysisOutput, RunView, SeriesSet},
+use loupe_api::model::{AnalysisOutput, RunView, SeriesSet};
+use loupe_core::analyses::host_info;
+use loupe_sandbox::{
+    runtime::{Allocation, Runtime},
+    sandbox::Limits,
 };
 use loupe_store::{
     Counter, CpuColumns, Frame, NewRun, ProfileQuery, Retention, RunSource, StackSample, Store, TimeRange,

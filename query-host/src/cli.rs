@@ -4,7 +4,7 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::core::time::{self, TimeArg};
+use loupe_core::time::{self, TimeArg};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -55,8 +55,8 @@ pub struct HttpArgs {
 }
 
 impl HttpArgs {
-    pub fn options(&self) -> crate::doors::http::ServerOptions {
-        let mut o = crate::doors::http::ServerOptions {
+    pub fn options(&self) -> loupe_doors::http::ServerOptions {
+        let mut o = loupe_doors::http::ServerOptions {
             listen: self.listen,
             no_auth: self.no_auth,
             request_timeout: self.request_timeout,
@@ -238,8 +238,8 @@ impl StackArgs {
         }
     }
 
-    pub fn naming(&self) -> crate::ingest::symbolize::NamingOptions {
-        crate::ingest::symbolize::NamingOptions {
+    pub fn naming(&self) -> loupe_core::ingest::symbolize::NamingOptions {
+        loupe_core::ingest::symbolize::NamingOptions {
             debug_dirs: self.debug_dirs.clone(),
             no_debug_files: self.no_debug_files,
             inlined: self.inlined_frames,

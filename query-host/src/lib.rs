@@ -1,31 +1,22 @@
-//! Loupe's query host: the agent, the HTTP API with team-owned WebAssembly analyses, and the
-//! commands of the `loupe` binary. Layers, each importing only those below it
-//! (`tests/layers.rs` checks):
+//! The `loupe` binary's library: the command line ([`cli`]), what each command puts together
+//! ([`app`]) and the terminal text it prints ([`render`]). Below it, each layer is a crate of
+//! its own, so the compiler holds the layering (`docs/architecture.md` draws them):
 //!
 //! ```text
-//! main → cli, app            the command line and what each command puts together
-//!        doors, render       control socket, HTTP API, remote client; terminal text
-//!        core                the transport-free service every door calls (Host), typed errors
-//!        ingest, analysis    data sources (runs, stacks) into the store; the wasm sandbox
-//!        model, formats      response types with schemas; Millisampler, pprof, deep JSON
-//!        clock               wall-clock helpers
+//! loupe (this crate)   main → cli, app; render          the command line and its output
+//! loupe-doors          control socket, HTTP API, fleet over NATS, the remote client
+//! loupe-core           Host, the transport-free service every door calls; ingest (kernel → store)
+//! loupe-sandbox        team analyses: the wasmtime sandbox, registry, fleet merges
+//! loupe-api            operations (HostApi), model, formats, errors, wire types — no runtime
 //! ```
 //!
-//! The last two rows are the `loupe-api` crate (`api/`), re-exported under these names: it also
-//! holds the core's error type, the orders and the control socket's wire types, so what decodes
-//! outside bytes builds without this crate's runtime (the fuzz targets do).
+//! Inside this crate, `app` may use `cli`, and nothing below imports `app` or `cli`
+//! (`tests/layers.rs` checks).
 //!
 //! Where a packet's bytes go: counted in `bpf/ebpf` (the tc filter), read by
-//! [`ingest::runs`], stored by `store/`, served by [`core::Host::show_run`] through each door.
+//! `loupe_core::ingest::runs`, stored by `store/`, served by `loupe_core::Host::show_run` through
+//! each door.
 
-pub mod analysis;
 pub mod app;
 pub mod cli;
-pub mod core;
-pub mod doors;
-pub mod ingest;
 pub mod render;
-
-// The response types, formats and clock live in `loupe-api` (what the fuzz targets build);
-// these names keep `crate::model::…` meaning the same inside the host.
-pub use loupe_api::{clock, formats, model};

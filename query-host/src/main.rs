@@ -1,10 +1,10 @@
 //! `loupe`: the command line (see `cli`) and the glue that hands each command to the app.
 
 use clap::Parser;
+use loupe_doors as doors;
 use loupe_query_host::{
     app::{agent, commands, fleet, probes, serve, tokens, udf, zero_pages},
     cli::{Cli, Command, ImportCommand, RunsCommand},
-    doors,
 };
 use tracing_subscriber::EnvFilter;
 

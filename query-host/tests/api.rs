@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 fn cli_json(args: &[&str]) -> Value {
     let out = loupe(args);
     assert!(out.status.success(), "loupe {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
+    loupe_api::formats::deep_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]

@@ -22,7 +22,7 @@ fn loupe_in(ns: &str, data: &Path, args: &[&str]) -> Command {
 
 fn json(out: &Output) -> Value {
     assert!(out.status.success(), "loupe failed: {}", String::from_utf8_lossy(&out.stderr));
-    loupe_query_host::formats::deep_json::from_slice(&out.stdout).expect("JSON output")
+    loupe_api::formats::deep_json::from_slice(&out.stdout).expect("JSON output")
 }
 
 /// Runs a command, failing the test if it does not finish in time (a hang must not stall CI).

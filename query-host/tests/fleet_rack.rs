@@ -23,7 +23,7 @@ use std::{
 mod common;
 
 use common::Http;
-use loupe_query_host::formats::deep_json;
+use loupe_api::formats::deep_json;
 use loupe_testbed::{rack::Rack, require_root, topology::LinkStats, traffic::udp_frame_len};
 use serde_json::Value;
 
@@ -355,9 +355,22 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
     let drops = fleet.rack.port_drops(VICTIM).unwrap();
     assert_eq!(burst / big + drops, 6 * 60, "received + dropped at the shaped port = sent");
     assert!(drops > 0, "the incast should overflow a 100 Mbit/s port");
-    // At most the token bucket's burst (32 KiB) plus 1 ms at 100 Mbit/s and one frame.
+    // The port's rate held: over the slots the incast reached the victim, at most the token
+    // bucket's burst (32 KiB) plus 100 Mbit/s (12,500 B a 1-ms slot) and one frame. Counted at
+    // the victim's ingress, behind a veth whose receive softirq a loaded machine can hold for a
+    // few ms (a run beside nothing else once saw 70 KB in one slot), so a single slot is held
+    // only to a third of the incast, where an unshaped port would have delivered it in one or
+    // two slots, and the span is given 5 ms more (a stall as the first frames arrive shortens
+    // it; one later only lengthens it).
+    let first = victim.iter().position(|&b| b > 0).unwrap();
+    let last = victim.iter().rposition(|&b| b > 0).unwrap();
+    let span_ms = (last - first + 1) as u64;
+    assert!(
+        burst <= 32_768 + (span_ms + 5) * 12_500 + big,
+        "the victim's port let {burst} B through in {span_ms} ms, over 100 Mbit/s"
+    );
     let busiest = victim.iter().max().copied().unwrap();
-    assert!(busiest <= 32_768 + 12_500 + big, "the victim's port let {busiest} B through in 1 ms");
+    assert!(busiest <= 6 * 60 * big / 3, "the victim's port let {busiest} B through in 1 ms");
     assert!(victim.iter().filter(|&&b| b > 0).count() >= 20, "the incast did not queue at the victim's port");
     for name in ["h2", "h3", "h4", "h5", "h6", "h7"] {
         let out = series(by_name(name), "out_bytes");
@@ -423,7 +436,7 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
         .unwrap();
     assert!(via_http.status.success(), "{}", String::from_utf8_lossy(&via_http.stderr));
     let listed: Value = serde_json::from_slice(&via_http.stdout).unwrap();
-    assert_eq!(listed["up"], HOSTS as u64);
+    assert_eq!(listed["up"], HOSTS as u64, "listed through h0's API: {listed}");
 
     // nats-server killed and restarted (same store): the agents reconnect, register again,
     // and the next query succeeds on every host.

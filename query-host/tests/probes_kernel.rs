@@ -59,13 +59,13 @@ fn stop_probe(child: Child) -> Value {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "loupe probe failed: {}", String::from_utf8_lossy(&out.stdout));
-    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
+    loupe_api::formats::deep_json::from_slice(&out.stdout).unwrap()
 }
 
 fn loupe_json(args: &[&str], data: &Path) -> Value {
     let out = Command::new(LOUPE).args(args).arg("--json").arg("--data-dir").arg(data).output().unwrap();
     assert!(out.status.success(), "loupe {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
+    loupe_api::formats::deep_json::from_slice(&out.stdout).unwrap()
 }
 
 fn function<'a>(view: &'a Value, name: &str) -> &'a Value {
@@ -287,7 +287,7 @@ fn over_its_budget_a_session_detaches_and_says_so() {
     let started = Instant::now();
     let out = probe.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
-    let view: Value = loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap();
+    let view: Value = loupe_api::formats::deep_json::from_slice(&out.stdout).unwrap();
     assert_eq!(view["ended"], "budget", "{view}");
     assert!(started.elapsed() < Duration::from_secs(5), "detached within the first checks, not at the end");
     let notes = view["notes"].as_array().unwrap();

@@ -129,7 +129,7 @@ impl Agent {
 fn loupe(args: &[&str], data: &Path) -> Value {
     let out = Command::new(LOUPE).args(args).arg("--json").arg("--data-dir").arg(data).output().unwrap();
     assert!(out.status.success(), "loupe {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
+    loupe_api::formats::deep_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Waits until `ready` holds (checked every 200 ms), at most `limit`.

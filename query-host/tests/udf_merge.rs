@@ -9,16 +9,14 @@
 //! - per-host hot-function counts survive any merge tree exactly (`fleet-hot-functions`);
 //! - a module without `merge` is refused for fleet use, and `merge` cannot read data.
 
-use loupe_query_host::{
-    analysis::{
-        UdfError,
-        bindings::{HostInfo, wit},
-        output, partial,
-        runtime::{Allocation, Compiled, Runtime},
-        sandbox::Limits,
-    },
-    core::analyses::host_info,
-    model::AnalysisOutput,
+use loupe_api::model::AnalysisOutput;
+use loupe_core::analyses::host_info;
+use loupe_sandbox::{
+    UdfError,
+    bindings::{HostInfo, wit},
+    output, partial,
+    runtime::{Allocation, Compiled, Runtime},
+    sandbox::Limits,
 };
 use loupe_store::{Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store, TimeRange};
 use rand::{Rng, SeedableRng, rngs::StdRng, seq::SliceRandom};
@@ -219,12 +217,12 @@ fn fleet_hot_functions_merge_exactly_in_any_order_and_grouping() {
         }
         let AnalysisOutput::Table { rows, .. } = &flat else { panic!("a table") };
         let total = rows.iter().find(|r| r[0] == json_cell("host") && r[3] == json_cell("*")).unwrap();
-        assert_eq!(total[4], loupe_query_host::model::Cell::Unsigned(want_total), "case {case}: the fleet's samples");
+        assert_eq!(total[4], loupe_api::model::Cell::Unsigned(want_total), "case {case}: the fleet's samples");
     }
 }
 
-fn json_cell(s: &str) -> loupe_query_host::model::Cell {
-    loupe_query_host::model::Cell::Text(s.into())
+fn json_cell(s: &str) -> loupe_api::model::Cell {
+    loupe_api::model::Cell::Text(s.into())
 }
 
 #[test]

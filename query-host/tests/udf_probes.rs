@@ -7,21 +7,19 @@
 mod common;
 
 use common::*;
-use loupe_query_host::{
-    analysis::{
-        bindings::{
-            HostInfo,
-            loupe::udf::{
-                data::{Host as _, HostProbeCursor},
-                types::TimeRange as WitRange,
-            },
+use loupe_core::probes::probe_view;
+use loupe_sandbox::{
+    bindings::{
+        HostInfo,
+        loupe::udf::{
+            data::{Host as _, HostProbeCursor},
+            types::TimeRange as WitRange,
         },
-        cursors::ProbeCursor,
-        host::{DataHost, MAX_OPEN_CURSORS},
-        log::InvocationLog,
-        probes::{MAX_PROBE_CALL_BATCH_BYTES, PROBE_CALL_GUEST_BYTES, PROBE_CALL_PAGE},
     },
-    core::probes::probe_view,
+    cursors::ProbeCursor,
+    host::{DataHost, MAX_OPEN_CURSORS},
+    log::InvocationLog,
+    probes::{MAX_PROBE_CALL_BATCH_BYTES, PROBE_CALL_GUEST_BYTES, PROBE_CALL_PAGE},
 };
 use loupe_store::{ProbeCall, ProbeFunction, ProbeSession, Retention, Store};
 use serde_json::{Value, json};

@@ -1,4 +1,7 @@
-//! Compact column encoding, applied before MessagePack.
+//! Compact column encoding of runs, applied before MessagePack.
+//!
+//! Only runs use these zero-run-length streams, so they stay here rather than in the shared
+//! `encoding` (which this module uses for MessagePack).
 //!
 //! Why: a run holds `samples × (9 + 2)` values per CPU (2000 × 11 × 8–16 bytes ≈ 200 KB per CPU
 //! if stored raw), yet most slots are zero — traffic is bursty, retransmits and CE marks rare,
@@ -26,6 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::encoding::msgpack::{from_msgpack, to_msgpack};
 use crate::model::{ConnCounts, CpuColumns, MAX_RUN_SAMPLES};
 
 /// Sketches with at most this many bits set are stored as bit positions.
@@ -180,11 +184,6 @@ struct ConnCountsRow {
     out_conns: Vec<u64>,
 }
 
-fn to_msgpack<T: Serialize>(v: &T) -> Vec<u8> {
-    // Serializing plain integers, vectors and strings into a Vec cannot fail.
-    rmp_serde::to_vec(v).expect("MessagePack encoding of plain data into memory")
-}
-
 /// Encodes one CPU's columns into its stored value.
 pub fn encode_cpu(cols: &CpuColumns) -> Vec<u8> {
     to_msgpack(&CpuRow {
@@ -205,7 +204,7 @@ fn slots(samples: u32) -> Result<usize, String> {
 /// Decodes a stored CPU row of a run of `samples` slots.
 pub fn decode_cpu(cpu: u32, bytes: &[u8], samples: u32) -> Result<CpuColumns, String> {
     let n = slots(samples)?;
-    let row: CpuRow = rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))?;
+    let row: CpuRow = from_msgpack(bytes)?;
     let mut counters: [Vec<u64>; 9] = Default::default();
     for (i, (enc, out)) in row.counters.iter().zip(counters.iter_mut()).enumerate() {
         let name = crate::Counter::ALL[i].name();
@@ -225,7 +224,7 @@ pub fn encode_conn_counts(c: &ConnCounts) -> Vec<u8> {
 
 pub fn decode_conn_counts(bytes: &[u8], samples: u32) -> Result<ConnCounts, String> {
     let n = slots(samples)?;
-    let row: ConnCountsRow = rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))?;
+    let row: ConnCountsRow = from_msgpack(bytes)?;
     Ok(ConnCounts {
         in_conns: decode_counter(&row.in_conns, n).map_err(|e| format!("in_conns: {e}"))?,
         out_conns: decode_counter(&row.out_conns, n).map_err(|e| format!("out_conns: {e}"))?,
@@ -237,27 +236,7 @@ pub fn encode_meta(meta: &crate::RunMeta) -> Vec<u8> {
 }
 
 pub fn decode_meta(bytes: &[u8]) -> Result<crate::RunMeta, String> {
-    rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))
-}
-
-/// The value of a metadata record that counts its own batch's bytes: `encode(stored_bytes)`
-/// where `stored_bytes` = `others` + this record's key and value. The value's size depends on
-/// the number it holds, so this climbs to the fixed point (the encoded size only grows with
-/// the value, so it stops within a few rounds). Returns the bytes counted and the value.
-pub(crate) fn self_counting_record(
-    others: u64,
-    key_len: usize,
-    mut encode: impl FnMut(u64) -> Vec<u8>,
-) -> (u64, Vec<u8>) {
-    let mut guess = others + key_len as u64;
-    loop {
-        let v = encode(guess);
-        let total = others + (key_len + v.len()) as u64;
-        if total == guess {
-            return (guess, v);
-        }
-        guess = total;
-    }
+    from_msgpack(bytes)
 }
 
 #[cfg(test)]

@@ -56,6 +56,7 @@
 //! index lookup and one prefix scan, while listing sessions (`P`) never touches them.
 
 use crate::RunId;
+use crate::encoding::msgpack::{from_msgpack, to_msgpack};
 
 pub const META: u8 = b'm';
 pub const CPU: u8 = b'c';
@@ -137,11 +138,11 @@ pub struct ProbeTotals {
 
 impl ProbeTotals {
     pub fn encode(&self) -> Vec<u8> {
-        rmp_serde::to_vec(self).expect("MessagePack encoding of plain data into memory")
+        to_msgpack(self)
     }
 
     pub fn decode(v: &[u8]) -> Option<ProbeTotals> {
-        rmp_serde::from_slice(v).ok()
+        from_msgpack(v).ok()
     }
 }
 
@@ -183,11 +184,11 @@ pub struct TimelineTotals {
 
 impl TimelineTotals {
     pub fn encode(&self) -> Vec<u8> {
-        rmp_serde::to_vec(self).expect("MessagePack encoding of plain data into memory")
+        to_msgpack(self)
     }
 
     pub fn decode(v: &[u8]) -> Option<TimelineTotals> {
-        rmp_serde::from_slice(v).ok()
+        from_msgpack(v).ok()
     }
 }
 
@@ -318,11 +319,11 @@ pub struct SampleTotals {
 
 impl SampleTotals {
     pub fn encode(&self) -> Vec<u8> {
-        rmp_serde::to_vec(self).expect("MessagePack encoding of plain data into memory")
+        to_msgpack(self)
     }
 
     pub fn decode(v: &[u8]) -> Option<SampleTotals> {
-        rmp_serde::from_slice(v).ok()
+        from_msgpack(v).ok()
     }
 }
 

@@ -79,29 +79,35 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`model`] | the public types: runs, metadata, ranges, retention, stats |
+//! | [`model`] | the public types: runs, metadata, ranges, retention, stats, the verify report |
 //! | `error` | [`StoreError`] |
 //! | `open` | [`Store::open`]: directory, sled configuration, schema version |
 //! | (this file) | `Store`, and `Inner`: what every clone shares; the writer/visibility locks, `apply`, `flush` |
 //! | `faults` | what a sled error means (full disk, locked); closing a handle after ENOSPC |
 //! | `validate` | checking a run before anything is written |
 //! | `records` | a run's key/value records and its `stored_bytes` |
-//! | `runs` | the run API: put, list, page, read, delete |
+//! | `runs` | the run API: write, list, page, read, delete |
+//! | `put` | every `put_*` method: the kind's write, then retention, under one writer lock (above both, so neither names the other) |
 //! | `stats` | [`Store::stats`] from the running counters, [`Store::days`] |
-//! | `retention` | by age, then by bytes, runs, sample and timeline batches, probe sessions alike |
+//! | `retention` | by age, then by bytes, runs, sample and timeline batches, probe sessions alike (named only by `put`) |
 //! | `verify` | [`Store::verify`], the `fsck` |
-//! | [`keys`], [`codec`] | key layout and totals records; column encoding |
-//! | [`samples`] | stack samples (its own modules: write, read, dictionary, codec, sweep) |
+//! | [`keys`], [`codec`] | key layout and totals records; runs' column encoding |
+//! | `encoding` | what every kind's codec builds on: bit-packed integer columns with zigzag and gap coding (`bits`), MessagePack and its `bin` wrapper (`msgpack`), self-counting records; it names no kind |
+//! | [`samples`] | stack samples (its own modules: write, read, dictionary, codec with one file per record kind, sweep) |
 //! | [`timeline`] | programs' timeline events (write, query, codec, sources, sweep) |
 //! | [`probes`] | probe sessions (write and validation, query, records, codec, verify) |
 
 pub mod codec;
+// Public (but hidden) only so the fuzz targets (`fuzz/`) reach the bit columns.
+#[doc(hidden)]
+pub mod encoding;
 mod error;
 mod faults;
 pub mod keys;
 pub mod model;
 mod open;
 pub mod probes;
+mod put;
 mod records;
 mod retention;
 mod runs;
@@ -124,7 +130,7 @@ pub use error::StoreError;
 pub use faults::FREE_FLOOR;
 pub use model::{
     ConnCounts, Counter, CpuColumns, DaySummary, MAX_RUN_SAMPLES, NewRun, Retention, RetentionReport, Run, RunClock,
-    RunId, RunMeta, RunPos, RunSource, StoreStats, TimeRange,
+    RunId, RunMeta, RunPos, RunSource, StoreStats, TimeRange, VerifyReport,
 };
 pub use open::{SCHEMA_VERSION, SEGMENT_SIZE, SLED_DEFAULT_SEGMENT, sled_db};
 pub use probes::model::{
@@ -140,7 +146,6 @@ pub use timeline::model::{
     EventPos, EventStats, StoredEvent, TimelineBatchMeta, TimelineEvent, TimelineEventDef, TimelineQuery,
     TimelineSource, TimelineSourceSummary, TimelineStats,
 };
-pub use verify::VerifyReport;
 
 /// A handle on an open store. Cheap to clone; all clones share the same database.
 #[derive(Clone)]

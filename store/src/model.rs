@@ -339,6 +339,42 @@ impl RetentionReport {
     }
 }
 
+/// Result of [`crate::Store::verify`]: what it counted and every problem it found. Here among
+/// the public types rather than in `verify`, since each kind's part of the check fills it in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyReport {
+    /// Runs with metadata.
+    pub runs: u64,
+    /// Sum of their `stored_bytes`.
+    pub stored_bytes: u64,
+    /// Stack-sample batches with metadata, their samples and `stored_bytes`.
+    pub sample_batches: u64,
+    pub samples: u64,
+    pub sample_bytes: u64,
+    /// Timeline batches with metadata, their events and `stored_bytes`.
+    #[serde(default)]
+    pub timeline_batches: u64,
+    #[serde(default)]
+    pub timeline_events: u64,
+    #[serde(default)]
+    pub timeline_bytes: u64,
+    /// Probe sessions with metadata, their call records and `stored_bytes`.
+    #[serde(default)]
+    pub probe_sessions: u64,
+    #[serde(default)]
+    pub probe_calls: u64,
+    #[serde(default)]
+    pub probe_bytes: u64,
+    /// Every inconsistency found, one sentence each. Empty means the store is sound.
+    pub problems: Vec<String>,
+}
+
+impl VerifyReport {
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
 /// Totals of the store, from the running counters (no scan).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoreStats {

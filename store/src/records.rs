@@ -43,7 +43,7 @@ pub(crate) fn build_records(mut run: NewRun, id: RunId) -> Records {
         clock: run.clock,
     };
     let meta_key = keys::meta_key(start, id);
-    let (stored_bytes, meta_value) = codec::self_counting_record(others, meta_key.len(), |bytes| {
+    let (stored_bytes, meta_value) = crate::encoding::self_counting_record(others, meta_key.len(), |bytes| {
         meta.stored_bytes = bytes;
         codec::encode_meta(&meta)
     });

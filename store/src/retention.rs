@@ -12,6 +12,10 @@
 //! reads. Each victim is removed in one atomic batch (all its
 //! records plus the totals), so a crash mid-retention never leaves a half-deleted run or batch.
 //! When enough batches went, the unreferenced part of each dictionary is swept.
+//!
+//! No writer calls this module: retention deletes every kind of record, so it sits above the
+//! kinds, and the put methods (`put`, above both) run a pass after each write, with a
+//! [`Protect`] for what the write stored.
 
 use crate::samples::model::SampleKind;
 use crate::{Inner, RetentionReport, RunId, RunMeta, Store, StoreError, keys};

@@ -10,27 +10,30 @@
 use std::ops::Bound;
 
 use crate::records::build_records;
-use crate::retention::Protect;
 use crate::validate::validate;
-use crate::{Inner, NewRun, Run, RunId, RunMeta, RunPos, Store, StoreError, TimeRange, codec, keys};
+use crate::{Inner, NewRun, RetentionReport, Run, RunId, RunMeta, RunPos, Store, StoreError, TimeRange, codec, keys};
 
-impl Store {
-    /// Validates and stores a run atomically, flushes it to disk, then applies retention
-    /// (which never deletes the run just written).
-    ///
-    /// Errors: [`StoreError::InvalidRun`] or [`StoreError::TooLarge`] with nothing written.
-    /// A storage error raised by the retention pass comes after the run was durably stored.
-    pub fn put_run(&self, run: NewRun, now_unix_ns: u64) -> Result<RunMeta, StoreError> {
+impl Inner {
+    /// Validates and stores a run atomically and flushes it: [`Store::put_run`] but for
+    /// retention. Once the run is durable, still under the writer lock, `retain(id)` runs: the
+    /// caller's retention pass, which must spare run `id`; what it deleted is flushed before
+    /// this returns. (The put methods compose the two in `put`, so that this module never
+    /// names retention.)
+    pub(crate) fn write_run(
+        &self,
+        run: NewRun,
+        retain: impl FnOnce(RunId) -> Result<RetentionReport, StoreError>,
+    ) -> Result<RunMeta, StoreError> {
         validate(&run)?;
-        let _w = self.inner.lock_writer();
-        let id = RunId(self.inner.db.generate_id().map_err(|e| self.inner.storage("allocate a run id", e))?);
+        let _w = self.lock_writer();
+        let id = RunId(self.db.generate_id().map_err(|e| self.storage("allocate a run id", e))?);
         let records = build_records(run, id);
         let bytes = records.meta.stored_bytes;
-        let max_bytes = self.inner.retention.max_bytes;
+        let max_bytes = self.retention.max_bytes;
         if bytes > max_bytes {
             return Err(StoreError::TooLarge { bytes, max_bytes });
         }
-        let mut totals = self.inner.totals()?;
+        let mut totals = self.totals()?;
         totals.runs += 1;
         totals.stored_bytes += bytes;
         let mut batch = sled::Batch::default();
@@ -38,15 +41,17 @@ impl Store {
             batch.insert(k, v);
         }
         batch.insert(keys::STATS, &totals.encode());
-        self.inner.apply_adding(batch, &format!("write run {id}"))?;
-        self.inner.flush(&format!("flush run {id}"))?;
-        let report = self.inner.enforce_retention(now_unix_ns, Some(Protect::Run(id)))?;
+        self.apply_adding(batch, &format!("write run {id}"))?;
+        self.flush(&format!("flush run {id}"))?;
+        let report = retain(id)?;
         if report.deleted_anything() {
-            self.inner.flush("flush retention deletes")?;
+            self.flush("flush retention deletes")?;
         }
         Ok(records.meta)
     }
+}
 
+impl Store {
     /// Metadata of the runs whose start lies in `range`, in start-time order (then id),
     /// optionally only those with this sampling interval and/or on this interface.
     /// Reads only the metadata records, never the columns.

@@ -9,44 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
-use crate::{Inner, RunId, RunMeta, Store, StoreError, codec, keys};
-
-/// Result of [`Store::verify`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerifyReport {
-    /// Runs with metadata.
-    pub runs: u64,
-    /// Sum of their `stored_bytes`.
-    pub stored_bytes: u64,
-    /// Stack-sample batches with metadata, their samples and `stored_bytes`.
-    pub sample_batches: u64,
-    pub samples: u64,
-    pub sample_bytes: u64,
-    /// Timeline batches with metadata, their events and `stored_bytes`.
-    #[serde(default)]
-    pub timeline_batches: u64,
-    #[serde(default)]
-    pub timeline_events: u64,
-    #[serde(default)]
-    pub timeline_bytes: u64,
-    /// Probe sessions with metadata, their call records and `stored_bytes`.
-    #[serde(default)]
-    pub probe_sessions: u64,
-    #[serde(default)]
-    pub probe_calls: u64,
-    #[serde(default)]
-    pub probe_bytes: u64,
-    /// Every inconsistency found, one sentence each. Empty means the store is sound.
-    pub problems: Vec<String>,
-}
-
-impl VerifyReport {
-    pub fn is_ok(&self) -> bool {
-        self.problems.is_empty()
-    }
-}
+use crate::{Inner, RunId, RunMeta, Store, StoreError, VerifyReport, codec, keys};
 
 #[derive(Default)]
 struct Seen {

@@ -14,20 +14,20 @@ use loupe_bpf::{SamplerOptions, StackSampler, parse_prefix};
 use tracing::{info, warn};
 
 use super::{demo, exit_within, open_store, stop_on_signals, wait_for_stop};
-use crate::{
-    cli::{AgentArgs, FleetJoinArgs},
-    core::{Analyses, Host, ProbeManager, RunOrder, RunScheduler, runs::run_request, tokens::TokenSet},
-    doors::{
-        control::ControlServer,
-        fleet::{Connection, FleetAgent, subjects},
-        http::{AppState, InFleet, Server},
-    },
+use crate::cli::{AgentArgs, FleetJoinArgs};
+use loupe_api::model::FleetPlace;
+use loupe_core::{
     ingest::{
         runs::{RunHost, Schedule},
         stacks::StackCollector,
         timeline::TimelineCollector,
     },
-    model::FleetPlace,
+    {Analyses, Host, ProbeManager, RunOrder, RunScheduler, runs::run_request, tokens::TokenSet},
+};
+use loupe_doors::{
+    control::ControlServer,
+    fleet::{Connection, FleetAgent, subjects},
+    http::{AppState, InFleet, Server},
 };
 
 /// How long a stop may take before the process exits anyway.
@@ -73,7 +73,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
     let in_fleet = args.fleet.nats.is_some();
     let named = in_fleet || args.fleet.host.is_some();
     let run_host = RunHost {
-        name: if named { place.host.clone() } else { crate::clock::hostname() },
+        name: if named { place.host.clone() } else { loupe_api::clock::hostname() },
         rack: in_fleet.then(|| place.rack.clone()),
     };
     let scheduler = RunScheduler::start(filters, &schedule, &store, &run_host, &shutdown);
@@ -180,7 +180,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
 
 /// This host's place in the fleet: `--host` (or the kernel's host name), `--rack`, `--dc`.
 fn fleet_place(args: &FleetJoinArgs) -> Result<FleetPlace> {
-    let host = args.host.clone().unwrap_or_else(|| subjects::default_host_name(&crate::clock::hostname()));
+    let host = args.host.clone().unwrap_or_else(|| subjects::default_host_name(&loupe_api::clock::hostname()));
     let place = FleetPlace { host, rack: args.rack.clone(), dc: args.dc.clone() };
     for (what, name) in [("--host", &place.host), ("--rack", &place.rack), ("--dc", &place.dc)] {
         subjects::check_name(what, name).map_err(anyhow::Error::msg)?;

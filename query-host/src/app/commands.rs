@@ -19,18 +19,18 @@ use crate::{
         ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RemoteArgs, RunArgs, SampleArgs, ShowArgs, StoreArgs,
         SymbolizeArgs, TimelineCommand,
     },
-    clock::now_unix_ns,
-    core::{
+    render,
+};
+use loupe_api::{clock::now_unix_ns, formats::millisampler, model::TimelineEventsPage};
+use loupe_core::{
+    ingest::stacks::StackCollector,
+    {
         CoreError, Host, RunFilter, RunOrder,
         runs::run_request,
         time::{TimeArg, range},
     },
-    doors::{control, remote::Client},
-    formats::millisampler,
-    ingest::stacks::StackCollector,
-    model::TimelineEventsPage,
-    render,
 };
+use loupe_doors::{control, remote::Client};
 
 /// The host a command asks: a remote host's API (`--server`), else the store under the data
 /// dir — opened here, or through the agent that holds it. Runs and probe sessions asked of a
@@ -75,7 +75,7 @@ pub fn run(args: RunArgs, remote: &RemoteArgs) -> Result<()> {
         "run on {} ({} × {})",
         args.iface,
         args.samples,
-        crate::clock::format_interval(args.interval.as_nanos() as u64)
+        loupe_api::clock::format_interval(args.interval.as_nanos() as u64)
     );
     let bar = progress::Timed::start(progress::wanted(args.json), &what, order.duration_from_now());
     let view = host.start_run(order)?;
@@ -222,7 +222,7 @@ pub fn timeline(cmd: TimelineCommand, remote: &RemoteArgs) -> Result<()> {
     let mut page = TimelineEventsPage::default();
     let mut after: Option<String> = None;
     while page.events.len() < limit {
-        let want = (limit - page.events.len()).min(crate::core::timeline::MAX_PAGE);
+        let want = (limit - page.events.len()).min(loupe_core::timeline::MAX_PAGE);
         let next = host.timeline_events(query.clone(), after.clone(), Some(want))?;
         page.events.extend(next.events);
         page.next = next.next;

@@ -8,16 +8,16 @@ use anyhow::{Context, Result, bail};
 use loupe_store::{Retention, Store};
 
 use crate::{
-    analysis::sandbox::Limits,
     cli::{FleetBusArgs, FleetCommand, FleetInvokeArgs, FleetRunArgs, FleetScopeArgs, RemoteArgs},
-    core::{Analyses, Host, time::range},
-    doors::{
-        fleet::{Connection, Coordinator, InvokeOrder, RunOrderFleet, Selector, merge_with},
-        remote::Client,
-    },
-    model::{FleetHostsView, FleetInvokeView, FleetRunView},
     render,
 };
+use loupe_api::model::{FleetHostsView, FleetInvokeView, FleetRunView};
+use loupe_core::{Analyses, Host, time::range};
+use loupe_doors::{
+    fleet::{Connection, Coordinator, InvokeOrder, RunOrderFleet, Selector, merge_with},
+    remote::Client,
+};
+use loupe_sandbox::sandbox::Limits;
 
 pub fn main(cmd: FleetCommand, remote: &RemoteArgs) -> Result<()> {
     match cmd {

@@ -19,9 +19,9 @@ use super::{
 };
 use crate::{
     cli::{ProbeArgs, ProbesCommand, RemoteArgs},
-    core::{ProbeOrder, time::range},
     render,
 };
+use loupe_core::{ProbeOrder, time::range};
 
 pub fn probe(args: ProbeArgs, remote: &RemoteArgs) -> Result<()> {
     let order = ProbeOrder {
@@ -40,7 +40,7 @@ pub fn probe(args: ProbeArgs, remote: &RemoteArgs) -> Result<()> {
     eprintln!("probing {} (handle {}); Ctrl-C stops", started.functions.join(", "), started.handle);
     let ends = started
         .ends_unix_ns
-        .map(|e| Instant::now() + Duration::from_nanos(e.saturating_sub(crate::clock::now_unix_ns())));
+        .map(|e| Instant::now() + Duration::from_nanos(e.saturating_sub(loupe_api::clock::now_unix_ns())));
     let mut last_poll = Instant::now();
     while !stop.load(Ordering::Relaxed) && ends.is_none_or(|e| Instant::now() < e) {
         std::thread::sleep(Duration::from_millis(100));

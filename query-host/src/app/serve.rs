@@ -8,13 +8,11 @@ use anyhow::{Result, anyhow};
 use loupe_store::StoreError;
 
 use super::{open_store, stop_on_signals, wait_for_stop};
-use crate::{
-    cli::ServeArgs,
-    core::{Analyses, Host, tokens::TokenSet},
-    doors::{
-        control::ControlServer,
-        http::{AppState, Server},
-    },
+use crate::cli::ServeArgs;
+use loupe_core::{Analyses, Host, tokens::TokenSet};
+use loupe_doors::{
+    control::ControlServer,
+    http::{AppState, Server},
 };
 
 pub fn main(args: ServeArgs) -> Result<()> {

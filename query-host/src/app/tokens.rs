@@ -2,7 +2,9 @@
 
 use anyhow::Result;
 
-use crate::{cli::TokenCommand, clock::format_unix_ns, core::tokens};
+use crate::cli::TokenCommand;
+use loupe_api::clock::format_unix_ns;
+use loupe_core::tokens;
 
 pub fn main(cmd: TokenCommand) -> Result<()> {
     match cmd {

@@ -7,13 +7,13 @@ use serde_json::{Map, Value};
 
 use super::progress;
 use crate::{
-    analysis::registry::UdfMeta,
     cli::{RemoteArgs, UdfCommand},
-    core::time::range,
-    doors::{http::udfs::Uploaded, remote::Client},
-    model::InvokeResponse,
     render,
 };
+use loupe_api::model::InvokeResponse;
+use loupe_core::time::range;
+use loupe_doors::{http::udfs::Uploaded, remote::Client};
+use loupe_sandbox::registry::UdfMeta;
 
 /// Where `loupe udf …` goes without `--server`: a local agent's default address.
 const DEFAULT_SERVER: &str = "http://127.0.0.1:7878";

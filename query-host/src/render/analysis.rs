@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::{
+use loupe_api::{
     clock::format_unix_ns,
     model::{AnalysisOutput, Cell, InvokeResponse, UdfMeta},
 };

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use loupe_store::SampleKind;
 
-use crate::model::{ProfileView, SymbolizeReport};
+use loupe_api::model::{ProfileView, SymbolizeReport};
 
 /// `rows` functions, hottest first, with self and total shares; then as many modules. A
 /// profile of waits off the CPU says its counts in milliseconds waited.

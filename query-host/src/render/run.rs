@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::{
+use loupe_api::{
     clock::{format_interval, format_unix_ns},
     model::{RunListEntry, RunView},
 };

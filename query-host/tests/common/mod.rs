@@ -80,7 +80,7 @@ pub struct Answer {
 
 impl Answer {
     pub fn json(&self) -> Value {
-        loupe_query_host::formats::deep_json::from_slice(&self.body)
+        loupe_api::formats::deep_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
 

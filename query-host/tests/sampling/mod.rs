@@ -84,7 +84,7 @@ pub fn profile(data: &Path, args: &[&str]) -> Value {
     all.extend_from_slice(args);
     let out = loupe(&all, data).output().unwrap();
     assert!(out.status.success(), "loupe profile: {}", String::from_utf8_lossy(&out.stderr));
-    loupe_query_host::formats::deep_json::from_slice(&out.stdout).unwrap()
+    loupe_api::formats::deep_json::from_slice(&out.stdout).unwrap()
 }
 
 /// A binary's GNU build ID, in hex (`readelf -n`).

@@ -37,7 +37,8 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::model::{MAX_BUCKETS, MAX_SESSION_CALLS, MAX_SESSION_FUNCTIONS, ProbeCall, ProbeFunction, ProbeSession};
-use crate::samples::codec::Blob;
+use crate::encoding::bits::{unzigzag, zigzag};
+use crate::encoding::msgpack::{Blob, from_msgpack, to_msgpack};
 
 /// Calls per `p` record (the last chunk of a session may hold fewer).
 pub const CHUNK_CALLS: usize = 65_536;
@@ -59,14 +60,6 @@ const PARENT: u8 = 4;
 const DEPTH: u8 = 8;
 const FN_SHIFT: u32 = 4;
 const FN_ESCAPE: u32 = 15;
-
-fn to_msgpack<T: Serialize>(v: &T) -> Vec<u8> {
-    rmp_serde::to_vec(v).expect("MessagePack encoding of plain data into memory")
-}
-
-fn from_msgpack<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, String> {
-    rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))
-}
 
 fn check_text(what: &str, s: &str) -> Result<(), String> {
     if s.len() > MAX_NAME {
@@ -284,14 +277,6 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
 /// The zigzag code of the wrapping difference `new − old` of two `u32`s.

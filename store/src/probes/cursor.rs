@@ -1,5 +1,5 @@
 //! Reading probe sessions a piece at a time, for readers that must not hold a whole session
-//! (the analyses' `probe-cursor`, `query-host/src/analysis/probes.rs`): listings paged by
+//! (the analyses' `probe-cursor`, `query-host/sandbox/src/probes.rs`): listings paged by
 //! position ([`Store::probe_sessions_page`]), then a session's head — everything but its calls —
 //! and its calls one stored chunk (≤ [`codec::CHUNK_CALLS`]) at a time
 //! ([`Store::probe_session_parts`], [`ProbeCallChunks`]).

@@ -77,7 +77,8 @@
 //! fuzzes the decoders.
 //!
 //! # Where things are
-//! - `write`: [`Store::put_probe_session`] and the validation; `query`: listing, reading,
+//! - `write`: [`Store::put_probe_session`] but for retention (the store's `put` runs it), and
+//!   the validation; `query`: listing, reading,
 //!   deleting; `cursor`: paged listings and a session's calls a chunk at a time
 //!   ([`Store::probe_sessions_page`], [`Store::probe_session_parts`]), for readers that must
 //!   not hold a whole session;

@@ -1,5 +1,5 @@
 //! The public types of probe sessions: what `loupe probe` measured on named functions of
-//! running processes (see `query-host/src/ingest/probes/`, `session.rs` and `target.rs`, for how
+//! running processes (see `query-host/core/src/ingest/probes/`, `session.rs` and `target.rs`, for how
 //! they are made).
 
 use serde::{Deserialize, Serialize};

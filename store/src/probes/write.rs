@@ -1,10 +1,13 @@
 //! Storing a probe session: checked whole first, encoded outside the writer lock, then its
-//! records and the updated totals (with the id counter) in one atomic sled batch, flushed.
+//! records and the updated totals (with the id counter) in one atomic sled batch, flushed; then
+//! the caller's retention pass (the store's `put` module composes the two, so that this module
+//! never names retention).
 
 use super::codec::{self, CHUNK_CALLS};
 use super::model::{MAX_SESSION_CALLS, MAX_SESSION_FUNCTIONS, ProbeSession};
-use crate::retention::Protect;
-use crate::{Store, StoreError, keys};
+#[cfg(doc)]
+use crate::Store;
+use crate::{Inner, RetentionReport, StoreError, keys};
 
 /// What is wrong with a session, if anything: what `put_probe_session` refuses. The decoders
 /// rely on it (function and parent indexes in range, parents before their children, exits not
@@ -49,19 +52,16 @@ fn short(name: &str) -> String {
     }
 }
 
-impl Store {
-    /// Stores a whole probe session under a fresh id (ids start at 1 and are never reused;
-    /// `session.id` is ignored) and returns the id: its metadata, its calls in chunks of
-    /// [`codec::CHUNK_CALLS`], its index entry and the updated totals in one atomic batch,
-    /// flushed before returning. Then applies the retention byte cap (never to this session);
-    /// age is applied by the next write that knows the time (`put_run`, `put_samples`,
-    /// `put_timeline`) or [`Store::enforce_retention`].
-    ///
-    /// Errors: [`StoreError::InvalidProbeSession`] (too many functions, calls or buckets, an
-    /// index out of range, a parent after its child, an exit before its entry, an end before
-    /// the start, a string over [`codec::MAX_NAME`] bytes, …) and [`StoreError::TooLarge`]
-    /// leave nothing written and no id used.
-    pub fn put_probe_session(&self, session: ProbeSession) -> Result<u64, StoreError> {
+impl Inner {
+    /// Checks, encodes and stores a whole probe session: [`Store::put_probe_session`] but for
+    /// retention. Once the session is durable, still under the writer lock, `retain(id)` runs:
+    /// the caller's retention pass, which must spare session `id`; what it deleted is flushed
+    /// before this returns.
+    pub(crate) fn write_probe_session(
+        &self,
+        session: ProbeSession,
+        retain: impl FnOnce(u64) -> Result<RetentionReport, StoreError>,
+    ) -> Result<u64, StoreError> {
         let start = session.start_unix_ns;
         validate(&session)
             .map_err(|e| StoreError::InvalidProbeSession(format!("the session starting at {start}: {e}")))?;
@@ -74,7 +74,7 @@ impl Store {
         let mut row = codec::meta_row(&session);
         drop(session);
 
-        let inner = &*self.inner;
+        let inner = self;
         let _w = inner.lock_writer();
         let mut totals = inner.probe_totals()?;
         let id = totals.last_id.checked_add(1).ok_or_else(|| {
@@ -87,7 +87,7 @@ impl Store {
         records.push((keys::probe_index_key(id).to_vec(), start.to_be_bytes().to_vec()));
         let others: u64 = records.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
         let key = keys::probe_key(keys::PROBE_META, start, id);
-        let (stored_bytes, value) = crate::codec::self_counting_record(others, key.len(), |bytes| {
+        let (stored_bytes, value) = crate::encoding::self_counting_record(others, key.len(), |bytes| {
             row.stored_bytes = bytes;
             codec::encode_meta(&row)
         });
@@ -107,8 +107,7 @@ impl Store {
         batch.insert(keys::PROBE_TOTALS, totals.encode());
         inner.apply_adding(batch, &format!("write probe session {id}"))?;
         inner.flush(&format!("flush probe session {id}"))?;
-        // `now` = 0: the byte cap only (no cutoff); see above.
-        let report = inner.enforce_retention(0, Some(Protect::Probe(id)))?;
+        let report = retain(id)?;
         if report.deleted_anything() {
             inner.flush("flush retention deletes")?;
         }

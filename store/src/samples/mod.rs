@@ -68,7 +68,7 @@
 //!   the table, with a directory saying where each CPU's lies: a `b` record a CPU cost its
 //!   key and header (~30 bytes for ~100 samples, ~2.4 bits a sample) and a record is what
 //!   sled keeps per key; the table is read for every batch a query touches anyway.
-//! - **Columns are bit-packed** (`bits`) inside a MessagePack `bin`, each with the shortest
+//! - **Columns are bit-packed** (`encoding::bits`) inside a MessagePack `bin`, each with the shortest
 //!   of fixed-width / Exp-Golomb / Rice / sparse codes, after delta, zigzag, move-to-front
 //!   and grid (timer period) transforms. Times are kept to the microsecond and take ~3.5
 //!   bits, the entry index ~5.5 (the batch table ~6.5 more per sample; `docs/hot-paths.md`).
@@ -97,7 +97,8 @@
 //! A writer waits for a running query (a day-long profile: about a second).
 //!
 //! # Where things are
-//! - `write`: [`Store::put_samples`]: dedup into the dictionary, encode, one atomic batch;
+//! - `write`: [`Store::put_samples`]: dedup into the dictionary, encode, one atomic batch (the
+//!   retention pass after it is run by the store's `put`, above both this module and retention);
 //! - `query`: [`Store::profile`], [`Store::samples`], [`Store::pids`]; `cursor`:
 //!   [`Store::sample_cursor`] and [`Store::wait_cursor`] (page by page, with dictionary ids);
 //! - `records`: a batch's `B`/`h`/`b` records by key (list, read, delete),
@@ -106,14 +107,13 @@
 //! - `rename`: [`Store::unnamed_frames`], [`Store::rename_frames`] (naming frames later);
 //! - `rollup`: hour rollups — when an hour is sealed, when a query may use one;
 //! - `dict`: the dictionaries and their in-memory cache; `sweep`: deleting what no batch uses;
-//! - `codec` (records ↔ bytes) on top of `bits` (bit-packed integer columns);
+//! - `codec` (records ↔ bytes, one file per record kind) on top of the store's shared
+//!   `encoding` (bit-packed integer columns, MessagePack);
 //! - `off_cpu`: waits off the CPU ([`Store::put_off_cpu`], [`Store::off_cpu_samples`], profiles of `SampleKind::OffCpu`): the
 //!   same batches under keys of their own, each sample weighed by how long its thread waited;
 //! - `verify`: the sample part of [`Store::verify`]; [`model`]: the public types.
 
 // Public (but hidden) only so the fuzz targets (`fuzz/`) reach the decoders the store uses.
-#[doc(hidden)]
-pub mod bits;
 #[doc(hidden)]
 pub mod codec;
 mod cursor;
@@ -140,5 +140,5 @@ use crate::Store;
 /// The most samples one batch may hold: 4,194,304 (a 10-s batch of a 1,000-CPU host at 100 Hz
 /// is 1 M; of a 400-CPU host at the sampler's maximum of 1,000 Hz, 4 M). Every column of a
 /// batch's records is at most this long, which bounds what a reader allocates for a record
-/// whatever its header says (see `bits::MAX_COLUMN`).
-pub const MAX_BATCH_SAMPLES: usize = bits::MAX_COLUMN;
+/// whatever its header says (see `encoding::bits::MAX_COLUMN`).
+pub const MAX_BATCH_SAMPLES: usize = crate::encoding::bits::MAX_COLUMN;

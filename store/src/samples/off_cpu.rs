@@ -38,14 +38,15 @@
 use serde::{Deserialize, Serialize};
 
 use super::MAX_BATCH_SAMPLES;
-use super::bits::{self, BitReader, BitWriter};
-use super::codec::{Blob, Entry};
+use super::codec::Entry;
 use super::dict::{Dict, FxMap};
 use super::model::{IndexedProfile, OffCpuSample, ProfileQuery, SampleBatchMeta, SampleKind, StackSample};
 use super::query::Filter;
 use super::records::BatchSamples;
+use crate::encoding::bits::{self, BitReader, BitWriter};
+use crate::encoding::msgpack::{Blob, from_msgpack, to_msgpack};
 use crate::keys;
-use crate::{Inner, Store, StoreError, TimeRange};
+use crate::{Inner, RetentionReport, Store, StoreError, TimeRange};
 
 /// An off-CPU batch to read: where it is, its samples and its CPUs (from its metadata).
 #[derive(Clone, Debug)]
@@ -79,8 +80,7 @@ pub fn encode_waits(waits: impl Iterator<Item = (u64, u32)>) -> Vec<u8> {
     let mut w = BitWriter::new();
     bits::write_column(&mut w, &us);
     bits::write_column(&mut w, &more);
-    rmp_serde::to_vec(&WaitsRecord(WAITS_FORMAT, Blob(w.finish().into())))
-        .expect("MessagePack encoding of plain data into memory")
+    to_msgpack(&WaitsRecord(WAITS_FORMAT, Blob(w.finish().into())))
 }
 
 /// Decodes a `w` record of `n` samples (the batch's count, at most [`MAX_BATCH_SAMPLES`]).
@@ -90,7 +90,7 @@ pub fn decode_waits(bytes: &[u8], n: u64) -> Result<Waits, String> {
         .ok()
         .filter(|&n| n <= MAX_BATCH_SAMPLES)
         .ok_or_else(|| format!("{n} samples, more than a batch holds"))?;
-    let WaitsRecord(format, blob) = rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))?;
+    let WaitsRecord(format, blob) = from_msgpack(bytes)?;
     if format != WAITS_FORMAT {
         return Err(format!("waits format {format}, this build reads {WAITS_FORMAT}"));
     }
@@ -107,15 +107,15 @@ pub fn decode_waits(bytes: &[u8], n: u64) -> Result<Waits, String> {
     Ok(waits)
 }
 
-impl Store {
-    /// Appends a batch of waits off the CPU (any CPUs, any order; typically ~10 s of them)
-    /// atomically, flushes it, then applies retention (which never deletes this batch). An
-    /// empty batch is a no-op and returns a meta with `id 0`. Samples the sampler lost are
-    /// recorded with the CPU samples ([`Store::put_samples`]): the two share one ring.
-    ///
-    /// Errors: [`StoreError::InvalidSamples`] for a wait with `one_in` 0 or of the idle task
-    /// (nothing written); otherwise as [`Store::put_samples`].
-    pub fn put_off_cpu(&self, waits: &[OffCpuSample], now_unix_ns: u64) -> Result<SampleBatchMeta, StoreError> {
+impl Inner {
+    /// Checks and stores a batch of waits: [`Store::put_off_cpu`] but for retention, which
+    /// `retain` is (as for [`Inner::write_batch`]).
+    pub(crate) fn write_off_cpu(
+        &self,
+        waits: &[OffCpuSample],
+        now_unix_ns: u64,
+        retain: impl FnOnce(u64) -> Result<RetentionReport, StoreError>,
+    ) -> Result<SampleBatchMeta, StoreError> {
         if let Some(w) = waits.iter().find(|w| w.one_in == 0 || w.sample.idle) {
             return Err(StoreError::InvalidSamples(format!(
                 "an off-CPU sample of thread {} at {} ns has one_in {} and idle {}: every wait stands for at least \
@@ -123,12 +123,15 @@ impl Store {
                 w.sample.tid, w.sample.time_unix_ns, w.one_in, w.sample.idle
             )));
         }
-        self.inner.put_batch(SampleKind::OffCpu, waits, 0, now_unix_ns, |order| {
+        let extra = |order: &[u32]| {
             let w = |i: &u32| &waits[*i as usize];
             Some(encode_waits(order.iter().map(|i| (w(i).waited_ns, w(i).one_in))))
-        })
+        };
+        self.write_batch(SampleKind::OffCpu, waits, 0, now_unix_ns, extra, retain)
     }
+}
 
+impl Store {
     /// The waits matching `query` (whatever its `kind`), in time order (then CPU): meant for
     /// tests, small ranges and finding the one long wait.
     pub fn off_cpu_samples(&self, query: &ProfileQuery) -> Result<Vec<OffCpuSample>, StoreError> {

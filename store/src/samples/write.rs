@@ -7,10 +7,15 @@
 //! blocks in it), the dictionary entries it adds and the `x` totals go in one atomic batch, and
 //! the new entries enter the in-memory dictionary only after that batch was applied
 //! ([`super::dict`]).
+//!
+//! Retention is not applied here: the put methods (the store's `put` module) run it after the
+//! write, through the `retain` step [`Inner::write_batch`] takes, so that the sample modules
+//! never name retention (which deletes samples, among everything else).
 
+#[cfg(doc)]
+use crate::Store;
 use crate::keys::{self, SampleTotals};
-use crate::retention::Protect;
-use crate::{Inner, Store, StoreError};
+use crate::{Inner, RetentionReport, StoreError};
 
 use super::MAX_BATCH_SAMPLES;
 use super::codec::{self, BatchRow, Entry, Part, Table, ThreadRec};
@@ -18,37 +23,20 @@ use super::dict::{FxMap, Staged};
 use super::model::{Frame, SampleBatchMeta, SampleKind, StackSample};
 use super::records::meta_of;
 
-impl Store {
-    /// Appends a batch of samples (any CPUs, any order; typically ~10 s of every CPU)
-    /// atomically, flushes it, then applies retention (which never deletes this batch).
-    ///
-    /// `lost` is the number of samples the kernel dropped since the previous batch; it is
-    /// recorded at this batch's time (its earliest sample, or `now_unix_ns` when the batch has
-    /// no sample). An empty batch with nothing lost is a no-op and returns a meta with `id 0`.
-    ///
-    /// Errors: [`StoreError::TooLarge`] when the batch and its new dictionary entries alone
-    /// exceed the byte cap (nothing written); a storage error from the retention pass comes
-    /// after the batch was durably stored.
-    pub fn put_samples(
-        &self,
-        samples: &[StackSample],
-        lost: u64,
-        now_unix_ns: u64,
-    ) -> Result<SampleBatchMeta, StoreError> {
-        self.inner.put_batch(SampleKind::OnCpu, samples, lost, now_unix_ns, |_| None)
-    }
-}
-
 impl Inner {
-    /// Stores one batch of `kind`: `extra(order)` gives the record a kind keeps beside the
-    /// table (the off-CPU waits), from the samples' indexes in the order the blocks hold them.
-    pub(super) fn put_batch<S: AsRef<StackSample>>(
+    /// Stores one batch of `kind` (what [`Store::put_samples`] and [`Store::put_off_cpu`] do
+    /// but for retention): `extra(order)` gives the record a kind keeps beside the table (the
+    /// off-CPU waits), from the samples' indexes in the order the blocks hold them. Once the
+    /// batch is durable, still under the writer lock, `retain(id)` runs: the caller's retention
+    /// pass, which must spare batch `id`; what it deleted is flushed before this returns.
+    pub(crate) fn write_batch<S: AsRef<StackSample>>(
         &self,
         kind: SampleKind,
         samples: &[S],
         lost: u64,
         now_unix_ns: u64,
         extra: impl FnOnce(&[u32]) -> Option<Vec<u8>>,
+        retain: impl FnOnce(u64) -> Result<RetentionReport, StoreError>,
     ) -> Result<SampleBatchMeta, StoreError> {
         if samples.is_empty() && lost == 0 {
             return Ok(SampleBatchMeta::default());
@@ -102,7 +90,7 @@ impl Inner {
             }
         })?;
         inner.flush(&format!("flush {} {id}", kind.batch_name()))?;
-        let report = inner.enforce_retention(now_unix_ns, Some(Protect::Batch(id)))?;
+        let report = retain(id)?;
         if kind == SampleKind::OnCpu {
             // After retention, so an hour it is about to delete is not summed first.
             inner.seal_completed_hours(meta.start_unix_ns);
@@ -151,7 +139,7 @@ impl Built {
         let others: u64 = records.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
         let key = keys::batch_key(kind.meta_prefix(), start, id);
         let mut row = BatchRow { end: self.end, samples: self.samples, lost: self.lost, cpus, stored_bytes: 0 };
-        let (stored_bytes, value) = crate::codec::self_counting_record(others, key.len(), |bytes| {
+        let (stored_bytes, value) = crate::encoding::self_counting_record(others, key.len(), |bytes| {
             row.stored_bytes = bytes;
             codec::encode_batch(&row)
         });

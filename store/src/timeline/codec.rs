@@ -1,6 +1,6 @@
 //! Encoding of timeline records: a batch's events (`e`), its metadata with per-event lag
-//! histograms (`E`), and dictionary sources (`n`). Built on the sample store's bit-packed
-//! columns ([`crate::samples::bits`]): every column takes the shortest of fixed-width,
+//! histograms (`E`), and dictionary sources (`n`). Built on the store's shared bit-packed
+//! columns (`crate::encoding::bits`): every column takes the shortest of fixed-width,
 //! Exp-Golomb, Rice and sparse codes, so a column of zeros costs 9 bits whatever its length.
 //! See [`super`] for why the batch is laid out this way and what it costs; this module only
 //! turns rows into bytes and back, and checks everything on the way back (every count and
@@ -36,8 +36,10 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use super::model::{TimelineEventDef, TimelineSource};
-use crate::samples::bits::{self, BitReader, BitWriter, column_bits, read_column, unzigzag, write_column, zigzag};
-use crate::samples::codec::Blob;
+use crate::encoding::bits::{
+    self, BitReader, BitWriter, column_bits, gaps, read_column, ungap_strict, unzigzag, write_column, zigzag,
+};
+use crate::encoding::msgpack::{Blob, from_msgpack, to_msgpack};
 
 /// The most event definitions a source may have (the timeline file format's own limit).
 pub const MAX_EVENT_DEFS: usize = 4096;
@@ -50,14 +52,6 @@ pub const MAX_BATCH_EVENTS: usize = bits::MAX_COLUMN;
 /// Successors remembered per move-to-front context.
 const MTF_LEN: usize = 16;
 const BLOCK_FORMAT: u8 = 1;
-
-fn to_msgpack<T: Serialize>(v: &T) -> Vec<u8> {
-    rmp_serde::to_vec(v).expect("MessagePack encoding of plain data into memory")
-}
-
-fn from_msgpack<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, String> {
-    rmp_serde::from_slice(bytes).map_err(|e| format!("MessagePack: {e}"))
-}
 
 // ---------------------------------------------------------------------------------------------
 // Sources (`n` records)
@@ -436,7 +430,7 @@ pub fn encode_block(start: u64, evs: &[Ev], levels: &[u8]) -> Vec<u8> {
     }
     w.put_eg(used.len() as u64, 0);
     let mut col = Vec::new();
-    gaps(used.iter().map(|&e| u64::from(e)), &mut col);
+    gaps(used.iter().map(|&e| u64::from(e)), true, &mut col);
     write_column(&mut w, &col);
     // 2. Threads.
     let mut starts = Vec::new();
@@ -446,7 +440,7 @@ pub fn encode_block(start: u64, evs: &[Ev], levels: &[u8]) -> Vec<u8> {
         }
     }
     col.clear();
-    gaps(starts.iter().map(|&s| u64::from(evs[s].tid)), &mut col);
+    gaps(starts.iter().map(|&s| u64::from(evs[s].tid)), true, &mut col);
     write_column(&mut w, &col);
     let lens: Vec<u64> =
         (0..starts.len()).map(|t| (starts.get(t + 1).copied().unwrap_or(evs.len()) - starts[t] - 1) as u64).collect();
@@ -538,26 +532,12 @@ pub fn encode_block(start: u64, evs: &[Ev], levels: &[u8]) -> Vec<u8> {
     })
 }
 
-/// Gap coding of a strictly ascending list: the first value, then `next - prev - 1`.
-fn gaps(values: impl IntoIterator<Item = u64>, out: &mut Vec<u64>) {
-    let mut prev: Option<u64> = None;
-    for v in values {
-        out.push(match prev {
-            None => v,
-            Some(p) => v - p - 1,
-        });
-        prev = Some(v);
-    }
-}
-
+/// A strictly ascending list back from its gap coding (`bits::gaps`, strict).
 fn ungap(col: &[u64], what: &str) -> Result<Vec<u64>, String> {
     let mut out = Vec::with_capacity(col.len());
     let mut prev: Option<u64> = None;
     for &g in col {
-        let v = match prev {
-            None => g,
-            Some(p) => p.checked_add(g).and_then(|x| x.checked_add(1)).ok_or_else(|| format!("{what} overflows"))?,
-        };
+        let v = ungap_strict(prev, g).ok_or_else(|| format!("{what} overflows"))?;
         out.push(v);
         prev = Some(v);
     }

@@ -73,12 +73,13 @@
 //! # Hostile bytes
 //! Every decoder bounds what it allocates before it allocates: a batch holds at most
 //! [`codec::MAX_BATCH_EVENTS`] events, a source at most [`codec::MAX_EVENT_DEFS`] definitions
-//! of names up to [`codec::MAX_NAME`] bytes, every column at most `bits::MAX_COLUMN` values and
+//! of names up to [`codec::MAX_NAME`] bytes, every column at most `encoding::bits::MAX_COLUMN` values and
 //! never more than its stream could hold; a corrupt record is [`crate::StoreError::Corrupt`]
 //! naming the batch. `fuzz/fuzz_targets/timeline_batch.rs` fuzzes them.
 //!
 //! # Where things are
-//! - `write`: [`Store::put_timeline`]; `query`: the three readers;
+//! - `write`: [`Store::put_timeline`] but for retention (the store's `put` runs it); `query`:
+//!   the three readers;
 //! - `records`: batches by key, deletes, totals, the source dictionary and its sweep;
 //! - `codec`: records ↔ bytes; `verify`: the timeline part of [`Store::verify`];
 //! - [`model`]: the public types.

@@ -1,33 +1,31 @@
 //! Writing a timeline batch: its source into the dictionary (once per distinct content), its
 //! events as columns, its per-event lag histograms into the metadata, all with the updated
-//! totals in one atomic sled batch; then retention.
+//! totals in one atomic sled batch; then the caller's retention pass (the store's `put`
+//! module composes the two, so that this module never names retention).
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::codec::{self, Ev, Hist, MAX_BATCH_EVENTS, TlBatchRow};
 use super::model::{TimelineBatchMeta, TimelineEvent, TimelineSource};
+#[cfg(doc)]
+use crate::Store;
+use crate::encoding::msgpack::Blob;
 use crate::keys;
-use crate::retention::Protect;
-use crate::samples::codec::Blob;
-use crate::{Store, StoreError};
+use crate::{Inner, RetentionReport, StoreError};
 
-impl Store {
-    /// Appends one batch of one source's events (any order; typically the last few seconds),
-    /// atomically with its dictionary entry and the totals; flushes; applies retention (which
-    /// never deletes this batch). `lost` = records the writer overwrote before they were read;
-    /// it is recorded at the batch's time (its earliest event, or `now_unix_ns` when it has
-    /// none). An empty batch with nothing lost is a no-op and returns a meta with `id 0`.
-    ///
-    /// Errors: [`StoreError::InvalidTimeline`] (an event naming no definition, more than
-    /// [`codec::MAX_BATCH_EVENTS`] events, a source beyond the codec's limits) and
-    /// [`StoreError::TooLarge`] leave nothing written.
-    pub fn put_timeline(
+impl Inner {
+    /// Checks, encodes and stores one batch of events: [`Store::put_timeline`] but for
+    /// retention. Once the batch is durable, still under the writer lock, `retain(id)` runs:
+    /// the caller's retention pass, which must spare batch `id`; what it deleted is flushed
+    /// before this returns.
+    pub(crate) fn write_timeline(
         &self,
         source: &TimelineSource,
         events: &[TimelineEvent],
         lost: u64,
         now_unix_ns: u64,
+        retain: impl FnOnce(u64) -> Result<RetentionReport, StoreError>,
     ) -> Result<TimelineBatchMeta, StoreError> {
         if events.is_empty() && lost == 0 {
             return Ok(TimelineBatchMeta::default());
@@ -60,7 +58,7 @@ impl Store {
         let hists = codec::encode_hists(&histograms(&evs));
         let source_bytes = codec::encode_source(source);
 
-        let inner = &*self.inner;
+        let inner = self;
         let _w = inner.lock_writer();
         inner.ensure_tl_dict()?;
         let mut totals = inner.tl_totals()?;
@@ -88,7 +86,7 @@ impl Store {
             stored_bytes: 0,
             hists: Blob(Cow::Owned(hists)),
         };
-        let (stored_bytes, value) = crate::codec::self_counting_record(others, key.len(), |bytes| {
+        let (stored_bytes, value) = crate::encoding::self_counting_record(others, key.len(), |bytes| {
             row.stored_bytes = bytes;
             codec::encode_batch(&row)
         });
@@ -128,7 +126,7 @@ impl Store {
             }
         })?;
         inner.flush(&format!("flush timeline batch {id}"))?;
-        let report = inner.enforce_retention(now_unix_ns, Some(Protect::Timeline(id)))?;
+        let report = retain(id)?;
         if report.deleted_anything() {
             inner.flush("flush retention deletes")?;
         }

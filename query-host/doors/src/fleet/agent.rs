@@ -1,0 +1,325 @@
+//! The agent's side of the fleet: keep this host's registration alive and answer the requests
+//! of its scopes — `invoke` (an analysis over local data, answered as a partial result),
+//! `run` (a synchronized run from a common instant) and `read` (a stored run or a range's
+//! stacks, for the fleet view).
+//!
+//! It runs on its own thread with a small tokio runtime, so a slow or unreachable NATS server
+//! never holds up collection; the core's blocking work (an analysis, a run that lasts seconds)
+//! goes to the blocking pool. Requests are answered concurrently up to [`MAX_IN_FLIGHT`]; past
+//! that a request is refused at once with `busy` (the asker lists the host as failed, with why,
+//! instead of waiting for its deadline). A request received after its deadline is dropped.
+
+use std::{sync::Arc, time::Duration};
+
+use async_nats::{Message, jetstream};
+use futures_util::StreamExt;
+use serde::{Serialize, de::DeserializeOwned};
+use tokio::sync::{Semaphore, watch};
+use tracing::{info, warn};
+
+use super::{
+    Connection, FleetError, modules, payload_limit, registry,
+    registry::Registration,
+    subjects::{self, Verb},
+    wire::{
+        self, Envelope, InvokeBody, InvokeReply, ReadBody, ReadReply, Reply, RunBody, RunReply, WIRE_VERSION, WireError,
+    },
+};
+use loupe_api::{clock::now_unix_ns, model::FleetPlace};
+use loupe_core::{CoreError, Host, RunOrder, runs::MAX_START_AHEAD};
+
+/// Requests answered at once; more are refused with `busy`.
+pub const MAX_IN_FLIGHT: usize = 8;
+/// Most samples of a synchronized run (its per-slot series travel back in the reply).
+pub const MAX_FLEET_SAMPLES: u32 = 20_000;
+/// The team fleet invocations run as (for the runtime's per-team concurrency limit).
+pub const FLEET_TEAM: &str = "fleet";
+/// Room left in a reply for NATS's own framing and headers.
+const REPLY_HEADROOM: usize = 4 << 10;
+
+/// A running fleet membership; [`FleetAgent::stop`] leaves the fleet cleanly.
+pub struct FleetAgent {
+    runtime: tokio::runtime::Runtime,
+    client: async_nats::Client,
+    place: FleetPlace,
+    stop: watch::Sender<bool>,
+    serving: tokio::task::JoinHandle<Result<(), FleetError>>,
+}
+
+impl FleetAgent {
+    /// Joins the fleet at `place` (in the background: NATS may be down now and come up later).
+    pub fn start(conn: Connection, place: FleetPlace, host: Arc<Host>) -> Result<FleetAgent, FleetError> {
+        for (what, name) in [("host", &place.host), ("rack", &place.rack), ("dc", &place.dc)] {
+            subjects::check_name(what, name).map_err(FleetError::BadRequest)?;
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(MAX_IN_FLIGHT + 2)
+            .thread_name("loupe-fleet")
+            .enable_all()
+            .build()
+            .map_err(|e| FleetError::Bus(format!("starting the fleet runtime: {e}")))?;
+        // With retries on, this returns at once and connects in the background.
+        let client = runtime.block_on(super::connect(&conn, true))?;
+        let (stop, stopped) = watch::channel(false);
+        let serving = runtime.spawn(serve(client.clone(), conn.url.clone(), place.clone(), host, stopped));
+        Ok(FleetAgent { runtime, client, place, stop, serving })
+    }
+
+    /// The asking side, on this agent's connection (for the HTTP API's fleet routes).
+    pub fn coordinator(&self) -> super::Coordinator {
+        let _inside = self.runtime.enter();
+        super::Coordinator::with_client(self.client.clone(), &self.place.host)
+    }
+
+    /// Marks this host `left` in the registry (if NATS is reachable within a few seconds)
+    /// and stops answering.
+    pub fn stop(self) {
+        let _ = self.stop.send(true);
+        let FleetAgent { runtime, serving, .. } = self;
+        match runtime.block_on(async { tokio::time::timeout(Duration::from_secs(5), serving).await }) {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => warn!("fleet membership ended: {e}"),
+            Ok(Err(e)) => warn!("fleet task failed: {e}"),
+            Err(_) => warn!("the fleet did not stop within 5 s"),
+        }
+        runtime.shutdown_timeout(Duration::from_secs(1));
+    }
+}
+
+/// What a request handler needs.
+struct Ctx {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    place: FleetPlace,
+    host: Arc<Host>,
+    slots: Semaphore,
+}
+
+async fn serve(
+    client: async_nats::Client,
+    url: String,
+    place: FleetPlace,
+    host: Arc<Host>,
+    mut stopped: watch::Receiver<bool>,
+) -> Result<(), FleetError> {
+    let js = jetstream::new(client.clone());
+    let mut subs = Vec::new();
+    for subject in subjects::agent_subjects(&place.host, &place.rack, &place.dc) {
+        subs.push(
+            client
+                .subscribe(subject.clone())
+                .await
+                .map_err(|e| FleetError::Bus(format!("subscribing {subject}: {e}")))?,
+        );
+    }
+    let mut requests = futures_util::stream::select_all(subs);
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        js: js.clone(),
+        place: place.clone(),
+        host,
+        slots: Semaphore::new(MAX_IN_FLIGHT),
+    });
+    let heartbeat = tokio::spawn(keep_registered(Arc::clone(&ctx), stopped.clone()));
+    info!(host = %place.host, rack = %place.rack, dc = %place.dc, %url, "joined the fleet");
+    loop {
+        tokio::select! {
+            msg = requests.next() => match msg {
+                Some(msg) => { tokio::spawn(answer(Arc::clone(&ctx), msg)); }
+                None => break,
+            },
+            _ = stopped.changed() => break,
+        }
+    }
+    // The heartbeat writes `left` on its way out.
+    let _ = tokio::time::timeout(Duration::from_secs(3), heartbeat).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), client.flush()).await;
+    info!("left the fleet");
+    Ok(())
+}
+
+/// Rewrites the registration every heartbeat; after a stop, once more as `left`.
+async fn keep_registered(ctx: Arc<Ctx>, mut stopped: watch::Receiver<bool>) {
+    let joined = now_unix_ns();
+    let mut bucket = None;
+    let mut warned = false;
+    loop {
+        let leaving = *stopped.borrow();
+        if bucket.is_none() {
+            bucket = registry::bucket(&ctx.js)
+                .await
+                .map_err(|e| {
+                    if !warned {
+                        warn!("{e}")
+                    }
+                })
+                .ok();
+        }
+        if let Some(b) = &bucket {
+            let reg = registration(&ctx, joined, leaving);
+            match registry::put(b, &reg).await {
+                Ok(()) => warned = false,
+                Err(e) if !warned => {
+                    warn!("{e}; retrying every heartbeat");
+                    warned = true;
+                }
+                Err(_) => {}
+            }
+        }
+        if leaving {
+            return;
+        }
+        let _ = tokio::time::timeout(registry::HEARTBEAT, stopped.changed()).await;
+    }
+}
+
+fn registration(ctx: &Ctx, joined: u64, left: bool) -> Registration {
+    let (from, to) = match ctx.host.days() {
+        Ok(days) => match (days.first(), days.last()) {
+            (Some(a), Some(b)) => (a.day_start_unix_ns, b.day_start_unix_ns + 86_400_000_000_000),
+            _ => (0, 0),
+        },
+        Err(_) => (0, 0),
+    };
+    Registration {
+        place: ctx.place.clone(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        ifaces: ctx.host.scheduler().map(|s| s.ifaces()).unwrap_or_default(),
+        retained_from_unix_ns: from,
+        retained_to_unix_ns: to,
+        joined_unix_ns: joined,
+        heartbeat_unix_ns: now_unix_ns(),
+        left,
+    }
+}
+
+/// Answers one request (or drops it: not for us, past its deadline, no reply subject).
+async fn answer(ctx: Arc<Ctx>, msg: Message) {
+    let Some(reply_to) = msg.reply.clone() else { return };
+    let limit = payload_limit(&ctx.client);
+    let bytes = match subjects::verb_of(&msg.subject) {
+        Some(Verb::Invoke) => handle(&ctx, &msg, limit, invoke).await,
+        Some(Verb::Run) => handle(&ctx, &msg, limit, run).await,
+        Some(Verb::Read) => handle(&ctx, &msg, limit, read).await,
+        None => return,
+    };
+    if let Some(bytes) = bytes
+        && let Err(e) = ctx.client.publish(reply_to, bytes.into()).await
+    {
+        warn!("fleet reply not sent: {e}");
+    }
+}
+
+/// Decodes a request, checks it is for this host and still awaited, runs `work` on the
+/// blocking pool, and encodes the reply within the payload limit.
+async fn handle<B, R, F>(ctx: &Arc<Ctx>, msg: &Message, limit: usize, work: F) -> Option<Vec<u8>>
+where
+    B: DeserializeOwned + Send + 'static,
+    R: Serialize + Send + 'static,
+    F: FnOnce(&Ctx, &Envelope<B>) -> Result<R, WireError> + Send + 'static,
+{
+    let envelope: Envelope<B> = match wire::decode(&msg.payload, limit) {
+        Ok(e) => e,
+        Err(e) => {
+            warn!(subject = %msg.subject, "fleet request dropped: {e}");
+            return None;
+        }
+    };
+    if !envelope.selector.matches(&ctx.place.host, &ctx.place.rack, &ctx.place.dc) {
+        return None;
+    }
+    if envelope.deadline_unix_ns < now_unix_ns() {
+        warn!(query = %envelope.query, "fleet request arrived after its deadline; dropped");
+        return None;
+    }
+    let query = envelope.query.clone();
+    let result = if envelope.v != WIRE_VERSION {
+        Err(WireError::new(
+            "version",
+            format!("this agent speaks fleet wire version {WIRE_VERSION}, the request {}", envelope.v),
+        ))
+    } else if let Ok(permit) = ctx.slots.try_acquire() {
+        let ctx2 = Arc::clone(ctx);
+        let outcome = tokio::task::spawn_blocking(move || work(&ctx2, &envelope)).await;
+        drop(permit);
+        outcome.unwrap_or_else(|e| Err(WireError::new("internal", format!("the request's task failed: {e}"))))
+    } else {
+        Err(WireError::new("busy", format!("{MAX_IN_FLIGHT} fleet requests already in flight on this host")))
+    };
+    let reply = Reply { v: WIRE_VERSION, query, place: ctx.place.clone(), result };
+    Some(wire::encode_reply(&reply, limit.saturating_sub(REPLY_HEADROOM)))
+}
+
+fn core_error(e: CoreError) -> WireError {
+    WireError::new(e.code(), e.to_string())
+}
+
+/// `invoke`: fetch the module by hash (once; the runtime keeps it compiled), run it over the
+/// range, answer its partial result.
+fn invoke(ctx: &Ctx, envelope: &Envelope<InvokeBody>) -> Result<InvokeReply, WireError> {
+    let body = &envelope.body;
+    let analyses = ctx.host.analyses().map_err(core_error)?;
+    let store = ctx.host.store();
+    // On the blocking pool, inside the runtime: the fetch may wait for the object store.
+    let rt = tokio::runtime::Handle::current();
+    let module = analyses
+        .fleet_module(store, &body.name, &body.sha256, || {
+            rt.block_on(modules::fetch(&ctx.js, &body.sha256)).map_err(|e| e.to_string())
+        })
+        .map_err(core_error)?;
+    let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)
+        .map_err(|e| WireError::new("bad_request", e.to_string()))?;
+    let partial = analyses.invoke_partial(store, &module, FLEET_TEAM, range, &body.params).map_err(core_error)?;
+    Ok(InvokeReply { partial: partial.bytes, elapsed_ns: partial.elapsed_ns })
+}
+
+/// `run`: a run on this host's interface from the common instant, answered once stored.
+fn run(ctx: &Ctx, envelope: &Envelope<RunBody>) -> Result<RunReply, WireError> {
+    let body = &envelope.body;
+    if body.samples > MAX_FLEET_SAMPLES {
+        return Err(WireError::new(
+            "bad_request",
+            format!("{} samples: a synchronized run has at most {MAX_FLEET_SAMPLES}", body.samples),
+        ));
+    }
+    let configured_before_start_ns = now_unix_ns() as i64 - body.start_unix_ns as i64;
+    let order = RunOrder {
+        iface: body.iface.clone(),
+        interval: Duration::from_nanos(body.interval_ns),
+        samples: body.samples,
+        start_unix_ns: Some(body.start_unix_ns),
+    };
+    // The run's own length plus room to store it; never past the asker's deadline by much.
+    let wait = order.duration_from_now().min(MAX_START_AHEAD * 2) + Duration::from_secs(10);
+    let view = ctx.host.start_run(&order, wait).map_err(core_error)?;
+    Ok(RunReply {
+        run_id: view.id,
+        iface: view.iface,
+        start_unix_ns: view.start_unix_ns,
+        interval_ns: view.interval_ns,
+        samples: view.samples,
+        in_bytes: view.metrics.in_bytes,
+        out_bytes: view.metrics.out_bytes,
+        clock: view.clock,
+        configured_before_start_ns,
+    })
+}
+
+/// `read`: a stored run or a range's aggregated stacks, as this host's own API would answer
+/// them (a reply over the payload limit becomes `too_large`, naming the sizes).
+fn read(ctx: &Ctx, envelope: &Envelope<ReadBody>) -> Result<ReadReply, WireError> {
+    match envelope.body {
+        ReadBody::Run { id } => {
+            let view = ctx.host.show_run(loupe_store::RunId(id), false).map_err(core_error)?;
+            Ok(ReadReply::Run(view))
+        }
+        ReadBody::Profile { from_unix_ns, to_unix_ns, kind } => {
+            let range = loupe_store::TimeRange::new(from_unix_ns, to_unix_ns)
+                .map_err(|e| WireError::new("bad_range", e.to_string()))?;
+            let query = loupe_store::ProfileQuery { kind, ..loupe_store::ProfileQuery::range(range) };
+            let profile = ctx.host.profile(&query).map_err(core_error)?;
+            Ok(ReadReply::Profile(profile))
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! The fleet door: Loupe agents joined over NATS, an existing, proven messaging system, so a
+//! fleet is not a home-made cluster. Data stays on each host; an analysis travels to the data
+//! and only small partial answers come back, merged in the sandbox by whoever asked.
+//!
+//! - [`subjects`]: the subjects by scope (all / dc / rack / host) and the names in them.
+//! - [`wire`]: requests and replies (MessagePack), bounded both ways.
+//! - [`registry`]: each agent's registration in a JetStream key-value bucket, with heartbeats.
+//! - [`modules`]: analyses shipped by content hash through JetStream's object store.
+//! - [`gather`]: publish once, collect every expected reply or stop at the deadline.
+//! - [`agent`]: the agent's side — registration, answering `invoke`, `run` and `read`.
+//! - [`coordinator`]: the asking side — `fleet hosts`, `fleet run`, `fleet invoke`, a host's
+//!   stored run or profile — used by
+//!   the CLI (`loupe fleet … --nats URL`) and by the HTTP API of any agent in the fleet.
+//!
+//! `docs/fleet.md` has the subjects, the merge contract, the failure behaviour and the numbers.
+
+pub mod agent;
+pub mod coordinator;
+pub mod gather;
+pub mod modules;
+pub mod registry;
+pub mod subjects;
+pub mod wire;
+
+use std::{path::PathBuf, time::Duration};
+
+pub use agent::FleetAgent;
+pub use coordinator::{Coordinator, InvokeOrder, RunOrderFleet, merge_with};
+pub use subjects::Selector;
+
+/// What went wrong talking to the fleet.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// NATS itself: unreachable, JetStream missing, a bucket refused.
+    #[error("fleet bus: {0}")]
+    Bus(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
+    BadRequest(String),
+    /// A host answered with an error of its own (`not_found`, `too_large`, …).
+    #[error("host {host}: {message}")]
+    Remote { host: String, code: String, message: String },
+    /// The local analysis runtime (merging) failed.
+    #[error("{0}")]
+    Core(#[from] loupe_core::CoreError),
+}
+
+/// How to reach the fleet.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    /// `nats://host:4222` (several, comma-separated, for a cluster).
+    pub url: String,
+    /// A NATS credentials file (JWT + nkey seed), for servers that require one.
+    pub creds: Option<PathBuf>,
+    /// The client's name as the server lists it.
+    pub name: String,
+}
+
+/// NATS's own default, used until the server said otherwise.
+const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
+
+/// Connects; with `retry`, returns at once and keeps trying in the background (an agent starts
+/// whether or not NATS is up), otherwise fails after a few seconds with the reason. Either way
+/// a lost connection is re-established (at most a second apart) and subscriptions resume.
+pub async fn connect(conn: &Connection, retry: bool) -> Result<async_nats::Client, FleetError> {
+    let mut options = async_nats::ConnectOptions::new()
+        .name(&conn.name)
+        .connection_timeout(Duration::from_secs(3))
+        .max_reconnects(None)
+        .reconnect_delay_callback(|attempts| Duration::from_millis((100 * attempts as u64).min(1_000)))
+        .event_callback(|event| async move {
+            match event {
+                async_nats::Event::Connected => tracing::info!("fleet: connected to NATS"),
+                async_nats::Event::Disconnected => tracing::warn!("fleet: disconnected from NATS; reconnecting"),
+                other => tracing::debug!("fleet: {other}"),
+            }
+        });
+    if let Some(creds) = &conn.creds {
+        options = options
+            .credentials_file(creds)
+            .await
+            .map_err(|e| FleetError::Bus(format!("reading NATS credentials {}: {e}", creds.display())))?;
+    }
+    if retry {
+        options = options.retry_on_initial_connect();
+    }
+    let urls: Vec<&str> = conn.url.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
+    let addrs: Vec<async_nats::ServerAddr> = urls
+        .iter()
+        .map(|u| u.parse().map_err(|e| FleetError::BadRequest(format!("NATS URL {u:?}: {e}"))))
+        .collect::<Result<_, _>>()?;
+    options
+        .connect(addrs)
+        .await
+        .map_err(|e| FleetError::Bus(format!("connecting to NATS at {} (is nats-server running?): {e}", conn.url)))
+}
+
+/// The largest message the server accepts.
+pub fn payload_limit(client: &async_nats::Client) -> usize {
+    match client.server_info().max_payload {
+        0 => DEFAULT_MAX_PAYLOAD,
+        n => n,
+    }
+}

@@ -1,0 +1,130 @@
+//! Analyses travel to the hosts by content: a module is put once into the fleet's JetStream
+//! object store under its SHA-256, a query names the hash, and each host fetches and compiles
+//! it once (the analysis runtime caches compiled modules by hash). No message-size limit applies
+//! to a module (the object store chunks it), and a host can check that what it fetched is what
+//! was asked for. The catalog bucket maps an analysis' name to the hash last shipped under it,
+//! so `loupe fleet invoke NAME` works from any machine that can reach NATS.
+
+use async_nats::jetstream::{self, kv, object_store};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+
+use super::FleetError;
+use loupe_api::{clock::now_unix_ns, formats::hex};
+
+/// Object store of modules, named by SHA-256 (hex).
+pub const OBJECTS: &str = "loupe-analyses";
+/// Name → last shipped module.
+pub const CATALOG: &str = "loupe-catalog";
+/// Largest module a host fetches (the HTTP upload limit is the same order).
+pub const MAX_MODULE_BYTES: u64 = 64 << 20;
+
+/// A catalog entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogEntry {
+    pub name: String,
+    pub sha256: String,
+    pub size: u64,
+    pub shipped_unix_ns: u64,
+    /// The host (or `cli`) that shipped it.
+    pub shipped_by: String,
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(&Sha256::digest(bytes))
+}
+
+async fn objects(js: &jetstream::Context) -> Result<object_store::ObjectStore, FleetError> {
+    if let Ok(os) = js.get_object_store(OBJECTS).await {
+        return Ok(os);
+    }
+    js.create_object_store(object_store::Config {
+        bucket: OBJECTS.into(),
+        description: Some("Loupe analysis modules by SHA-256".into()),
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| FleetError::Bus(format!("creating the object store {OBJECTS}: {e}")))
+}
+
+async fn catalog(js: &jetstream::Context) -> Result<kv::Store, FleetError> {
+    if let Ok(store) = js.get_key_value(CATALOG).await {
+        return Ok(store);
+    }
+    js.create_key_value(kv::Config { bucket: CATALOG.into(), history: 1, ..Default::default() })
+        .await
+        .map_err(|e| FleetError::Bus(format!("creating the key-value bucket {CATALOG}: {e}")))
+}
+
+/// Puts a module into the object store unless it is there already, records it in the catalog
+/// under `name`, and returns its hash.
+pub async fn ship(js: &jetstream::Context, name: &str, bytes: &[u8], by: &str) -> Result<String, FleetError> {
+    let sha = sha256_hex(bytes);
+    let os = objects(js).await?;
+    let present = matches!(os.info(&sha).await, Ok(info) if info.size as u64 == bytes.len() as u64 && !info.deleted);
+    if !present {
+        let mut reader = bytes;
+        os.put(sha.as_str(), &mut reader)
+            .await
+            .map_err(|e| FleetError::Bus(format!("putting module {sha} into {OBJECTS}: {e}")))?;
+    }
+    let entry = CatalogEntry {
+        name: name.into(),
+        sha256: sha.clone(),
+        size: bytes.len() as u64,
+        shipped_unix_ns: now_unix_ns(),
+        shipped_by: by.into(),
+    };
+    catalog(js)
+        .await?
+        .put(name, serde_json::to_vec(&entry).expect("a catalog entry encodes").into())
+        .await
+        .map_err(|e| FleetError::Bus(format!("recording {name} in {CATALOG}: {e}")))?;
+    Ok(sha)
+}
+
+/// The module last shipped under `name`.
+pub async fn lookup(js: &jetstream::Context, name: &str) -> Result<CatalogEntry, FleetError> {
+    let missing = || {
+        FleetError::NotFound(format!(
+            "no analysis named {name} was shipped to the fleet: invoke it once through an agent that has it \
+             (POST /api/v1/fleet/invoke), or give the module with --wasm FILE"
+        ))
+    };
+    let bytes = catalog(js)
+        .await?
+        .get(name)
+        .await
+        .map_err(|e| FleetError::Bus(format!("reading {CATALOG}: {e}")))?
+        .ok_or_else(missing)?;
+    if bytes.len() > 64 << 10 {
+        return Err(missing());
+    }
+    serde_json::from_slice(&bytes).map_err(|e| FleetError::Bus(format!("catalog entry for {name} not understood: {e}")))
+}
+
+/// Fetches a module by hash, refusing one larger than [`MAX_MODULE_BYTES`] or whose bytes do
+/// not hash to `sha` (a corrupted or substituted object).
+pub async fn fetch(js: &jetstream::Context, sha: &str) -> Result<Vec<u8>, FleetError> {
+    let os = objects(js).await?;
+    let mut object = os
+        .get(sha)
+        .await
+        .map_err(|e| FleetError::NotFound(format!("module {sha} is not in the fleet's object store {OBJECTS}: {e}")))?;
+    let size = object.info().size as u64;
+    if size > MAX_MODULE_BYTES {
+        return Err(FleetError::TooLarge(format!("module {sha} is {size} bytes, over {MAX_MODULE_BYTES}")));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    (&mut object)
+        .take(MAX_MODULE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| FleetError::Bus(format!("reading module {sha}: {e}")))?;
+    let got = sha256_hex(&bytes);
+    if got != sha {
+        return Err(FleetError::Bus(format!("module {sha} read back as {got}: refusing it")));
+    }
+    Ok(bytes)
+}

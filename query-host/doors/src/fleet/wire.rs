@@ -1,0 +1,192 @@
+//! What travels on the fleet's subjects: a request [`Envelope`] and a [`Reply`], MessagePack.
+//!
+//! Every message comes from another program on another host, so each is decoded with the
+//! nesting cap of [`loupe_api::formats::msgpack`] after its size was checked against the server's
+//! payload limit, and a reply is checked against that limit *before* it is sent: NATS drops an
+//! oversized publish, which the asking side would only see as a missing host at its deadline.
+//! An oversized answer is therefore replaced by a small error reply that says so.
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use super::subjects::Selector;
+use loupe_api::{formats::msgpack, model::FleetPlace};
+
+/// Bumped when a message's shape changes; an agent refuses a version it does not speak.
+pub const WIRE_VERSION: u32 = 1;
+
+/// A request to every selected host.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Envelope<B> {
+    pub v: u32,
+    /// The coordinator's id for this query (in logs on both sides).
+    pub query: String,
+    /// Unix ns after which the answer is no longer awaited: an agent that receives the request
+    /// later (it was partitioned, or queued) drops it rather than work for nobody.
+    pub deadline_unix_ns: u64,
+    /// Only hosts it matches answer.
+    pub selector: Selector,
+    pub body: B,
+}
+
+/// `invoke`: run a module next to this host's data.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InvokeBody {
+    /// The analysis' name (for logs and errors) and the SHA-256 (hex) of its module in the
+    /// fleet's object store.
+    pub name: String,
+    pub sha256: String,
+    pub from_unix_ns: u64,
+    pub to_unix_ns: u64,
+    /// Parameters as JSON values, checked by the host against the module's description.
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `invoke`'s answer: the partial result, encoded by the analysis runtime.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InvokeReply {
+    #[serde(with = "serde_bytes")]
+    pub partial: Vec<u8>,
+    /// Time the analysis ran on the host, ns.
+    pub elapsed_ns: u64,
+}
+
+/// `run`: a synchronized run starting at a common instant.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunBody {
+    /// The interface; the agent's only one when absent.
+    pub iface: Option<String>,
+    pub interval_ns: u64,
+    pub samples: u32,
+    pub start_unix_ns: u64,
+}
+
+/// `run`'s answer: the stored run's id and the series the rack view draws.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunReply {
+    pub run_id: u64,
+    pub iface: String,
+    pub start_unix_ns: u64,
+    pub interval_ns: u64,
+    pub samples: u32,
+    pub in_bytes: Vec<u64>,
+    pub out_bytes: Vec<u64>,
+    pub clock: Option<loupe_api::model::ClockView>,
+    pub configured_before_start_ns: i64,
+}
+
+/// `read`: what one host has stored, for the fleet view's "open this host's window".
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ReadBody {
+    /// A stored run, by id.
+    Run { id: u64 },
+    /// The stack samples of a range, aggregated (the asker builds the flame graph: a tree
+    /// would arrive nested as deep as the stacks, past the wire's nesting cap). `kind` says
+    /// which: CPU samples (counts), or waits off the CPU (ns waited); absent from an older
+    /// asker, it means CPU samples.
+    Profile {
+        from_unix_ns: u64,
+        to_unix_ns: u64,
+        #[serde(default)]
+        kind: loupe_store::SampleKind,
+    },
+}
+
+/// `read`'s answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ReadReply {
+    Run(loupe_api::model::RunView),
+    Profile(loupe_store::Profile),
+}
+
+/// Why a host could not answer: a stable code and words for people.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    pub code: String,
+    pub message: String,
+}
+
+impl WireError {
+    pub fn new(code: &str, message: impl Into<String>) -> WireError {
+        WireError { code: code.into(), message: message.into() }
+    }
+}
+
+/// One host's answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Reply<R> {
+    pub v: u32,
+    pub query: String,
+    pub place: FleetPlace,
+    pub result: Result<R, WireError>,
+}
+
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    rmp_serde::to_vec_named(value).expect("fleet messages are plain data and always encode")
+}
+
+/// Decodes a message of at most `limit` bytes (the server's max payload).
+pub fn decode<T: DeserializeOwned>(bytes: &[u8], limit: usize) -> Result<T, String> {
+    if bytes.len() > limit {
+        return Err(format!("message of {} bytes exceeds the {limit}-byte limit", bytes.len()));
+    }
+    msgpack::from_slice(bytes).map_err(|e| format!("undecodable fleet message: {e}"))
+}
+
+/// A reply that fits in `limit` bytes: `reply` encoded, or, if that is larger, an error reply
+/// naming both sizes (`too_large`), which always fits.
+pub fn encode_reply<R: Serialize>(reply: &Reply<R>, limit: usize) -> Vec<u8> {
+    let bytes = encode(reply);
+    if bytes.len() <= limit {
+        return bytes;
+    }
+    let refusal: Reply<()> = Reply {
+        v: reply.v,
+        query: reply.query.clone(),
+        place: reply.place.clone(),
+        result: Err(WireError::new(
+            "too_large",
+            format!(
+                "the answer is {} bytes, over the fleet's {limit}-byte message limit: narrow the range or the \
+                 selection, or aggregate more in the analysis' run()",
+                bytes.len()
+            ),
+        )),
+    };
+    encode(&refusal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place() -> FleetPlace {
+        FleetPlace { host: "h1".into(), rack: "r1".into(), dc: "d1".into() }
+    }
+
+    #[test]
+    fn an_oversized_reply_becomes_a_refusal_that_names_the_sizes() {
+        let reply = Reply {
+            v: WIRE_VERSION,
+            query: "q".into(),
+            place: place(),
+            result: Ok(InvokeReply { partial: vec![7; 10_000], elapsed_ns: 1 }),
+        };
+        let fits = encode_reply(&reply, 1 << 20);
+        let back: Reply<InvokeReply> = decode(&fits, 1 << 20).unwrap();
+        assert_eq!(back.result.unwrap().partial.len(), 10_000);
+        let refused = encode_reply(&reply, 4_000);
+        assert!(refused.len() <= 4_000);
+        let back: Reply<InvokeReply> = decode(&refused, 1 << 20).unwrap();
+        let err = back.result.unwrap_err();
+        assert_eq!(err.code, "too_large");
+        assert!(err.message.contains("4000-byte"), "{}", err.message);
+        assert_eq!(back.place, place());
+    }
+
+    #[test]
+    fn hostile_messages_are_errors() {
+        assert!(decode::<Envelope<InvokeBody>>(&[0x91; 100_000], 1 << 20).unwrap_err().contains("undecodable"));
+        assert!(decode::<Envelope<InvokeBody>>(&[0; 2_000_000], 1 << 20).unwrap_err().contains("exceeds"));
+        assert!(decode::<Envelope<InvokeBody>>(b"\xde\xff\xff", 1 << 20).is_err());
+    }
+}

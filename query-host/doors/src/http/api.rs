@@ -1,0 +1,149 @@
+//! Read routes and on-demand runs: parse, call the core, render. The JSON is the CLI's:
+//! `runs list --json`, `runs show --json`, `profile --json`.
+
+use std::{str::FromStr, sync::Arc};
+
+use axum::{
+    extract::{Path, State},
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use loupe_api::wire::http::{DEFAULT_FREQUENCY, ListQuery, ProfileParams, ShowQuery, StartRun, StartedRun};
+use loupe_store::RunId;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::{
+    AppState,
+    auth::Caller,
+    blocking,
+    error::ApiError,
+    extract::{ApiJson, ApiQuery, Range, RangeQuery},
+    negotiate::Format,
+};
+use loupe_api::model::{DayView, ErrorBody, Health, ProfileView, RunListEntry, RunView, StatsView};
+use loupe_core::{CoreError, profiles::pprof_of};
+
+pub fn routes() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(days))
+        .routes(routes!(stats))
+        .routes(routes!(list_runs, start_run))
+        .routes(routes!(get_run))
+        .routes(routes!(profile))
+        .routes(routes!(profile_pprof))
+        .routes(routes!(pids))
+}
+
+/// Liveness and what this server is. Needs no token.
+#[utoipa::path(get, path = "/api/v1/health", tag = "host", security(()), responses((status = 200, body = Health)))]
+async fn health(State(state): State<Arc<AppState>>, fmt: Format) -> Response {
+    fmt.reply(&state.host.health(!state.no_auth, state.fleet.as_ref().map(|f| f.place.clone())))
+}
+
+/// Retained days: runs by interval, stack samples, bytes.
+#[utoipa::path(get, path = "/api/v1/days", tag = "host", responses((status = 200, body = Vec<DayView>), (status = 401, body = ErrorBody)))]
+async fn days(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format) -> Result<Response, ApiError> {
+    Ok(fmt.reply(&blocking(&state, |host| host.days()).await?))
+}
+
+/// Store totals (running counters, no scan) and the retention cap.
+#[utoipa::path(get, path = "/api/v1/stats", tag = "host", responses((status = 200, body = StatsView), (status = 401, body = ErrorBody)))]
+async fn stats(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format) -> Result<Response, ApiError> {
+    Ok(fmt.reply(&blocking(&state, |host| host.stats()).await?))
+}
+
+/// Runs that started in a range, oldest first.
+#[utoipa::path(get, path = "/api/v1/runs", tag = "runs", params(RangeQuery, ListQuery), responses((status = 200, body = Vec<RunListEntry>), (status = 400, body = ErrorBody)))]
+async fn list_runs(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    Range(range): Range,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    let filter = q.filter(range)?;
+    Ok(fmt.reply(&blocking(&state, move |host| host.list_runs(&filter)).await?))
+}
+
+/// One run with its per-slot series: `loupe runs show --json`.
+#[utoipa::path(get, path = "/api/v1/runs/{id}", tag = "runs", params(("id" = u64, Path, description = "Run id"), ShowQuery), responses((status = 200, body = RunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn get_run(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<ShowQuery>,
+) -> Result<Response, ApiError> {
+    let id = RunId::from_str(&id).map_err(|_| CoreError::BadId(id))?;
+    Ok(fmt.reply(&blocking(&state, move |host| host.show_run(id, q.per_cpu)).await?))
+}
+
+/// Starts an on-demand run on the agent and answers with its id once it is stored (a run of
+/// 2000 × 10 ms takes 20 s); a run that outlasts the request timeout answers 408 and is stored
+/// when it ends. Only on a collecting agent (409 under `loupe serve`).
+#[utoipa::path(post, path = "/api/v1/runs", tag = "runs", request_body = StartRun, responses((status = 201, body = StartedRun), (status = 400, body = ErrorBody), (status = 408, body = ErrorBody), (status = 409, body = ErrorBody), (status = 507, body = ErrorBody)))]
+async fn start_run(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    ApiJson(body): ApiJson<StartRun>,
+) -> Result<Response, ApiError> {
+    let order = body.order()?;
+    let wait = state.request_timeout;
+    let view = blocking(&state, move |host| host.start_run(&order, wait)).await?;
+    let started = StartedRun {
+        id: view.id,
+        iface: view.iface,
+        start_unix_ns: view.start_unix_ns,
+        interval_ns: view.interval_ns,
+        samples: view.samples,
+    };
+    Ok((StatusCode::CREATED, fmt.reply(&started)).into_response())
+}
+
+/// A profile over a range: `loupe profile --json` (functions and flame graph).
+#[utoipa::path(get, path = "/api/v1/profile", tag = "profiles", params(RangeQuery, ProfileParams), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn profile(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    Range(range): Range,
+    ApiQuery(p): ApiQuery<ProfileParams>,
+) -> Result<Response, ApiError> {
+    let q = p.query(range);
+    let min_share = p.min_share.unwrap_or(0.0);
+    Ok(fmt.reply(&blocking(&state, move |host| host.profile_view(&q, min_share)).await?))
+}
+
+/// The same profile as gzipped pprof (`go tool pprof` reads it).
+#[utoipa::path(get, path = "/api/v1/profile/pprof", tag = "profiles", params(RangeQuery, ProfileParams), responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn profile_pprof(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    Range(range): Range,
+    ApiQuery(p): ApiQuery<ProfileParams>,
+) -> Result<Response, ApiError> {
+    let q = p.query(range);
+    let frequency = p.frequency.unwrap_or(DEFAULT_FREQUENCY);
+    let bytes = blocking(&state, move |host| pprof_of(&host.profile(&q)?, q.kind, q.range, frequency)).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream"),
+            (header::CONTENT_DISPOSITION, "attachment; filename=\"loupe.pb.gz\""),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// PIDs with samples in a range.
+#[utoipa::path(get, path = "/api/v1/pids", tag = "profiles", params(RangeQuery), responses((status = 200, body = Vec<u32>), (status = 400, body = ErrorBody)))]
+async fn pids(
+    State(state): State<Arc<AppState>>,
+    _caller: Caller,
+    fmt: Format,
+    Range(range): Range,
+) -> Result<Response, ApiError> {
+    Ok(fmt.reply(&blocking(&state, move |host| host.pids(range)).await?))
+}
