@@ -4,28 +4,20 @@
 // nats-server (scripts/setup installs it); elsewhere it skips with one line (never in CI).
 //
 // Env: LOUPE_BIN, LOUPE_RACK_DEMO_BIN (default ../target/release/{loupe,loupe-rack-demo},
-// honouring CARGO_TARGET_DIR), CHROMIUM (default /usr/bin/chromium).
+// honouring CARGO_TARGET_DIR), CHROMIUM (default /usr/bin/chromium), LOUPE_E2E_STATIC=1 (as for
+// run.mjs: the page from web-ui/dist, the API proxied to host 0's agent). Shares e2e/harness.mjs.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { loadTs } from '../test/load-ts.mjs';
-import { parseJsonBig, shoot } from './shared.mjs';
+import { CHROMIUM, CHROMIUM_ARGS, LOUPE, SHOTS, countText as count, goTo, parseJsonBig, releaseBin, serveDist, shoot } from './harness.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '..', '..');
-const targetDir = process.env.CARGO_TARGET_DIR ? resolve(process.env.CARGO_TARGET_DIR) : join(repo, 'target');
-const LOUPE = process.env.LOUPE_BIN ?? join(targetDir, 'release', 'loupe');
-const RACK_DEMO = process.env.LOUPE_RACK_DEMO_BIN ?? join(targetDir, 'release', 'loupe-rack-demo');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const SHOTS = join(here, 'screenshots');
+const RACK_DEMO = releaseBin('LOUPE_RACK_DEMO_BIN', 'loupe-rack-demo');
 const HOSTS = 3;
-const { count } = await loadTs('format.ts'); // the UI's own number formatting
 
 function skipReason() {
   if (process.getuid?.() !== 0) return 'needs root (network namespaces, tc programs)';
@@ -45,7 +37,9 @@ if (skip) {
 let demo;
 let demoLog = '';
 let dir;
-let ui;
+let ui; // host 0's agent: its API (and its page)
+let pageBase; // where the page is: `ui`, or with LOUPE_E2E_STATIC=1 web-ui/dist served by the test
+let staticServer;
 let token;
 let readyAt; // ns, when the demo said it was ready
 let context;
@@ -76,10 +70,8 @@ async function newPage() {
   return page;
 }
 
-async function go(page, hash) {
-  if (!page.url().startsWith(ui)) await page.goto(`${ui}/${hash}`);
-  else await page.evaluate((h) => ((window.__loupe.ready = false), (location.hash = h)), hash);
-  await page.waitForFunction(() => window.__loupe && window.__loupe.ready === true, null, { timeout: 60_000 });
+function go(page, hash) {
+  return goTo(pageBase, page, hash);
 }
 
 before(async () => {
@@ -103,6 +95,11 @@ before(async () => {
     });
   }));
   readyAt = BigInt(Date.now()) * 1_000_000n;
+  pageBase = ui;
+  if (process.env.LOUPE_E2E_STATIC === '1') {
+    ({ url: pageBase, server: staticServer } = await serveDist(ui));
+    console.log(`# LOUPE_E2E_STATIC=1: page from web-ui/dist on ${pageBase}, API ${ui}`);
+  }
   // Every agent registered, and some stack samples stored (batches are written every few seconds).
   for (let i = 0; i < 60; i++) {
     const hosts = await api('/api/v1/fleet/hosts?rack=demo').catch(() => null);
@@ -112,13 +109,14 @@ before(async () => {
   context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: CHROMIUM_ARGS,
   });
   for (const p of context.pages()) await p.close();
 });
 
 after(async () => {
   await context?.close().catch(() => {});
+  staticServer?.close();
   if (demo) {
     demo.removeAllListeners('exit');
     const exited = new Promise((r) => demo.once('exit', r));

@@ -5,6 +5,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { h } from './dom';
 import { si } from './format';
+import { themeColor } from './palette';
 
 export interface SeriesSpec {
   label: string;
@@ -28,22 +29,9 @@ export interface ChartSpec {
   bands?: Band[];
 }
 
-const colorCache = new Map<string, string>();
-window.addEventListener('loupe:theme', () => colorCache.clear());
-
-/** A CSS custom property of the current theme (cached until the theme changes). */
-export function cssVar(name: string, fallback: string): string {
-  let v = colorCache.get(name);
-  if (v === undefined) {
-    v = getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
-    colorCache.set(name, v);
-  }
-  return v;
-}
-
 /** A colour uPlot evaluates at each draw, so a theme change only needs a redraw. */
-function themed(name: string, fallback: string): () => string {
-  return () => cssVar(name, fallback);
+function themed(name: string): () => string {
+  return () => themeColor(name);
 }
 
 const SERIES_COLORS = ['--series-1', '--series-2', '--series-3', '--series-4', '--series-5', '--series-6'];
@@ -97,8 +85,8 @@ export class ChartGroup {
   }
 
   add(target: HTMLElement, spec: ChartSpec, width: number): uPlot {
-    const fg = themed('--fg-muted', '#666');
-    const grid = themed('--grid', 'rgba(0,0,0,0.08)');
+    const fg = themed('--fg-muted');
+    const grid = themed('--grid');
     const unit = spec.series[0]?.unit ?? '';
     const bands = spec.bands ?? [];
     let firstDraw = true;
@@ -119,7 +107,7 @@ export class ChartGroup {
         { label: 'time', value: (_u, v) => (v == null ? '–' : spec.xValue ? spec.xValue(v) : `${v} s`) },
         ...spec.series.map((s, i) => ({
           label: s.label,
-          stroke: themed(SERIES_COLORS[i % SERIES_COLORS.length], '#2563eb'),
+          stroke: themed(SERIES_COLORS[i % SERIES_COLORS.length]),
           width: 1,
           points: { show: spec.xs.length <= 200 },
           value: (_u: uPlot, v: number | null) => (v == null ? '–' : withUnit(v, s.unit)),
@@ -153,7 +141,7 @@ export class ChartGroup {
               const x0 = u.valToPos(b.from, 'x', true);
               const x1 = u.valToPos(b.to, 'x', true);
               if (x1 < u.bbox.left || x0 > u.bbox.left + u.bbox.width) continue;
-              ctx.fillStyle = b.kind === 'burst' ? cssVar('--band-burst', 'rgba(220,38,38,0.18)') : cssVar('--band-stall', 'rgba(100,116,139,0.25)');
+              ctx.fillStyle = b.kind === 'burst' ? themeColor('--band-burst') : themeColor('--band-stall');
               const l = Math.max(u.bbox.left, x0);
               const r = Math.min(u.bbox.left + u.bbox.width, x1);
               ctx.fillRect(l, top, Math.max(r - l, 2 * (window.devicePixelRatio || 1)), height);

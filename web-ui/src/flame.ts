@@ -8,6 +8,7 @@
 import { h } from './dom';
 import { count, duration, percent } from './format';
 import { flattenTree } from './flametree';
+import { themeColor } from './palette';
 import type { FlameNode } from './types';
 
 const ROW = 18;
@@ -624,6 +625,8 @@ function themeColors(): FlameColors {
   const dark = document.documentElement.dataset.resolvedTheme === 'dark';
   const key = dark ? 'dark' : 'light';
   if (cached && cached.key === key) return cached.colors;
+  // The frames' warm hues and their greys are the flame graph's own, generated here: not the
+  // page's palette (style.css), of which only the focus outline (the link colour) is used.
   const palette: string[] = [];
   for (let i = 0; i < PALETTE; i++) {
     // Warm hues (red → yellow), as flame graphs are read.
@@ -638,8 +641,9 @@ function themeColors(): FlameColors {
     highlight: dark ? 'hsl(190 85% 50%)' : 'hsl(195 90% 62%)',
     dimmed: dark ? 'hsl(220 8% 26%)' : 'hsl(220 10% 86%)',
     dimmedText: dark ? 'hsl(220 8% 62%)' : 'hsl(220 8% 40%)',
+    // Labels on those hues: not --fg (lighter in the dark theme, for the darker frames).
     text: dark ? '#f4f4f5' : '#1b1b1f',
-    focus: dark ? '#93c5fd' : '#1d4ed8',
+    focus: themeColor('--link'),
   };
   cached = { key, colors };
   return colors;

@@ -115,7 +115,7 @@ export class Heatmap {
 
   private buildLut(): void {
     const dark = document.documentElement.dataset.resolvedTheme === 'dark';
-    // A perceptual ramp (dark blue → teal → yellow), like viridis.
+    // A perceptual ramp (dark blue → teal → yellow), like viridis: the heatmap's own, in both themes.
     const stops: [number, number, number][] = [
       [68, 1, 84],
       [59, 82, 139],
@@ -131,7 +131,7 @@ export class Heatmap {
       for (let c = 0; c < 3; c++) this.lut[i * 4 + c] = stops[a][c] + (stops[b][c] - stops[a][c]) * f;
       this.lut[i * 4 + 3] = 255;
     }
-    // Index 0 is reserved for zero: the page background, nearly.
+    // Index 0 is reserved for zero: the page background, nearly (a shade of its own, not style.css's).
     const zero = dark ? [24, 24, 27] : [241, 242, 244];
     this.lut.set([...zero, 255], 0);
   }

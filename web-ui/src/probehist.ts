@@ -3,11 +3,11 @@
 // functions, so their shapes compare, each as tall as its calls per log-width (probes.ts:
 // histBars); hover (or focus and ←/→) names a bucket and its calls.
 
-import { cssVar } from './charts';
 import { h } from './dom';
 import { count, duration, percent } from './format';
 import { barAt, histBars, histTicks, type Bar, type Bucket } from './probes';
 import { lagText } from './timeline';
+import { themeColor } from './palette';
 
 const H = 96;
 const AXIS_H = 16;
@@ -84,7 +84,7 @@ export class Histogram {
     const ticks = histTicks(this.domain);
     const [d0, d1] = this.domain;
     const xOf = (v: number) => (Math.log(v / d0) / Math.log(d1 / d0)) * W;
-    ctx.strokeStyle = cssVar('--grid', 'rgba(0,0,0,0.08)');
+    ctx.strokeStyle = themeColor('--grid');
     ctx.lineWidth = 1;
     ctx.beginPath();
     for (const v of ticks) {
@@ -95,7 +95,7 @@ export class Histogram {
     ctx.moveTo(0, base + 0.5);
     ctx.lineTo(W, base + 0.5);
     ctx.stroke();
-    ctx.fillStyle = cssVar('--fg-muted', '#5b5f6a');
+    ctx.fillStyle = themeColor('--fg-muted');
     ctx.font = '10px system-ui, sans-serif';
     ctx.textBaseline = 'top';
     let lastRight = -Infinity;
@@ -109,7 +109,7 @@ export class Histogram {
     }
 
     // Bars: one path; the hovered one outlined.
-    ctx.fillStyle = cssVar('--series-1', '#2563eb');
+    ctx.fillStyle = themeColor('--series-1');
     ctx.beginPath();
     for (const b of this.bars) {
       const y = base - b.h * plotH;
@@ -119,7 +119,7 @@ export class Histogram {
     ctx.fill();
     const hb = this.bars.find((b) => b.index === this.hover);
     if (hb) {
-      ctx.strokeStyle = cssVar('--fg', '#1b1b1f');
+      ctx.strokeStyle = themeColor('--fg');
       ctx.lineWidth = 1.5;
       const y = base - hb.h * plotH;
       ctx.strokeRect(hb.x0 - 1, y - 1, Math.max(2, hb.x1 - hb.x0) + 2, base - y + 1);

@@ -10,6 +10,7 @@ import { h } from './dom';
 import { count } from './format';
 import { str } from './json';
 import { rfc3339 } from './time';
+import { themeColor } from './palette';
 import {
   barSpan,
   hitTest,
@@ -53,15 +54,13 @@ interface Palette {
 }
 
 function palette(): Palette {
-  const cs = getComputedStyle(document.documentElement);
-  const v = (n: string, d: string) => cs.getPropertyValue(n).trim() || d;
   return {
-    slots: Array.from({ length: SLOTS }, (_, i) => v(`--tl-${i}`, '#888')),
-    grid: v('--grid', 'rgba(0,0,0,.08)'),
-    text: v('--fg-muted', '#555'),
-    laneBg: v('--bg-sunken', '#f1f2f4'),
-    focus: v('--focus', '#2563eb'),
-    fg: v('--fg', '#111'),
+    slots: Array.from({ length: SLOTS }, (_, i) => themeColor(`--tl-${i}`)),
+    grid: themeColor('--grid'),
+    text: themeColor('--fg-muted'),
+    laneBg: themeColor('--bg-sunken'),
+    focus: themeColor('--focus'),
+    fg: themeColor('--fg'),
   };
 }
 

@@ -8,7 +8,8 @@ import { bytes, count, duration } from '../format';
 import { RawNumber, str, toJson } from '../json';
 import type { ViewCtx } from '../view';
 import type { InvokeRequest, InvokeResponse, ParamSpec, SeriesOut, Udf, Uploaded } from '../types';
-import { parseTimeInput, rfc3339, timeForInput } from '../time';
+import { parseTimeInput, rfc3339 } from '../time';
+import { timeInput } from '../rangeform';
 import { errorBox, loading, tableWrap } from '../ui';
 import { functionsTable, renderFlame } from './profile';
 
@@ -196,8 +197,8 @@ function paramInput(p: ParamSpec): HTMLInputElement {
 function invokePanel(udf: Udf, ctx: ViewCtx): HTMLElement {
   const d = udf.description;
   const inputs = d.params.map((p) => ({ p, input: paramInput(p) }));
-  const fromIn = h('input', { type: 'text', id: 'invoke-from', value: timeForInput(ctx.query.get('from')), placeholder: 'the beginning', spellcheck: 'false', class: 'time-input' });
-  const toIn = h('input', { type: 'text', id: 'invoke-to', value: timeForInput(ctx.query.get('to')), placeholder: 'now', spellcheck: 'false', class: 'time-input' });
+  const fromIn = timeInput('invoke-from', ctx.query.get('from'), 'the beginning');
+  const toIn = timeInput('invoke-to', ctx.query.get('to'), 'now');
   const result = h('div', { id: 'invoke-result', 'aria-live': 'polite' });
   const runBtn = h('button', { type: 'submit', class: 'primary', id: 'invoke-run' }, 'Run');
   const formError = h('p', { class: 'form-error', role: 'alert' });

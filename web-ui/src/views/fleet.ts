@@ -14,6 +14,7 @@ import type { ViewCtx } from '../view';
 import { barWidth } from '../modules';
 import type { FleetHostsView, FleetInvokeView, FleetMiss, FleetRunView } from '../types';
 import { addNs, parseTimeInput, rfc3339 } from '../time';
+import { timeInput } from '../rangeform';
 import { errorBox, kv, loading, tableWrap } from '../ui';
 
 /** The last synchronized run, so coming back from a host's run shows it again. */
@@ -260,8 +261,8 @@ function missList(title: string, misses: FleetMiss[]): HTMLElement {
 // ---- fleet hot functions ----
 
 function hotPanel(rack: string, ctx: ViewCtx): HTMLElement {
-  const fromIn = h('input', { type: 'text', id: 'fleet-hot-from', value: '-10m', spellcheck: 'false', class: 'time-input' });
-  const toIn = h('input', { type: 'text', id: 'fleet-hot-to', value: 'now', spellcheck: 'false', class: 'time-input' });
+  const fromIn = timeInput('fleet-hot-from', '-10m');
+  const toIn = timeInput('fleet-hot-to', 'now');
   const result = h('div', { id: 'fleet-hot-result', 'aria-live': 'polite' });
   const button = h('button', { type: 'submit', class: 'primary', id: 'fleet-hot-start' }, 'Find hot functions');
   const form = h(

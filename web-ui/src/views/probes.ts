@@ -3,13 +3,14 @@
 // "Start a probe" opens the form (views/probestart.ts).
 
 import { api, apiUrl } from '../api';
-import { field, h } from '../dom';
+import { h } from '../dom';
 import { count, duration } from '../format';
 import { str } from '../json';
 import type { ViewCtx } from '../view';
 import { endedText, overlapQuery, targetText } from '../probes';
 import type { ProbeList, ProbeListEntry } from '../types';
-import { parseTimeInput, rfc3339, timeForInput, rangeText } from '../time';
+import { rfc3339, rangeText } from '../time';
+import { rangeForm } from '../rangeform';
 import { loading, tableWrap } from '../ui';
 import { activeTable } from './probestart';
 
@@ -28,36 +29,15 @@ export async function probesView(root: HTMLElement, ctx: ViewCtx): Promise<void>
     ),
   );
 
-  const fromIn = h('input', { type: 'text', id: 'probes-from', value: timeForInput(from), placeholder: '2026-11-23T00:00:00Z', spellcheck: 'false', class: 'time-input' });
-  const toIn = h('input', { type: 'text', id: 'probes-to', value: timeForInput(to), placeholder: 'now', spellcheck: 'false', class: 'time-input' });
-  const formError = h('p', { class: 'form-error', role: 'alert' });
   root.append(
-    h(
-      'form',
-      {
-        class: 'filters probes-form',
-        onsubmit: (e: Event) => {
-          e.preventDefault();
-          formError.textContent = '';
-          try {
-            const nq = new URLSearchParams();
-            const f = parseTimeInput(fromIn.value);
-            const t = parseTimeInput(toIn.value);
-            if (f) nq.set('from', f);
-            if (t) nq.set('to', t);
-            const s = nq.toString();
-            location.hash = `#/probes${s ? '?' + s : ''}`;
-          } catch (err) {
-            formError.textContent = (err as Error).message;
-          }
-        },
-      },
-      field('From (UTC)', fromIn),
-      field('To (UTC)', toIn),
-      h('button', { type: 'submit', class: 'primary' }, 'Show sessions'),
-      h('a', { href: '#/probes', class: 'button' }, 'All'),
-      formError,
-    ),
+    rangeForm({
+      name: 'probes',
+      route: '#/probes',
+      query: q,
+      placeholders: ['2026-11-23T00:00:00Z', 'now'],
+      submit: 'Show sessions',
+      after: [h('a', { href: '#/probes', class: 'button' }, 'All')],
+    }),
     h(
       'p',
       { class: 'muted small form-note' },

@@ -6,10 +6,10 @@ import { field, h } from '../dom';
 import { count, duration, percent } from '../format';
 import { FlameGraph } from '../flame';
 import { barWidth, moduleShares } from '../modules';
-import { str } from '../json';
 import type { ViewCtx } from '../view';
-import type { Day, FunctionCount, ModuleCount, Profile } from '../types';
-import { NS_PER_DAY, parseTimeInput, timeForInput, rangeText } from '../time';
+import type { FunctionCount, ModuleCount, Profile } from '../types';
+import { rangeText } from '../time';
+import { quickRanges, rangeForm, setFilter } from '../rangeform';
 import { errorBox, kv, loading, tableWrap } from '../ui';
 
 /**
@@ -28,79 +28,40 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
   if (fleetHost) return remoteProfile(root, ctx, fleetHost);
   root.append(h('h1', null, 'Profile'));
 
-  const fromIn = h('input', { type: 'text', id: 'profile-from', value: timeForInput(q.get('from')), placeholder: '2026-11-23T00:01:00Z', spellcheck: 'false', class: 'time-input' });
-  const toIn = h('input', { type: 'text', id: 'profile-to', value: timeForInput(q.get('to')), placeholder: '2026-11-23T00:01:30Z', spellcheck: 'false', class: 'time-input' });
   const pidIn = h('input', { type: 'text', inputmode: 'numeric', id: 'profile-pid', value: q.get('pid') ?? '', list: 'pid-list', pattern: '\\d*', size: '8' });
   const pidList = h('datalist', { id: 'pid-list' });
   const commIn = h('input', { type: 'text', id: 'profile-comm', value: q.get('comm') ?? '', size: '12', spellcheck: 'false' });
   const cpuIn = h('input', { type: 'text', inputmode: 'numeric', id: 'profile-cpu', value: q.get('cpu') ?? '', pattern: '\\d*', size: '5' });
   const idleIn = h('input', { type: 'checkbox', id: 'profile-idle', checked: q.get('idle') === 'true' });
   const offCpuIn = h('input', { type: 'checkbox', id: 'profile-off-cpu', checked: q.get('kind') === 'off_cpu' });
-  const formError = h('p', { class: 'form-error', role: 'alert' });
-  const form = h(
-    'form',
-    {
-      class: 'filters profile-form',
-      onsubmit: (e: Event) => {
-        e.preventDefault();
-        formError.textContent = '';
-        try {
-          const nq = new URLSearchParams();
-          const f = parseTimeInput(fromIn.value);
-          const t = parseTimeInput(toIn.value);
-          if (f) nq.set('from', f);
-          if (t) nq.set('to', t);
-          for (const [k, el] of [
-            ['pid', pidIn],
-            ['comm', commIn],
-            ['cpu', cpuIn],
-          ] as const) {
-            const v = el.value.trim();
-            if (!v) continue;
-            if (k !== 'comm' && !/^\d+$/.test(v)) throw new Error(`${k} must be a number`);
-            nq.set(k, v);
-          }
-          if (idleIn.checked) nq.set('idle', 'true');
-          if (offCpuIn.checked) nq.set('kind', 'off_cpu');
-          if (!nq.has('from') && !nq.has('to')) nq.set('from', '0');
-          location.hash = `#/profile?${nq.toString()}`;
-        } catch (err) {
-          formError.textContent = (err as Error).message;
-        }
-      },
+  const form = rangeForm({
+    name: 'profile',
+    route: '#/profile',
+    query: q,
+    placeholders: ['2026-11-23T00:01:00Z', '2026-11-23T00:01:30Z'],
+    submit: 'Load profile',
+    fields: [
+      field('PID', pidIn),
+      field('Command', commIn),
+      field('CPU', cpuIn),
+      h('label', { class: 'field check' }, idleIn, ' include idle'),
+      h('label', { class: 'field check', title: 'Where threads waited (sleep, lock, pipe, disk), weighed by how long: an agent run with --off-cpu' }, offCpuIn, ' waits off the CPU'),
+    ],
+    after: [pidList],
+    filters: (nq) => {
+      setFilter(nq, 'pid', pidIn, true);
+      setFilter(nq, 'comm', commIn);
+      setFilter(nq, 'cpu', cpuIn, true);
+      if (idleIn.checked) nq.set('idle', 'true');
+      if (offCpuIn.checked) nq.set('kind', 'off_cpu');
     },
-    field('From (UTC)', fromIn),
-    field('To (UTC)', toIn),
-    field('PID', pidIn),
-    field('Command', commIn),
-    field('CPU', cpuIn),
-    h('label', { class: 'field check' }, idleIn, ' include idle'),
-    h('label', { class: 'field check', title: 'Where threads waited (sleep, lock, pipe, disk), weighed by how long: an agent run with --off-cpu' }, offCpuIn, ' waits off the CPU'),
-    h('button', { type: 'submit', class: 'primary' }, 'Load profile'),
-    pidList,
-    formError,
-  );
+    allWhenEmpty: true,
+  });
   root.append(form, h('p', { class: 'muted small form-note' }, 'Times: RFC 3339 in UTC (2026-11-23T00:01:00Z), Unix ns, now, or an offset (-1h). Idle CPUs are left out unless included.'));
 
   const from = q.get('from');
   const to = q.get('to');
-  if (!from && !to) {
-    const hint = h('div', { class: 'card' }, h('p', null, 'Choose a time range and press ', h('strong', null, 'Load profile'), ', or:'), loading());
-    root.append(hint);
-    const days = await api<Day[]>('/api/v1/days', { signal: ctx.signal }).catch((e) => e as Error);
-    if (ctx.signal.aborted) return;
-    const list = h('ul', { class: 'quick' });
-    list.append(h('li', null, h('a', { href: '#/profile?from=-10m&to=now' }, 'the last 10 minutes')));
-    list.append(h('li', null, h('a', { href: '#/profile?from=-1h&to=now' }, 'the last hour')));
-    if (Array.isArray(days)) {
-      for (const d of [...days].reverse().filter((d) => d.samples > 0).slice(0, 5)) {
-        const s = str(d.day_start_unix_ns);
-        list.append(h('li', null, h('a', { href: `#/profile?from=${s}&to=${(BigInt(s) + NS_PER_DAY).toString()}` }, `${d.date} (${count(d.samples)} samples)`)));
-      }
-    }
-    hint.replaceChildren(h('p', null, 'Choose a time range and press ', h('strong', null, 'Load profile'), ', or take:'), list, ...(days instanceof Error ? [errorBox(days)] : []));
-    return;
-  }
+  if (!from && !to) return quickRanges(root, ctx, '#/profile', 'Load profile', (d) => (d.samples > 0 ? `${d.date} (${count(d.samples)} samples)` : null));
 
   const query = {
     from: from ?? undefined,

@@ -10,8 +10,9 @@ import { str } from '../json';
 import type { ViewCtx } from '../view';
 import { capOf, colorSlots, extent, fetchCapped, lagText, offsetText, pad, toColumns, unixNs, type Columns } from '../timeline';
 import { SLOTS, TimelineChart } from '../timelinechart';
-import type { Day, EventStats, RunListEntry, TimelineEvent, TimelineEventsPage, TimelineSource, TimelineSummary } from '../types';
-import { NS_PER_DAY, parseTimeInput, rfc3339, timeForInput, isNs, rangeText } from '../time';
+import type { EventStats, RunListEntry, TimelineEvent, TimelineEventsPage, TimelineSource, TimelineSummary } from '../types';
+import { rfc3339, isNs, rangeText } from '../time';
+import { quickRanges, rangeForm, setFilter } from '../rangeform';
 import { errorBox, kv, loading, tableWrap } from '../ui';
 
 /** How far before the window a run may start and still overlap it (a run of 2,000 × 10 ms is 20 s). */
@@ -25,46 +26,24 @@ export async function timelineView(root: HTMLElement, ctx: ViewCtx): Promise<voi
   const q = ctx.query;
   root.append(h('h1', null, 'Timeline'));
 
-  const fromIn = h('input', { type: 'text', id: 'timeline-from', value: timeForInput(q.get('from')), placeholder: '2026-11-23T00:01:00Z', spellcheck: 'false', class: 'time-input' });
-  const toIn = h('input', { type: 'text', id: 'timeline-to', value: timeForInput(q.get('to')), placeholder: '2026-11-23T00:01:30Z', spellcheck: 'false', class: 'time-input' });
   const pidIn = h('input', { type: 'text', inputmode: 'numeric', id: 'timeline-pid', value: q.get('pid') ?? '', pattern: '\\d*', size: '8' });
   const commIn = h('input', { type: 'text', id: 'timeline-comm', value: q.get('comm') ?? '', size: '14', spellcheck: 'false' });
   const eventIn = h('input', { type: 'text', id: 'timeline-event', value: q.get('event') ?? '', size: '14', spellcheck: 'false' });
-  const formError = h('p', { class: 'form-error', role: 'alert' });
-  const form = h(
-    'form',
-    {
-      class: 'filters timeline-form',
-      onsubmit: (e: Event) => {
-        e.preventDefault();
-        formError.textContent = '';
-        try {
-          const nq = new URLSearchParams();
-          const f = parseTimeInput(fromIn.value);
-          const t = parseTimeInput(toIn.value);
-          if (f) nq.set('from', f);
-          if (t) nq.set('to', t);
-          const pid = pidIn.value.trim();
-          if (pid && !/^\d+$/.test(pid)) throw new Error('pid must be a number');
-          if (pid) nq.set('pid', pid);
-          if (commIn.value.trim()) nq.set('comm', commIn.value.trim());
-          if (eventIn.value.trim()) nq.set('event', eventIn.value.trim());
-          if (q.get('max')) nq.set('max', q.get('max')!);
-          if (!nq.has('from') && !nq.has('to')) nq.set('from', '0');
-          location.hash = `#/timeline?${nq.toString()}`;
-        } catch (err) {
-          formError.textContent = (err as Error).message;
-        }
-      },
+  const form = rangeForm({
+    name: 'timeline',
+    route: '#/timeline',
+    query: q,
+    placeholders: ['2026-11-23T00:01:00Z', '2026-11-23T00:01:30Z'],
+    submit: 'Load timeline',
+    fields: [field('PID', pidIn), field('Command', commIn), field('Event', eventIn)],
+    filters: (nq) => {
+      setFilter(nq, 'pid', pidIn, true);
+      setFilter(nq, 'comm', commIn);
+      setFilter(nq, 'event', eventIn);
+      if (q.get('max')) nq.set('max', q.get('max')!);
     },
-    field('From (UTC)', fromIn),
-    field('To (UTC)', toIn),
-    field('PID', pidIn),
-    field('Command', commIn),
-    field('Event', eventIn),
-    h('button', { type: 'submit', class: 'primary' }, 'Load timeline'),
-    formError,
-  );
+    allWhenEmpty: true,
+  });
   root.append(
     form,
     h(
@@ -76,27 +55,7 @@ export async function timelineView(root: HTMLElement, ctx: ViewCtx): Promise<voi
 
   const from = q.get('from');
   const to = q.get('to');
-  if (!from && !to) {
-    const hint = h('div', { class: 'card' }, h('p', null, 'Choose a time range and press ', h('strong', null, 'Load timeline'), ', or:'), loading());
-    root.append(hint);
-    const days = await api<Day[]>('/api/v1/days', { signal: ctx.signal }).catch((e) => e as Error);
-    if (ctx.signal.aborted) return;
-    const list = h(
-      'ul',
-      { class: 'quick' },
-      h('li', null, h('a', { href: '#/timeline?from=-10m&to=now' }, 'the last 10 minutes')),
-      h('li', null, h('a', { href: '#/timeline?from=-1h&to=now' }, 'the last hour')),
-      h('li', null, h('a', { href: '#/timeline?from=0' }, 'everything retained')),
-    );
-    if (Array.isArray(days)) {
-      for (const d of [...days].reverse().slice(0, 5)) {
-        const s = str(d.day_start_unix_ns);
-        list.append(h('li', null, h('a', { href: `#/timeline?from=${s}&to=${(BigInt(s) + NS_PER_DAY).toString()}` }, d.date)));
-      }
-    }
-    hint.replaceChildren(h('p', null, 'Choose a time range and press ', h('strong', null, 'Load timeline'), ', or take:'), list, ...(days instanceof Error ? [errorBox(days)] : []));
-    return;
-  }
+  if (!from && !to) return quickRanges(root, ctx, '#/timeline', 'Load timeline', (d) => d.date, true);
 
   const base = { from: from ?? undefined, to: to ?? undefined, comm: q.get('comm') ?? undefined, event: q.get('event') ?? undefined };
   const pidParam = q.get('pid');
