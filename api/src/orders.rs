@@ -1,6 +1,6 @@
 //! What a caller asks the host to do, as the host receives it whichever door it came through:
 //! which stored runs to list, an on-demand run, a probe session. Checking an order against the
-//! kernel's bounds is the core's work (`loupe_query_host::core`); these are the values.
+//! kernel's bounds is the core's work (`loupe_core`); these are the values.
 
 use std::time::Duration;
 

@@ -17,6 +17,9 @@ const HEAVY: &[&str] = &[
     "aya",
     "loupe-bpf",
     "loupe-query-host",
+    "loupe-core",
+    "loupe-doors",
+    "loupe-sandbox",
 ];
 
 #[test]

@@ -1,5 +1,5 @@
 //! What can go wrong with an analysis (a team's WebAssembly component): uploading it,
-//! invoking it, or the result it returns. The sandbox (`loupe_query_host::analysis`) raises
+//! invoking it, or the result it returns. The sandbox (`loupe_sandbox`) raises
 //! these; every door shows them with the same kind and code.
 
 use std::time::Duration;

@@ -150,8 +150,8 @@ fn wit_session(s: &ProbeSession, recorded_calls: u64) -> wit::ProbeSession {
                     .buckets
                     .iter()
                     .map(|&(b, count)| wit::LatencyBucket {
-                        low_ns: loupe_bpf::bucket_low(b),
-                        high_ns: loupe_bpf::bucket_high(b),
+                        low_ns: loupe_bpf_common::probes::bucket_low(b),
+                        high_ns: loupe_bpf_common::probes::bucket_high(b),
                         count,
                     })
                     .collect(),
