@@ -333,6 +333,7 @@ fn waits_under_sampler(
     sampler.load_process(pid).unwrap();
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
     let samples = collect_while(&mut sampler, Duration::from_millis(100), || child.try_wait().unwrap().is_none());
+    eprintln!("off-CPU: {:?}, {} samples lost", sampler.off_cpu_stats(), sampler.lost().unwrap());
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).unwrap();
     assert!(child.wait().unwrap().success());
@@ -427,6 +428,25 @@ fn off_cpu_time_is_weighted_by_how_long_each_thread_waited() {
             total as f64 / 1e6,
             measured as f64 / 1e6
         );
+        for s in off.iter().filter(|s| !in_function(s)) {
+            let names: Vec<&str> = s.user.iter().map(|&pc| name(pc)).collect();
+            eprintln!(
+                "  elsewhere: {:.3} ms, {:?}, user {names:?}",
+                s.off_cpu.unwrap().waited_ns as f64 / 1e6,
+                s.user_end
+            );
+        }
+        if named.len() != count {
+            let t0 = named.first().map_or(0, |s| s.time_unix_ns);
+            for s in &named {
+                eprintln!(
+                    "  at {:.3} ms waited {:.3} ms cpu {}",
+                    (s.time_unix_ns - t0) as f64 / 1e6,
+                    s.off_cpu.unwrap().waited_ns as f64 / 1e6,
+                    s.cpu
+                );
+            }
+        }
         // One sample per wait (a page fault read from disk on the way would add one more).
         assert!((count..=count + 2).contains(&named.len()), "{thread}: {} samples naming {function}", named.len());
         assert!(

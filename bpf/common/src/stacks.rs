@@ -31,6 +31,9 @@ pub const MAP_OFF_CPU_BLOCKS: &str = "OFF_CPU_BLOCKS";
 /// One [`OffCpuBurst`] for all CPUs: the takes of the current window, and the blocks bursts
 /// skipped.
 pub const MAP_OFF_CPU_BURST: &str = "OFF_CPU_BURST";
+/// Per-CPU [`OffCpuLast`]: the continuity check that catches a switch the tracepoint did not
+/// report.
+pub const MAP_OFF_CPU_LAST: &str = "OFF_CPU_LAST";
 /// The burst guard's window: `bpf_ktime_get_ns() >> OFF_CPU_WINDOW_SHIFT` (~134 ms).
 pub const OFF_CPU_WINDOW_SHIFT: u32 = 27;
 /// Threads blocked at once whose stacks are held (an LRU: the oldest are dropped past it).
@@ -124,6 +127,20 @@ pub struct OffCpuConfig {
     /// `one_in` says: the guard between a burst of blocks and the next adjustment of `one_in`
     /// (a second later), which would otherwise fill the ring and lose CPU samples with it.
     pub burst_limit: u32,
+}
+
+/// What each CPU's off-CPU program last saw (`MAP_OFF_CPU_LAST`, one per CPU): the task it
+/// reported switched in, when, and how many of the CPU's switches went unreported since the start.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuLast {
+    /// `task_struct` address of the last `next` reported on this CPU (0 before the first).
+    pub next: u64,
+    /// When that switch was reported (`bpf_ktime_get_ns`).
+    pub time_ns: u64,
+    /// Held waits of tasks that came back onto this CPU through a switch the tracepoint did not
+    /// report: sent weighted up to `time_ns` of the last one it did (a lower bound).
+    pub unseen_returns: u64,
 }
 
 /// The burst guard (`MAP_OFF_CPU_BURST`), shared by the CPUs: counted with atomic adds, the

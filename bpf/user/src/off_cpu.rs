@@ -19,8 +19,8 @@ use aya::{
     programs::RawTracePoint,
 };
 use loupe_bpf_common::stacks::{
-    MAP_OFF_CPU_BLOCKS, MAP_OFF_CPU_BURST, MAP_OFF_CPU_CONFIG, MAP_OFF_CPU_TAKE, OFF_CPU_TAKE_INDEX,
-    OFF_CPU_TRACEPOINT, OFF_CPU_WINDOW_SHIFT, OffCpuBurst, OffCpuConfig, PROG_OFF_CPU, PROG_OFF_CPU_TAKE,
+    MAP_OFF_CPU_BLOCKS, MAP_OFF_CPU_BURST, MAP_OFF_CPU_CONFIG, MAP_OFF_CPU_LAST, MAP_OFF_CPU_TAKE, OFF_CPU_TAKE_INDEX,
+    OFF_CPU_TRACEPOINT, OFF_CPU_WINDOW_SHIFT, OffCpuBurst, OffCpuConfig, OffCpuLast, PROG_OFF_CPU, PROG_OFF_CPU_TAKE,
 };
 
 use crate::{SamplerError, map_mut};
@@ -100,6 +100,10 @@ pub struct OffCpuStats {
     /// Blocks picked for their stacks but skipped by the kernel's burst guard since the start
     /// (see the module docs): the waits of those moments are under-counted.
     pub skipped: u64,
+    /// Held waits whose end the kernel's tracepoint did not report (it skipped the switch that
+    /// ended them), sent weighted up to the last switch it reported on that CPU: slightly
+    /// under-weighted, not lost (`bpf/ebpf/src/stacks/off_cpu.rs`).
+    pub unseen_returns: u64,
 }
 
 /// The sampling ratio, following the rate at which threads block.
@@ -169,7 +173,13 @@ impl OffCpuRate {
         if one_in != self.stats.one_in {
             write_config(ebpf, &self.options, one_in, self.burst_limit)?;
         }
-        self.stats = OffCpuStats { blocks, blocks_per_second: rate, one_in, skipped: skipped(ebpf)? };
+        self.stats = OffCpuStats {
+            blocks,
+            blocks_per_second: rate,
+            one_in,
+            skipped: skipped(ebpf)?,
+            unseen_returns: unseen_returns(ebpf)?,
+        };
         self.blocks_then = blocks;
         self.since = Instant::now();
         Ok(())
@@ -208,6 +218,12 @@ fn skipped(ebpf: &mut Ebpf) -> Result<u64, SamplerError> {
     let map: Array<&mut MapData, OffCpuBurst> = map_mut(ebpf, MAP_OFF_CPU_BURST)?;
     let burst = map.get(&0, 0).map_err(|e| SamplerError::Read(format!("off-CPU burst guard: {e}")))?;
     Ok(burst.skipped)
+}
+
+fn unseen_returns(ebpf: &mut Ebpf) -> Result<u64, SamplerError> {
+    let map: PerCpuArray<&mut MapData, OffCpuLast> = map_mut(ebpf, MAP_OFF_CPU_LAST)?;
+    let values = map.get(&0, 0).map_err(|e| SamplerError::Read(format!("map {MAP_OFF_CPU_LAST}: {e}")))?;
+    Ok(values.iter().map(|last| last.unseen_returns).sum())
 }
 
 /// The off-CPU program's run count and total run time (zeros unless `kernel.bpf_stats_enabled`).
