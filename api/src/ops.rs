@@ -2,8 +2,9 @@
 //! arguments and answer, and where the HTTP API serves it — and everything that speaks them
 //! follows from that list: the [`HostApi`] trait the CLI calls (implemented by the host itself,
 //! by the control socket's client and by the HTTP client), the control socket's
-//! `wire::control::Call` and its dispatch, and the route table ([`Op::http`]) the
-//! HTTP client asks and a test holds against the OpenAPI document.
+//! `wire::control::Call` and its dispatch — which the HTTP API also serves, whole, at `POST
+//! /api/v1/call`, the route the HTTP client speaks — and the table of REST routes ([`Op::http`])
+//! a test holds against the OpenAPI document.
 //!
 //! Why: one operation used to be written six times (the core, a control call, its server arm,
 //! a client method, an HTTP route, a hand-built remote query) and the three ways to reach a
@@ -12,27 +13,37 @@
 //! server's kind, code and words), so output and exit code are the same.
 //!
 //! Adding an operation: a line here (and its argument and answer types in `orders`/`model`),
-//! its implementation in the core, its route in the HTTP door, its CLI command.
+//! its implementation in the core, its CLI command. The control socket and `--server` reach it
+//! at once; a REST route of its own (`Http::Get`/`Post`) only if the web UI or other clients
+//! want one.
 
 use crate::error::{CoreError, CoreResult};
 
-/// Where the HTTP API serves an operation.
+/// Where the HTTP API serves an operation: through `POST /api/v1/call` unless `No`, and at a
+/// REST route of its own if it has one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Http {
     Get(&'static str),
     Post(&'static str),
-    /// Not over HTTP, and why (what the HTTP client answers when asked).
+    /// Only through `POST /api/v1/call`.
+    Call,
+    /// Not over HTTP, and why (what the HTTP API and its client answer when asked).
     No(&'static str),
 }
 
 impl Http {
-    /// The method and path template, `None` for an operation the HTTP API does not serve.
+    /// The method and path template of its REST route, if it has one.
     pub fn route(self) -> Option<(&'static str, &'static str)> {
         match self {
             Http::Get(path) => Some(("get", path)),
             Http::Post(path) => Some(("post", path)),
-            Http::No(_) => None,
+            Http::Call | Http::No(_) => None,
         }
+    }
+
+    /// Whether the HTTP API serves it at all.
+    pub fn served(self) -> bool {
+        !matches!(self, Http::No(_))
     }
 }
 
@@ -126,16 +137,6 @@ macro_rules! define_api {
 host_operations!(define_api);
 
 impl Op {
-    /// The path of a route, its `{name}` filled in.
-    pub fn path(self, args: &[(&str, u64)]) -> CoreResult<String> {
-        let (_, template) = self.http().route().ok_or_else(|| self.refused())?;
-        let mut path = template.to_string();
-        for (name, value) in args {
-            path = path.replace(&format!("{{{name}}}"), &value.to_string());
-        }
-        Ok(path)
-    }
-
     /// The error of asking the HTTP API for an operation it does not serve.
     pub fn refused(self) -> CoreError {
         match self.http() {
@@ -150,15 +151,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_operation_is_named_once_and_routes_fill_their_parameters() {
+    fn every_operation_is_named_once_and_local_ones_say_why() {
         let mut names: Vec<_> = Op::ALL.iter().map(|o| o.name()).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), Op::ALL.len());
-        assert_eq!(Op::ShowRun.path(&[("id", 7)]).unwrap(), "/api/v1/runs/7");
-        assert_eq!(Op::StopProbe.path(&[("handle", 3)]).unwrap(), "/api/v1/probes/active/3/stop");
-        let e = Op::ImportRuns.path(&[]).unwrap_err();
+        assert!(Op::ShowRun.http().served() && !Op::ImportRuns.http().served());
+        let e = Op::ImportRuns.refused();
         assert_eq!(e.code(), "local_only");
         assert!(e.to_string().contains("without --server"), "{e}");
+        assert_eq!(Op::ShowRun.refused().code(), "internal", "a served operation is not refused");
     }
 }

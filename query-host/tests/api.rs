@@ -76,6 +76,33 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     assert_eq!(listed("from=2026-11-23T00:00:30Z"), [b]);
     assert_eq!(listed("iface=nope"), Vec::<u64>::new());
 
+    // The one route for every operation answers as the REST route and the control socket do.
+    let called = http.post("/api/v1/call", &json!({"call": "show_run", "id": a, "per_cpu": false}));
+    assert_eq!(called.status, 200);
+    assert_eq!(called.json()["ok"], http.get(&format!("/api/v1/runs/{a}")).json());
+    let missing = http.post("/api/v1/call", &json!({"call": "show_run", "id": 999_999, "per_cpu": false}));
+    assert_eq!(missing.status, 404);
+    assert_eq!(
+        missing.json()["err"],
+        json!({"kind": "not_found", "code": "not_found", "error": "no run with id 999999"})
+    );
+    // What reads the host's own files is not served, whatever the body says.
+    let symbolize =
+        json!({"call": "symbolize", "range": {"from_unix_ns": 0, "to_unix_ns": 1}, "debug_dirs": ["/root"]});
+    let refused = http.post("/api/v1/call", &symbolize);
+    assert_eq!(
+        (refused.status, refused.json()["err"]["code"].clone()),
+        (400, json!("local_only")),
+        "{}",
+        refused.json()
+    );
+    // Hostile bodies: an unknown operation, missing arguments, nesting past serde_json's limit.
+    http.post("/api/v1/call", &json!({"call": "drop_tables"})).assert_error(422, "bad_body", "unknown variant");
+    http.post("/api/v1/call", &json!({"call": "show_run"})).assert_error(422, "bad_body", "missing field");
+    let deep = format!("{{\"call\": \"pids\", \"range\": {}{}}}", "[".repeat(100_000), "]".repeat(100_000));
+    let answer = http.post_bytes("/api/v1/call", "application/json", deep.as_bytes());
+    assert!((400..500).contains(&answer.status), "{}", answer.status);
+
     // MessagePack carries the same values.
     let mp = http.get_with(&format!("/api/v1/runs/{a}"), &[("Accept", "application/msgpack")]);
     assert_eq!(mp.status, 200);
@@ -196,6 +223,9 @@ fn reads_match_the_cli_in_json_and_msgpack() {
         ("/api/v1/udfs/{name}", "get"),
         ("/api/v1/udfs/{name}", "delete"),
         ("/api/v1/udfs/{name}/invoke", "post"),
+        // Every operation at one route: read and refused above; the CLI's --server mode goes
+        // through it in tests/same_errors.rs, cli_kernel.rs and fleet_rack.rs.
+        ("/api/v1/call", "post"),
         ("/api/v1/openapi.json", "get"),
         ("/metrics", "get"),
     ];

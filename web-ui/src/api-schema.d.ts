@@ -4,6 +4,26 @@
 // 64-bit integers are `number` here; src/types.ts says which ones json.ts keeps exact (Big).
 
 export interface paths {
+    "/api/v1/call": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Any operation of the host, as the CLI's `--server` mode calls it: one body names the
+         *     operation and its arguments, the answer is its value or its error (with that error's status).
+         */
+        post: operations["call"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/days": {
         parameters: {
             query?: never;
@@ -482,6 +502,29 @@ export interface components {
             /** @enum {string} */
             kind: "text";
             text: string;
+        };
+        /** @description The answer, for the document: `ok` with the operation's value, or `err`. */
+        CallAnswer: {
+            /** @description The error: its kind, words and code, as the REST routes' `ErrorBody` plus `kind`. */
+            err?: unknown;
+            /** @description The operation's value (the same as its REST route's body). */
+            ok?: unknown;
+        };
+        /**
+         * @description A call, for the document: the operation's name and its arguments by name, as the CLI sends
+         *     them (`loupe_api::ops` lists the operations and their argument types).
+         * @example {
+         *       "call": "show_run",
+         *       "id": 7,
+         *       "per_cpu": false
+         *     }
+         */
+        CallBody: {
+            /**
+             * @description The operation: `list_runs`, `show_run`, `start_run`, `profile`, `pprof`, `pids`,
+             *     `timeline`, `timeline_events`, `start_probe`, `stop_probe`, `list_probes`, `show_probe`.
+             */
+            call: string;
         };
         /** @description A call with its probed callees: where its time went. */
         CallTreeView: {
@@ -1270,6 +1313,115 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    call: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CallBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallAnswer"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallAnswer"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallAnswer"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallAnswer"];
+                };
+            };
+            /** @description body larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description body neither JSON nor MessagePack */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description well-formed, but not this route's body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallAnswer"];
+                };
+            };
+        };
+    };
     days: {
         parameters: {
             query?: never;

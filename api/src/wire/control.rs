@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use crate::{
     error::{CoreError, CoreResult},
     model::{ErrorBody, ErrorKind},
-    ops::HostApi,
+    ops::{HostApi, Op},
 };
 
 /// Largest call the server reads (imports carry runs; the CLI sends them in chunks of
@@ -36,9 +36,17 @@ macro_rules! control_calls {
         #[serde(tag = "call", rename_all = "snake_case")]
         pub enum Call { $( $op { $($arg: $ty),* } ),* }
 
-        /// `api`'s answer to one call, encoded as one line.
-        pub fn answer(api: &(impl HostApi + ?Sized), call: Call) -> Vec<u8> {
-            match call { $( Call::$op { $($arg),* } => encode(api.$name($($arg),*)) ),* }
+        impl Call {
+            /// The operation it calls.
+            pub fn op(&self) -> Op {
+                match self { $( Call::$op { .. } => Op::$op ),* }
+            }
+        }
+
+        /// `api`'s answer to one call, made into what the door sends by `out` (a line on the
+        /// control socket, a response over HTTP).
+        pub fn answer_as<E: Encode>(api: &(impl HostApi + ?Sized), call: Call, out: E) -> E::Out {
+            match call { $( Call::$op { $($arg),* } => out.encode(api.$name($($arg),*)) ),* }
         }
 
         impl<T: Transport> HostApi for ControlClient<T> {
@@ -48,7 +56,29 @@ macro_rules! control_calls {
 }
 crate::ops::host_operations!(control_calls);
 
-/// Sends a call and reads its answer line (the agent's socket, in the control door).
+/// `api`'s answer to one call, encoded as one line.
+pub fn answer(api: &(impl HostApi + ?Sized), call: Call) -> Vec<u8> {
+    answer_as(api, call, Line)
+}
+
+/// What a door makes of an operation's result.
+pub trait Encode {
+    type Out;
+    fn encode<T: Serialize>(self, r: CoreResult<T>) -> Self::Out;
+}
+
+/// One answer line ([`encode`]).
+pub struct Line;
+
+impl Encode for Line {
+    type Out = Vec<u8>;
+    fn encode<T: Serialize>(self, r: CoreResult<T>) -> Vec<u8> {
+        encode(r)
+    }
+}
+
+/// Sends a call and reads its answer (the agent's socket in the control door; `POST
+/// /api/v1/call` in the HTTP client).
 pub trait Transport {
     fn call<T: DeserializeOwned>(&self, call: &Call) -> CoreResult<T>;
 }
@@ -103,6 +133,9 @@ pub fn encode<T: Serialize>(r: CoreResult<T>) -> Vec<u8> {
     line.push(b'\n');
     line
 }
+
+/// The path of the HTTP route that takes a [`Call`] and answers as the control socket does.
+pub const HTTP_CALL_PATH: &str = "/api/v1/call";
 
 /// One answer line read back.
 pub fn decode<T: DeserializeOwned>(line: &[u8]) -> CoreResult<T> {

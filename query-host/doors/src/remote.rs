@@ -1,27 +1,20 @@
 //! The CLI's client mode: `loupe --server URL --token T <command>` asks a remote host's API
-//! instead of a local store. [`Client`] is a [`HostApi`] like the host itself: each operation
-//! goes to its route (`loupe_api::ops`) with the query or body type the route decodes
-//! (`loupe_api::wire::http`), and the API's error body comes back as the same [`CoreError`]
-//! (kind from the status, the server's code and words), so a command prints the same error and
-//! exits the same way whichever way it went.
+//! instead of a local store. [`RemoteHost`] is a [`HostApi`](loupe_api::ops::HostApi) like the host itself: each
+//! operation is the control socket's `Call`, sent to `POST /api/v1/call`, and its answer is the
+//! control socket's too — the host's `CoreError` with its kind, code and words — so a command
+//! prints the same error and exits the same way whichever way it went. [`Client`] also asks the
+//! routes that are not host operations (analyses, the fleet) by hand.
 
-use std::{collections::BTreeSet, path::PathBuf, time::Duration};
+use std::time::Duration;
 
-use loupe_api::{
-    ops::{HostApi, Http, Op},
-    wire::http::{
-        ListQuery, PageParams, ProbeShowQuery, ProfileParams, RangeQuery, ShowQuery, StartRun, StartedRun,
-        TimelineParams,
-    },
-};
-use loupe_store::{NewRun, ProfileQuery, TimeRange, TimelineQuery};
+use loupe_api::wire::control::{Answer, Call, ControlClient, HTTP_CALL_PATH, Transport};
 use serde::{Serialize, de::DeserializeOwned};
 
-use loupe_api::model::{
-    ActiveProbeView, ErrorBody, ErrorKind, ProbeList, ProbeView, ProfileView, RunListEntry, RunView, SymbolizeReport,
-    TimelineEventsPage, TimelineSummary,
-};
-use loupe_core::{CoreError, CoreResult, ImportOutcome, ProbeOrder, RunFilter, RunOrder};
+use loupe_api::model::{ErrorBody, ErrorKind};
+use loupe_core::{CoreError, CoreResult};
+
+/// The host's operations on a remote host.
+pub type RemoteHost = ControlClient<Client>;
 
 /// Largest answer the client reads (a whole-day profile with a big flame graph fits).
 const MAX_ANSWER: u64 = 512 << 20;
@@ -59,8 +52,8 @@ impl Client {
         }
     }
 
-    /// The answer's bytes, or the server's error as the core's.
-    fn finish(&self, what: &str, r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> CoreResult<Vec<u8>> {
+    /// The answer's status and bytes.
+    fn read(&self, what: &str, r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> CoreResult<(u16, Vec<u8>)> {
         let mut resp = r.map_err(|e| CoreError::Transport(format!("{what}: cannot reach {}: {e}", self.base)))?;
         let status = resp.status().as_u16();
         let body = resp
@@ -69,16 +62,24 @@ impl Client {
             .limit(MAX_ANSWER)
             .read_to_vec()
             .map_err(|e| CoreError::Transport(format!("{what}: reading the answer: {e}")))?;
-        if (200..300).contains(&status) {
-            return Ok(body);
-        }
-        // The API's errors are {"error", "code"}: say the server's words, with its kind.
+        Ok((status, body))
+    }
+
+    /// The answer's bytes, or the server's error as the core's.
+    fn finish(&self, what: &str, r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> CoreResult<Vec<u8>> {
+        let (status, body) = self.read(what, r)?;
+        if (200..300).contains(&status) { Ok(body) } else { Err(self.error_of(what, status, &body)) }
+    }
+
+    /// A failed answer as the core's error: the API's errors are {"error", "code"}, said in the
+    /// server's words with the kind its status names.
+    fn error_of(&self, what: &str, status: u16, body: &[u8]) -> CoreError {
         let error = (body.len() <= MAX_ERROR)
-            .then(|| loupe_api::formats::deep_json::from_slice::<ErrorBody>(&body).ok())
+            .then(|| loupe_api::formats::deep_json::from_slice::<ErrorBody>(body).ok())
             .flatten();
         match (error, ErrorKind::from_http_status(status)) {
-            (Some(body), Some(kind)) => Err(CoreError::Remote { kind, body }),
-            _ => Err(CoreError::Transport(format!("{what}: HTTP {status} from {}", self.base))),
+            (Some(body), Some(kind)) => CoreError::Remote { kind, body },
+            _ => CoreError::Transport(format!("{what}: HTTP {status} from {}", self.base)),
         }
     }
 
@@ -117,113 +118,30 @@ impl Client {
         let req = self.auth(self.agent.delete(self.url(path)));
         self.finish(path, req.call()).map(drop)
     }
+}
 
-    /// An operation's GET: its route with `args` in the path, `query` as the query string (the
-    /// same types the route decodes).
-    fn ask<T: DeserializeOwned>(&self, op: Op, args: &[(&str, u64)], query: &[&dyn QueryPart]) -> CoreResult<T> {
-        Self::decode(op.name(), &self.ask_bytes(op, args, query)?)
-    }
-
-    fn ask_bytes(&self, op: Op, args: &[(&str, u64)], query: &[&dyn QueryPart]) -> CoreResult<Vec<u8>> {
-        debug_assert!(matches!(op.http(), Http::Get(_)), "{op:?} is not a GET");
-        let mut pairs = Vec::new();
-        for part in query {
-            pairs.extend(part.pairs()?);
+/// `POST /api/v1/call`. Operations the HTTP API does not serve are refused here, as the server
+/// would, without sending their arguments.
+impl Transport for Client {
+    fn call<T: DeserializeOwned>(&self, call: &Call) -> CoreResult<T> {
+        let op = call.op();
+        if !op.http().served() {
+            return Err(op.refused());
         }
-        self.get_pairs(&op.path(args)?, pairs)
+        let req = self.auth(self.agent.post(self.url(HTTP_CALL_PATH)));
+        let (status, body) = self.read(op.name(), req.send_json(call))?;
+        match loupe_api::formats::deep_json::from_slice::<Answer<T>>(&body) {
+            Ok(answer) => answer.into_result(),
+            // Not an answer: the layers' own errors (a token refused, overload, a timeout).
+            Err(_) if !(200..300).contains(&status) => Err(self.error_of(op.name(), status, &body)),
+            Err(e) => Err(CoreError::Transport(format!("{}: unexpected answer: {e}", op.name()))),
+        }
     }
 }
 
-/// A query type as the pairs of a query string.
-trait QueryPart {
-    fn pairs(&self) -> CoreResult<Vec<(String, String)>>;
-}
-
-impl<T: Serialize> QueryPart for T {
-    fn pairs(&self) -> CoreResult<Vec<(String, String)>> {
-        // Through JSON: the query types are flat structs of strings, numbers and booleans.
-        let value = serde_json::to_value(self).map_err(|e| CoreError::Internal(format!("encoding a query: {e}")))?;
-        let serde_json::Value::Object(fields) = value else {
-            return Err(CoreError::Internal("a query type is not a struct".into()));
-        };
-        Ok(fields
-            .into_iter()
-            .filter_map(|(k, v)| {
-                let text = match v {
-                    serde_json::Value::Null => return None,
-                    serde_json::Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                Some((k, text))
-            })
-            .collect())
-    }
-}
-
-impl HostApi for Client {
-    fn list_runs(&self, filter: RunFilter) -> CoreResult<Vec<RunListEntry>> {
-        self.ask(Op::ListRuns, &[], &[&RangeQuery::of(filter.range), &ListQuery::of(&filter)])
-    }
-
-    fn show_run(&self, id: u64, per_cpu: bool) -> CoreResult<RunView> {
-        self.ask(Op::ShowRun, &[("id", id)], &[&ShowQuery { per_cpu }])
-    }
-
-    /// Starts the run, then reads it back whole (the route answers with its id).
-    fn start_run(&self, order: RunOrder) -> CoreResult<RunView> {
-        let started: StartedRun = self.post(&Op::StartRun.path(&[])?, &StartRun::of(&order))?;
-        self.show_run(started.id, false)
-    }
-
-    fn import_runs(&self, _runs: Vec<NewRun>) -> CoreResult<Vec<ImportOutcome>> {
-        Err(Op::ImportRuns.refused())
-    }
-
-    fn profile(&self, query: ProfileQuery, min_share: f64) -> CoreResult<ProfileView> {
-        let params = ProfileParams { min_share: Some(min_share), ..ProfileParams::of(&query) };
-        self.ask(Op::Profile, &[], &[&RangeQuery::of(query.range), &params])
-    }
-
-    fn pprof(&self, query: ProfileQuery, frequency: u64) -> CoreResult<Vec<u8>> {
-        let params = ProfileParams { frequency: Some(frequency), ..ProfileParams::of(&query) };
-        self.ask_bytes(Op::Pprof, &[], &[&RangeQuery::of(query.range), &params])
-    }
-
-    fn pids(&self, range: TimeRange) -> CoreResult<BTreeSet<u32>> {
-        self.ask(Op::Pids, &[], &[&RangeQuery::of(range)])
-    }
-
-    fn symbolize(&self, _range: TimeRange, _debug_dirs: Vec<PathBuf>) -> CoreResult<SymbolizeReport> {
-        Err(Op::Symbolize.refused())
-    }
-
-    fn timeline(&self, query: TimelineQuery) -> CoreResult<TimelineSummary> {
-        self.ask(Op::Timeline, &[], &[&RangeQuery::of(query.range), &TimelineParams::of(&query)])
-    }
-
-    fn timeline_events(
-        &self,
-        query: TimelineQuery,
-        after: Option<String>,
-        limit: Option<usize>,
-    ) -> CoreResult<TimelineEventsPage> {
-        let (range, params) = (RangeQuery::of(query.range), TimelineParams::of(&query));
-        self.ask(Op::TimelineEvents, &[], &[&range, &params, &PageParams { after, limit }])
-    }
-
-    fn start_probe(&self, order: ProbeOrder) -> CoreResult<ActiveProbeView> {
-        self.post(&Op::StartProbe.path(&[])?, &order)
-    }
-
-    fn stop_probe(&self, handle: u64) -> CoreResult<ProbeView> {
-        self.post(&Op::StopProbe.path(&[("handle", handle)])?, &serde_json::json!({}))
-    }
-
-    fn list_probes(&self, range: TimeRange) -> CoreResult<ProbeList> {
-        self.ask(Op::ListProbes, &[], &[&RangeQuery::of(range)])
-    }
-
-    fn show_probe(&self, id: u64, calls: bool) -> CoreResult<ProbeView> {
-        self.ask(Op::ShowProbe, &[("id", id)], &[&ProbeShowQuery { calls }])
+impl Client {
+    /// This client as the host's operations.
+    pub fn host(self) -> RemoteHost {
+        ControlClient(self)
     }
 }

@@ -42,7 +42,7 @@ pub(super) fn open(args: &StoreArgs, remote: &RemoteArgs, local_prefixes: Vec<Ip
         if !local_prefixes.is_empty() {
             return not_here();
         }
-        return Ok(Box::new(client));
+        return Ok(Box::new(client.host()));
     }
     match open_store(args) {
         Ok(store) => Ok(Box::new(Host::new(store).collecting_here(local_prefixes))),

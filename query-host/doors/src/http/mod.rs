@@ -3,6 +3,7 @@
 //! timeouts, body limits, load shedding beyond a concurrency limit, compression, tracing.
 //!
 //! - [`api`]: health, days, stats, runs (list, one, on-demand), profiles, pids.
+//! - [`call`]: every operation of the list at one route, as the CLI's `--server` mode asks.
 //! - [`udfs`]: upload, list, delete and invoke analyses.
 //! - [`timeline`]: programs' timeline events and their lag statistics.
 //! - [`probes`]: function probe sessions: start, list, stop, show.
@@ -13,6 +14,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod call;
 pub mod error;
 pub mod extract;
 pub mod fleet;
@@ -169,6 +171,7 @@ impl utoipa::Modify for CommonErrors {
 pub fn routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
     let (router, mut doc) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(api::routes())
+        .merge(call::routes())
         .merge(udfs::routes())
         .merge(timeline::routes())
         .merge(probes::routes())
