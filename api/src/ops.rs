@@ -53,6 +53,8 @@ impl Http {
 macro_rules! host_operations {
     ($then:ident) => {
         $then! {
+            /// Retained days, oldest first: runs by interval, stack samples, bytes.
+            days / Days () -> Vec<crate::model::DayView> => crate::ops::Http::Get("/api/v1/days");
             /// Stored runs that started in the filter's range, oldest first.
             list_runs / ListRuns (filter: crate::orders::RunFilter)
                 -> Vec<crate::model::RunListEntry> => crate::ops::Http::Get("/api/v1/runs");

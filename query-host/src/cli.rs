@@ -76,6 +76,8 @@ pub enum Command {
     Agent(AgentArgs),
     /// One on-demand run: attach, run, store, print.
     Run(RunArgs),
+    /// Retained days: runs by interval, stack samples and bytes each day.
+    Days(DaysArgs),
     /// List, show and export stored runs.
     #[command(subcommand)]
     Runs(RunsCommand),
@@ -627,6 +629,14 @@ pub struct RangeArgs {
     /// Latest time, exclusive.
     #[arg(long, allow_hyphen_values = true)]
     pub to: Option<TimeArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct DaysArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,8 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     let to = (T0 + 3600 * SEC).to_string();
     let profile_cli = cli_json(&["profile", "--json", "--from", "0", "--to", &to, "--data-dir", d]);
     let profile_pid_cli = cli_json(&["profile", "--json", "--pid", "200", "--data-dir", d]);
+    let days_cli = cli_json(&["days", "--json", "--data-dir", d]);
+    let days_text = String::from_utf8(loupe(&["days", "--data-dir", d]).stdout).unwrap();
 
     let server = Server::start(dir.path(), &[]);
     let token = server.token("sre");
@@ -187,6 +189,12 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     assert_eq!(run(with(&["runs", "list", "--json"])), list_cli);
     assert_eq!(run(with(&["runs", "show", &a.to_string(), "--json", "--per-cpu"])), show_cli);
     assert_eq!(run(with(&["profile", "--json", "--from", "0", "--to", &to])), profile_cli);
+    // An operation with no hand-written client or server code (`days`: its line in the list,
+    // its core method, its CLI command) answers the same locally, through --server and at its
+    // REST route.
+    assert_eq!(days_cli, http.get("/api/v1/days").json());
+    assert_eq!(run(with(&["days", "--json"])), days_cli);
+    assert!(days_text.contains("2026-11-23") && days_text.contains("1 × 1ms, 1 × 10ms"), "{days_text}");
     let bad = loupe(&["--server", &server.url, "--token", "loupe_nope", "runs", "list"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("loupe: error: unknown or revoked token"), "{bad:?}");

@@ -521,8 +521,8 @@ export interface components {
          */
         CallBody: {
             /**
-             * @description The operation: `list_runs`, `show_run`, `start_run`, `profile`, `pprof`, `pids`,
-             *     `timeline`, `timeline_events`, `start_probe`, `stop_probe`, `list_probes`, `show_probe`.
+             * @description The operation's name (`show_run`, `list_runs`, `profile`, …: the method names of
+             *     `loupe_api::ops::HostApi`), its arguments beside it by name.
              */
             call: string;
         };

@@ -13,11 +13,15 @@ use loupe_store::{NewRun, ProfileQuery, RunId, TimeRange, TimelineQuery};
 
 use super::{CoreResult, Host, ImportOutcome, ProbeOrder, RunFilter, RunOrder, profiles::pprof_of};
 use loupe_api::model::{
-    ActiveProbeView, ProbeList, ProbeView, ProfileView, RunListEntry, RunView, SymbolizeReport, TimelineEventsPage,
-    TimelineSummary,
+    ActiveProbeView, DayView, ProbeList, ProbeView, ProfileView, RunListEntry, RunView, SymbolizeReport,
+    TimelineEventsPage, TimelineSummary,
 };
 
 impl HostApi for Host {
+    fn days(&self) -> CoreResult<Vec<DayView>> {
+        Host::days(self)
+    }
+
     fn list_runs(&self, filter: RunFilter) -> CoreResult<Vec<RunListEntry>> {
         Host::list_runs(self, &filter)
     }

@@ -16,8 +16,8 @@ use serde::Serialize;
 use super::{open_store, progress, stop_on_signals};
 use crate::{
     cli::{
-        ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RemoteArgs, RunArgs, SampleArgs, ShowArgs, StoreArgs,
-        SymbolizeArgs, TimelineCommand,
+        DaysArgs, ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RemoteArgs, RunArgs, SampleArgs, ShowArgs,
+        StoreArgs, SymbolizeArgs, TimelineCommand,
     },
     render,
 };
@@ -193,6 +193,11 @@ pub fn sample(args: SampleArgs, remote: &RemoteArgs) -> Result<()> {
         println!("{} samples stored, {} lost", done.samples, done.lost);
     }
     Ok(())
+}
+
+pub fn days(args: DaysArgs, remote: &RemoteArgs) -> Result<()> {
+    let days = open(&args.store, remote, Vec::new())?.days()?;
+    if args.json { print_json(&days) } else { print_text(&render::days::table(&days)) }
 }
 
 pub fn symbolize(args: SymbolizeArgs, remote: &RemoteArgs) -> Result<()> {

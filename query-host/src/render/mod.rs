@@ -2,6 +2,7 @@
 //! only; every door's JSON is the model itself.
 
 pub mod analysis;
+pub mod days;
 pub mod fleet;
 pub mod probe;
 pub mod profile;

@@ -36,8 +36,8 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
 #[schema(example = json!({"call": "show_run", "id": 7, "per_cpu": false}))]
 #[allow(dead_code)] // documentation only: the handler decodes `Call`
 pub struct CallBody {
-    /// The operation: `list_runs`, `show_run`, `start_run`, `profile`, `pprof`, `pids`,
-    /// `timeline`, `timeline_events`, `start_probe`, `stop_probe`, `list_probes`, `show_probe`.
+    /// The operation's name (`show_run`, `list_runs`, `profile`, …: the method names of
+    /// `loupe_api::ops::HostApi`), its arguments beside it by name.
     call: String,
 }
 
