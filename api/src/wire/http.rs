@@ -3,8 +3,6 @@
 //! and the fuzz targets throw bytes at. Each converts both ways here, from the operations'
 //! typed arguments (for the client) and back (for the routes), so the two ends cannot drift.
 
-use std::time::Duration;
-
 use loupe_store::{ProfileQuery, SampleKind, TimeRange, TimelineQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -27,21 +25,10 @@ pub struct RangeQuery {
 }
 
 impl RangeQuery {
-    /// `range` in Unix ns, an open end left out.
-    pub fn of(range: TimeRange) -> Self {
-        let open = |t: u64, none: u64| (t != none).then(|| t.to_string());
-        RangeQuery { from: open(range.from_unix_ns(), 0), to: open(range.to_unix_ns(), u64::MAX) }
-    }
-
     /// `[from, to)`, or a `bad_time` / `bad_range` error.
     pub fn range(&self) -> CoreResult<TimeRange> {
         parse_range(self.from.as_deref(), self.to.as_deref())
     }
-}
-
-/// A slot width as the API takes it, exactly (in nanoseconds).
-fn interval_text(interval: Duration) -> String {
-    format!("{}ns", interval.as_nanos())
 }
 
 /// `GET /api/v1/runs` beside its range.
@@ -54,13 +41,6 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
-    pub fn of(filter: &RunFilter) -> Self {
-        ListQuery {
-            interval: filter.interval_ns.map(|ns| interval_text(Duration::from_nanos(ns))),
-            iface: filter.iface.clone(),
-        }
-    }
-
     pub fn filter(self, range: TimeRange) -> CoreResult<RunFilter> {
         let interval_ns = self.interval.as_deref().map(parse_interval).transpose()?.map(|d| d.as_nanos() as u64);
         Ok(RunFilter { range, interval_ns, iface: self.iface })
@@ -105,17 +85,6 @@ pub struct ProfileParams {
 pub const DEFAULT_FREQUENCY: u64 = 10;
 
 impl ProfileParams {
-    pub fn of(query: &ProfileQuery) -> Self {
-        ProfileParams {
-            pid: query.pid,
-            comm: query.comm.clone(),
-            cpu: query.cpu,
-            idle: query.include_idle,
-            kind: query.kind,
-            ..ProfileParams::default()
-        }
-    }
-
     pub fn query(&self, range: TimeRange) -> ProfileQuery {
         ProfileQuery {
             range,
@@ -140,10 +109,6 @@ pub struct TimelineParams {
 }
 
 impl TimelineParams {
-    pub fn of(query: &TimelineQuery) -> Self {
-        TimelineParams { pid: query.pid, comm: query.comm.clone(), event: query.event.clone() }
-    }
-
     pub fn query(self, range: TimeRange) -> TimelineQuery {
         TimelineQuery { range, pid: self.pid, comm: self.comm, event: self.event }
     }
@@ -183,15 +148,6 @@ pub struct StartRun {
 }
 
 impl StartRun {
-    pub fn of(order: &RunOrder) -> Self {
-        StartRun {
-            iface: order.iface.clone(),
-            interval: interval_text(order.interval),
-            samples: Some(order.samples),
-            start: order.start_unix_ns.map(|t| t.to_string()),
-        }
-    }
-
     pub fn order(self) -> CoreResult<RunOrder> {
         Ok(RunOrder {
             iface: self.iface,
@@ -252,30 +208,39 @@ pub enum TimeValue {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
-    /// What the client writes, the route reads back as the same typed value.
+    /// What a client writes, the route reads as the typed value the core takes.
     #[test]
-    fn each_query_and_body_reads_back_as_it_was_written() {
-        for range in [TimeRange::new(0, u64::MAX).unwrap(), TimeRange::new(5, 9).unwrap()] {
-            assert_eq!(RangeQuery::of(range).range().unwrap(), range);
-        }
-        assert_eq!(RangeQuery::of(TimeRange::new(0, u64::MAX).unwrap()).from, None);
+    fn each_query_and_body_reads_as_the_typed_value() {
+        let open = RangeQuery { from: None, to: None };
+        assert_eq!(open.range().unwrap(), TimeRange::new(0, u64::MAX).unwrap());
         let range = TimeRange::new(5, 9).unwrap();
-        let filter = RunFilter { range, interval_ns: Some(100_000), iface: Some("eth0".into()) };
-        let back = ListQuery::of(&filter).filter(range).unwrap();
+        assert_eq!(RangeQuery { from: Some("5".into()), to: Some("9".into()) }.range().unwrap(), range);
+        let list = ListQuery { interval: Some("100000ns".into()), iface: Some("eth0".into()) };
+        let back = list.filter(range).unwrap();
         assert_eq!((back.interval_ns, back.iface), (Some(100_000), Some("eth0".into())));
-        let order = RunOrder {
+        let start = StartRun {
             iface: None,
-            interval: Duration::from_micros(100),
-            samples: 7,
-            start_unix_ns: Some(1_700_000_000_000_000_000),
+            interval: "100000ns".into(),
+            samples: Some(7),
+            start: Some("1700000000000000000".into()),
         };
-        let back = StartRun::of(&order).order().unwrap();
+        let back = start.order().unwrap();
         assert_eq!(
             (back.iface, back.interval, back.samples, back.start_unix_ns),
-            (None, order.interval, 7, order.start_unix_ns)
+            (None, Duration::from_micros(100), 7, Some(1_700_000_000_000_000_000))
         );
+        let params = ProfileParams {
+            pid: Some(3),
+            comm: Some("gzip".into()),
+            cpu: Some(1),
+            idle: true,
+            kind: SampleKind::OffCpu,
+            ..ProfileParams::default()
+        };
         let query = ProfileQuery {
             range,
             pid: Some(3),
@@ -284,8 +249,9 @@ mod tests {
             include_idle: true,
             kind: SampleKind::OffCpu,
         };
-        assert_eq!(ProfileParams::of(&query).query(range), query);
+        assert_eq!(params.query(range), query);
+        let params = TimelineParams { pid: None, comm: Some("app".into()), event: Some("tick".into()) };
         let query = TimelineQuery { range, pid: None, comm: Some("app".into()), event: Some("tick".into()) };
-        assert_eq!(TimelineParams::of(&query).query(range), query);
+        assert_eq!(params.query(range), query);
     }
 }

@@ -24,7 +24,12 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::{AppState, auth::Caller, error::ApiError, extract::ApiJson};
+use super::{
+    AppState,
+    auth::Caller,
+    error::{self, ApiError},
+    extract::ApiJson,
+};
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new().routes(routes!(call))
@@ -78,7 +83,7 @@ impl Encode for AsResponse {
     fn encode<T: Serialize>(self, r: CoreResult<T>) -> Response {
         let status = match &r {
             Ok(_) => StatusCode::OK,
-            Err(e) => StatusCode::from_u16(e.kind().http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            Err(e) => error::status(e.kind()),
         };
         (status, [(header::CONTENT_TYPE, "application/json")], encode(r)).into_response()
     }

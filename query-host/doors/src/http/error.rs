@@ -27,7 +27,8 @@ impl ApiError {
     }
 }
 
-fn status(kind: ErrorKind) -> StatusCode {
+/// The HTTP status of an error of this kind (one mapping: `ErrorKind::http_status`).
+pub(super) fn status(kind: ErrorKind) -> StatusCode {
     StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
