@@ -218,7 +218,7 @@ fn main() {
             )
         });
         let merged = rack::merge(parts);
-        std::hint::black_box(rack::incasts(&merged, 2).len());
+        std::hint::black_box(rack::incasts(&merged, 2, 2).len());
         native.push(t.elapsed().as_secs_f64() * 1e3);
     }
     println!(

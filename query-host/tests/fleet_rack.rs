@@ -410,7 +410,22 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
         senders.extend(r[6].as_str().unwrap().split(',').map(str::to_string));
     }
     let want: std::collections::BTreeSet<String> = (2..HOSTS).map(|i| format!("h{i}")).collect();
-    assert_eq!(senders, want, "the senders");
+    // On failure, the slots of the incast as the analysis saw them: who burst in and out.
+    let seen: Vec<String> = rows
+        .iter()
+        .filter(|r| (595..640).contains(&((r[0].as_u64().unwrap() - start) / interval_ns)))
+        .map(|r| {
+            format!(
+                "{} in={} out={} victims={} senders={}",
+                (r[0].as_u64().unwrap() - start) / interval_ns,
+                r[7],
+                r[8],
+                r[5],
+                r[6]
+            )
+        })
+        .collect();
+    assert_eq!(senders, want, "the senders; slots:\n{}", seen.join("\n"));
     for r in rows {
         let slot = ((r[0].as_u64().unwrap() - start) / interval_ns) as usize;
         let summed: u64 = hosts.iter().map(|h| series(h, "in_bytes")[slot]).sum();

@@ -55,42 +55,58 @@ impl RackSlot {
 /// Slots by (start, width), in time order.
 pub type Rack = BTreeMap<(u64, u64), RackSlot>;
 
-/// An incast: a victim's ingress burst (consecutive slots) and the other hosts bursting out
-/// during it.
+/// An incast: a victim's ingress burst and the other hosts bursting out during it or just
+/// before it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Incast {
     pub victim: String,
-    /// The burst's slots, as keys of the [`Rack`].
+    /// The slots in which the victim burst in, as keys of the [`Rack`].
     pub slots: Vec<(u64, u64)>,
     pub senders: BTreeSet<String>,
 }
 
 /// Every ingress burst of every host during which at least `min_senders` other hosts burst out.
 /// A function of the slots alone, so it is recomputed after each merge.
-pub fn incasts(rack: &Rack, min_senders: u64) -> Vec<Incast> {
-    let victims: BTreeSet<&String> = rack.values().flat_map(|s| s.in_burst.iter()).collect();
+///
+/// `gap_slots` is the tolerance for what sits between a sender's egress and the victim's
+/// counted ingress (a switch's buffer, the receiving NIC's interrupt coalescing, a receive
+/// softirq the victim's CPU holds): one burst continues across up to that many slots in which
+/// the victim's ingress dipped below the threshold, and a sender counts when it burst out up to
+/// that many slots before the burst's first slot. With 0, only consecutive slots join and only
+/// senders bursting in the victim's own slots count.
+pub fn incasts(rack: &Rack, min_senders: u64, gap_slots: u64) -> Vec<Incast> {
+    // (victim, slot width) → the starts of the slots in which it burst in, in time order: a
+    // burst is judged among slots of one width, so runs of other intervals do not cut it.
+    let mut bursts: BTreeMap<(&str, u64), Vec<u64>> = BTreeMap::new();
+    for (&(start, width), slot) in rack {
+        for v in &slot.in_burst {
+            bursts.entry((v.as_str(), width)).or_default().push(start);
+        }
+    }
     let mut found = Vec::new();
-    for v in victims {
+    for ((victim, width), starts) in bursts {
+        let reach = width.saturating_mul(gap_slots.saturating_add(1));
         let mut current: Option<Incast> = None;
-        let mut next_start = None;
-        for (&key, slot) in rack {
-            let continues = next_start == Some(key);
-            if slot.in_burst.contains(v) {
-                let incast = match current.take() {
-                    Some(c) if continues => c,
-                    other => {
-                        found.extend(other);
-                        Incast { victim: v.clone(), slots: Vec::new(), senders: BTreeSet::new() }
-                    }
-                };
-                let mut incast = incast;
-                incast.slots.push(key);
-                incast.senders.extend(slot.out_burst.iter().filter(|s| *s != v).cloned());
-                current = Some(incast);
-            } else {
-                found.extend(current.take());
+        for start in starts {
+            // The slots whose senders this slot adds: those since the burst's previous slot,
+            // or the lead before a new burst.
+            let from = match current.as_ref().and_then(|c| c.slots.last()) {
+                Some(&(last, _)) if start - last <= reach => last + width,
+                _ => {
+                    found.extend(current.take());
+                    start.saturating_sub(width.saturating_mul(gap_slots))
+                }
+            };
+            let incast = current.get_or_insert_with(|| Incast {
+                victim: victim.to_string(),
+                slots: Vec::new(),
+                senders: BTreeSet::new(),
+            });
+            incast.slots.push((start, width));
+            let window = rack.range((from, width)..=(start, width)).filter(|(k, _)| k.1 == width);
+            for (_, slot) in window {
+                incast.senders.extend(slot.out_burst.iter().filter(|s| s.as_str() != victim).cloned());
             }
-            next_start = Some((key.0 + key.1, key.1));
         }
         found.extend(current);
     }
@@ -180,11 +196,11 @@ mod tests {
         let rack = contention(runs, 10_000_000);
         let slot = &rack[&(1_000_000, 1_000_000)];
         assert_eq!((slot.in_bytes, slot.out_bytes, slot.bursting()), (40_000, 44_999, 3));
-        let found = incasts(&rack, 2);
+        let found = incasts(&rack, 2, 0);
         assert_eq!(found.len(), 1);
         assert_eq!((found[0].victim.as_str(), found[0].slots.as_slice()), ("v", &[(1_000_000, 1_000_000)][..]));
         assert_eq!(found[0].senders.iter().collect::<Vec<_>>(), ["s1", "s2"]);
-        assert!(incasts(&rack, 3).is_empty(), "s3 stayed under the threshold");
+        assert!(incasts(&rack, 3, 0).is_empty(), "s3 stayed under the threshold");
         // Slots with bytes but no burst are kept (their bytes count in the rack's sum).
         assert_eq!(rack[&(0, 1_000_000)].in_bytes, 100);
         assert_eq!(rack.len(), 3);
@@ -199,10 +215,37 @@ mod tests {
             run("s2", 0, &[0; 5], &[0, 50_000, 0, 0, 0]),
             run("s3", 0, &[0; 5], &[0, 0, 0, 0, 50_000]),
         ];
-        let found = incasts(&contention(runs, 10_000_000), 2);
+        let found = incasts(&contention(runs, 10_000_000), 2, 0);
         assert_eq!(found.len(), 1, "the lone burst at slot 4 has one sender");
         assert_eq!(found[0].slots.len(), 3);
         assert_eq!(found[0].senders.iter().collect::<Vec<_>>(), ["s1", "s2"]);
+    }
+
+    #[test]
+    fn a_burst_spans_short_dips_and_counts_senders_just_before_it() {
+        // The victim's ingress shows up two slots after the first sender's egress (a receive
+        // softirq held), and dips for two slots in the middle; each piece alone has fewer than
+        // three senders.
+        let ms = 1_000_000;
+        let runs = vec![
+            run("v", 0, &[0, 0, 20_000, 20_000, 0, 0, 20_000, 20_000, 0, 0, 0, 0, 20_000], &[0; 13]),
+            run("s1", 0, &[0; 13], &[50_000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            run("s2", 0, &[0; 13], &[0, 0, 50_000, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            run("s3", 0, &[0; 13], &[0, 0, 0, 0, 0, 50_000, 0, 0, 0, 0, 0, 0, 0]),
+            run("s4", 0, &[0; 13], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 50_000, 0, 0]),
+            // A run of another width on the victim, in the middle: it neither cuts nor joins.
+            RunSlots { interval_ns: 10 * ms, ..run("v", 4 * ms, &[150_000], &[0]) },
+        ];
+        let rack = contention(runs, 10_000_000);
+        assert!(incasts(&rack, 3, 0).is_empty(), "no piece has three senders on its own");
+        let found: Vec<_> = incasts(&rack, 3, 2).into_iter().filter(|i| i.slots[0].1 == ms).collect();
+        assert_eq!(found.len(), 1, "{found:?}");
+        let slots: Vec<u64> = found[0].slots.iter().map(|k| k.0 / ms).collect();
+        assert_eq!(slots, [2, 3, 6, 7], "the victim's own burst slots; the three-slot dip ends it");
+        assert_eq!(found[0].senders.iter().collect::<Vec<_>>(), ["s1", "s2", "s3"], "s4 bursts after its end");
+        // The slot at 12 is a burst of its own (four quiet slots before it), with s4 in its lead.
+        let last = incasts(&rack, 1, 2).into_iter().find(|i| i.slots == [(12 * ms, ms)]).unwrap();
+        assert_eq!(last.senders.iter().collect::<Vec<_>>(), ["s4"]);
     }
 
     #[test]

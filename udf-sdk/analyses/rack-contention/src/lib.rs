@@ -2,8 +2,9 @@
 //! on every host of a rack (`loupe fleet run`) — each slot's summed ingress and egress, the hosts
 //! bursting in it, and the incast victims: hosts whose ingress burst coincides with at least
 //! `min_senders` other hosts' egress bursts (anywhere in the victim's burst: its port drains
-//! the queue for longer than the senders send), named with those senders; CE-marked and
-//! retransmitted bytes beside them.
+//! the queue for longer than the senders send; and up to `gap_slots` slots before it or across
+//! a dip in it, for what delays the victim's counted ingress), named with those senders;
+//! CE-marked and retransmitted bytes beside them.
 //!
 //! One row per slot in which any host moved bytes (a quiet slot adds nothing to a sum), so that
 //! `merge` — numbers summed, host sets united, victims recomputed — is exact, commutative and
@@ -33,7 +34,7 @@ const COLUMNS: [(&str, &str); 11] = [
 
 struct RackContention;
 
-fn table(rack: &Rack, min_senders: u64) -> Result<Output, String> {
+fn table(rack: &Rack, min_senders: u64, gap_slots: u64) -> Result<Output, String> {
     if rack.len() > MAX_ROWS {
         return Err(format!(
             "{} slots with traffic, over {MAX_ROWS}: narrow the range to the synchronized run",
@@ -46,7 +47,7 @@ fn table(rack: &Rack, min_senders: u64) -> Result<Output, String> {
     }
     // Each slot of an incast names its victim(s) and the senders of the whole incast.
     let mut named: BTreeMap<(u64, u64), (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
-    let found = rack::incasts(rack, min_senders);
+    let found = rack::incasts(rack, min_senders, gap_slots);
     for incast in &found {
         for key in &incast.slots {
             let e = named.entry(*key).or_default();
@@ -119,6 +120,13 @@ impl Analysis for RackContention {
             .summary("Per slot: the rack's traffic, hosts bursting, incast victims and their senders (run with loupe fleet invoke)")
             .param(Param::unsigned("threshold_bps", "a host bursts in a slot at this rate, bytes per second").default(10_000_000u64))
             .param(Param::unsigned("min_senders", "other hosts bursting out during an ingress burst that make it an incast").default(2u64))
+            .param(
+                Param::unsigned(
+                    "gap_slots",
+                    "slots an ingress burst may dip, and a sender may burst before it (queues, held interrupts)",
+                )
+                .default(2u64),
+            )
             .param(Param::text("iface", "only runs of this interface (empty: all)").default(""))
     }
 
@@ -138,7 +146,7 @@ impl Analysis for RackContention {
             in_ce_bytes: &r.metrics.in_ce_bytes,
             retx_bytes: retx,
         });
-        table(&rack::contention(slots, threshold), ctx.params.u64("min_senders")?)
+        table(&rack::contention(slots, threshold), ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
     }
 }
 
@@ -148,7 +156,7 @@ impl Merge for RackContention {
         for p in partials {
             parse_into(&mut rack, p)?;
         }
-        table(&rack, ctx.params.u64("min_senders")?)
+        table(&rack, ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
     }
 }
 
