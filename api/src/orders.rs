@@ -21,6 +21,9 @@ pub const DEFAULT_SAMPLES: u32 = 2000;
 pub const MAX_PROBE_SECONDS: f64 = 3600.0;
 /// A probe session's cost budget when none is given: 1 % of one CPU.
 pub const DEFAULT_BUDGET_PERCENT: f64 = 1.0;
+/// The largest budget accepted, in % of one CPU: ten whole CPUs, for a deliberate debugging
+/// session (a larger figure is more likely a typo than a plan).
+pub const MAX_BUDGET_PERCENT: f64 = 1000.0;
 
 /// Which stored runs to list.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -69,7 +72,8 @@ pub struct ProbeOrder {
     /// Keep per-call records (for call trees).
     #[serde(default)]
     pub calls: bool,
-    /// Most CPU the probes may cost the probed programs, in % of one CPU (default 1).
+    /// Most CPU the probes may cost the probed programs, in % of one CPU (default 1; above 0,
+    /// at most 1,000: 100 is a whole CPU).
     pub budget_percent: Option<f64>,
     /// Probe functions whose first instruction the kernel must single-step (~10× the cost).
     #[serde(default)]

@@ -5,10 +5,14 @@
 //!    in the same round, is the cost of one probed call: Loupe timing every call, Loupe timing
 //!    1 in 64 (on uprobe session links, and on aya's perf-event uprobes), and bpftrace's classic
 //!    latency script (`uprobe` storing `nsecs` by tid,
-//!    `uretprobe` adding to a `hist`) — on the plain build (`parse` starts with `push`) and the
-//!    CET build (`endbr64` first: Loupe probes 4 bytes in, bpftrace at the symbol).
+//!    `uretprobe` adding to a `hist`) — on the plain build (`parse` starts with `push`), the
+//!    CET build (`endbr64` first: Loupe probes 4 bytes in, bpftrace at the symbol) and `checksum`
+//!    (`mov` first: Loupe probes past it, on the `push`; bpftrace at the symbol).
 //! 2. **Throughput.** `nf` with its default work (parse 2 µs, lookup 1 µs, forward 5 µs) and
 //!    probes on all four hot functions: packets per second against unprobed.
+//! 3. **Reach.** Of libc's and python3.11's functions, the share a probe reaches without
+//!    single-stepping: on the first instruction or after `endbr64` (the rule before placement
+//!    decoded functions), and after register moves too (`ingest/probes/placement.rs`).
 //!
 //! Modes alternate within each round and the median of the rounds is reported, so drift on the
 //! machine cancels. `cargo bench -p loupe-query-host --bench probes` (root; bpftrace from
@@ -24,6 +28,7 @@ use std::{
 use loupe_bpf::{FunctionProbeOptions, FunctionProbes, LinkKind, ProbePoint};
 use loupe_core::ingest::probes::{
     cost::calibration,
+    placement::census,
     target::{TargetSpec, resolve},
 };
 use loupe_testbed::nf::{Build, FUNCS, build_nf, run_nf_no_wait};
@@ -147,12 +152,19 @@ fn main() {
     zero_args.extend_from_slice(&ZERO);
 
     println!(
-        "\n1. Added cost per probed call (nf, empty functions, only `parse` probed, {PACKETS} calls, median of {rounds} rounds)"
+        "\n1. Added cost per probed call (nf, empty functions, one function probed, {PACKETS} calls, median of {rounds} rounds)"
     );
-    for build in [Build::Plain, Build::Cet] {
-        let sub = dir.path().join(build.exe_name());
+    // (build, function, name): `parse` starts with push (after endbr64 in the CET build);
+    // `checksum` with a register move, then push.
+    let mut with_checksum = zero_args.clone();
+    with_checksum.extend_from_slice(&["--checksum-ns", "0"]);
+    for (build, function, build_name) in
+        [(Build::Plain, "parse", "plain"), (Build::Cet, "parse", "endbr64"), (Build::Plain, "checksum", "mov")]
+    {
+        let sub = dir.path().join(build_name);
         std::fs::create_dir_all(&sub).unwrap();
         let exe = build_nf(&sub, build);
+        let args = if function == "checksum" { &with_checksum } else { &zero_args };
         let mut modes = vec![
             Mode::None,
             Mode::Loupe(1, LinkKind::Session),
@@ -165,17 +177,13 @@ fn main() {
         }
         let mut per_mode: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
         for _ in 0..rounds {
-            let base = run(&exe, &sub, Mode::None, &["parse"], &zero_args);
+            let base = run(&exe, &sub, Mode::None, &[function], args);
             per_mode[0].push(base);
             for (i, &mode) in modes.iter().enumerate().skip(1) {
-                per_mode[i].push(run(&exe, &sub, mode, &["parse"], &zero_args) - base);
+                per_mode[i].push(run(&exe, &sub, mode, &[function], args) - base);
             }
         }
-        let build_name = match build {
-            Build::Cet => "endbr64",
-            _ => "plain",
-        };
-        println!("  {build_name}: unprobed packet {:.0} ns", median(per_mode[0].clone()));
+        println!("  {build_name} ({function}): unprobed packet {:.0} ns", median(per_mode[0].clone()));
         let loupe = median(per_mode[1].clone());
         for (i, mode) in modes.iter().enumerate().skip(1) {
             let m = median(per_mode[i].clone());
@@ -213,6 +221,34 @@ fn main() {
         println!(
             r#"BENCH {{"name": "probe_throughput_{}", "value": {m:.3}, "unit": "ratio", "baseline": 1.0}}"#,
             mode.name()
+        );
+    }
+
+    println!("\n3. Functions a probe reaches without single-stepping");
+    for path in ["/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3.11"] {
+        let c = match census(Path::new(path)) {
+            Ok(c) => c,
+            Err(e) => {
+                println!("    SKIP {path}: {e}");
+                continue;
+            }
+        };
+        let name = Path::new(path).file_name().unwrap().to_string_lossy().split(".so").next().unwrap().replace('.', "");
+        let share = |n: usize| n as f64 / c.functions.max(1) as f64;
+        let (before, after) = (share(c.at_start), share(c.at_start + c.past_moves));
+        let refused: Vec<String> = c.refused.iter().map(|(stop, n)| format!("{} {}", stop.as_str(), n)).collect();
+        println!(
+            "    {path}: {} functions; at the start or after endbr64 {:.1} %, with placement past register moves {:.1} % \
+             (refused: {})",
+            c.functions,
+            before * 100.0,
+            after * 100.0,
+            refused.join(", ")
+        );
+        println!(r#"BENCH {{"name": "probe_reach_before_{name}", "value": {:.3}, "unit": "share"}}"#, before);
+        println!(
+            r#"BENCH {{"name": "probe_reach_after_{name}", "value": {:.3}, "unit": "share", "baseline": {before:.3}}}"#,
+            after
         );
     }
 }

@@ -351,8 +351,8 @@ pub struct ProbeArgs {
     /// Record each timed call, to rebuild call trees (which child made a slow call slow).
     #[arg(long)]
     pub calls: bool,
-    /// Most CPU the probes may cost the probed program, in % of one CPU: sampling is raised,
-    /// then the probes detach.
+    /// Most CPU the probes may cost the probed program, in % of one CPU (100: a whole CPU; at
+    /// most 1000): sampling is raised, then the probes detach.
     #[arg(long, default_value_t = 1.0)]
     pub budget: f64,
     /// Probe functions whose first instruction the kernel single-steps (~10× the cost per call).

@@ -1009,7 +1009,8 @@ export interface components {
             binary?: string | null;
             /**
              * Format: double
-             * @description Most CPU the probes may cost the probed programs, in % of one CPU (default 1).
+             * @description Most CPU the probes may cost the probed programs, in % of one CPU (default 1; above 0,
+             *     at most 1,000: 100 is a whole CPU).
              */
             budget_percent?: number | null;
             /** @description Keep per-call records (for call trees). */

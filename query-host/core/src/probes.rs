@@ -43,7 +43,6 @@ fn checked(order: &ProbeOrder) -> CoreResult<(TargetSpec, ProbeOptions, Duration
     if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
         return Err(CoreError::Probe(format!("seconds {seconds} out of bounds: more than 0, at most {MAX_SECONDS}")));
     }
-    let budget = order.budget_percent.unwrap_or(DEFAULT_BUDGET_PERCENT);
     let spec = TargetSpec {
         pids: order.pids.clone(),
         binary: order.binary.as_ref().map(PathBuf::from),
@@ -53,7 +52,7 @@ fn checked(order: &ProbeOrder) -> CoreResult<(TargetSpec, ProbeOptions, Duration
     let options = ProbeOptions {
         sample_every: order.sample_every.unwrap_or(1),
         record_calls: order.calls,
-        budget: budget / 100.0,
+        budget_percent: order.budget_percent.unwrap_or(DEFAULT_BUDGET_PERCENT),
     };
     Ok((spec, options, Duration::from_secs_f64(seconds)))
 }

@@ -44,7 +44,7 @@ export function probeStartView(root: HTMLElement, ctx: ViewCtx): void {
   const funcsIn = h('input', { type: 'text', id: 'probe-functions', value: q.get('functions') ?? '', size: '32', spellcheck: 'false', required: true, placeholder: 'handle, parse, lookup, forward' });
   const secondsIn = h('input', { type: 'number', id: 'probe-seconds', value: q.get('seconds') ?? DEFAULT_SECONDS, min: '0.001', max: '3600', step: 'any', class: 'narrow' });
   const sampleIn = h('input', { type: 'number', id: 'probe-sample', value: q.get('sample') ?? '1', min: '1', step: '1', class: 'narrow' });
-  const budgetIn = h('input', { type: 'number', id: 'probe-budget', value: q.get('budget') ?? '1', min: '0.01', max: '100', step: 'any', class: 'narrow' });
+  const budgetIn = h('input', { type: 'number', id: 'probe-budget', value: q.get('budget') ?? '1', min: '0.01', max: '1000', step: 'any', class: 'narrow' });
   const callsIn = h('input', { type: 'checkbox', id: 'probe-calls', checked: q.get('calls') !== 'false' });
   const formError = h('p', { class: 'form-error', role: 'alert' });
   const cli = h('code', { id: 'probe-cli' });
@@ -64,7 +64,7 @@ export function probeStartView(root: HTMLElement, ctx: ViewCtx): void {
     const sample = Number(sampleIn.value);
     if (!Number.isInteger(sample) || sample < 1) throw new Error('sample every: a whole number, 1 or more');
     const budget = Number(budgetIn.value);
-    if (!(budget > 0 && budget <= 100)) throw new Error('budget: a percentage of one CPU, more than 0');
+    if (!(budget > 0 && budget <= 1000)) throw new Error('budget: a percentage of one CPU, more than 0 and at most 1000 (100 is a whole CPU)');
     return { pids: pids.map(Number), binary: binary || null, functions, seconds, sample_every: sample, calls: callsIn.checked, budget_percent: budget };
   };
 

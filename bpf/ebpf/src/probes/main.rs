@@ -81,8 +81,15 @@ pub fn loupe_fn_return(ctx: RetProbeContext) -> u32 {
 /// returned 0 — every call inside a timed outermost call, and the outermost call itself (when
 /// several functions are probed, even untimed, so the thread's depth stays exact). Calls
 /// inside an untimed outermost call return 1: counted, and no return trap.
-#[uprobe]
-pub fn loupe_fn_session(ctx: ProbeContext) -> u32 {
+///
+/// Written out rather than with `#[uprobe]`: that macro discards the function's value and
+/// returns 0, which on a session link asks for every return — each untimed call's return then
+/// ran, found no open call, and was counted as another call (`--sample 64` over-counted and
+/// timed nearly everything; see `docs/probes.md`).
+#[unsafe(no_mangle)]
+#[unsafe(link_section = "uprobe")]
+pub fn loupe_fn_session(ctx: *mut core::ffi::c_void) -> u32 {
+    let ctx = ProbeContext::new(ctx);
     // SAFETY: as in `loupe_fn_entry`.
     let (function, sp, now) =
         unsafe { (bpf_get_attach_cookie(ctx.as_ptr()) as u32, (*ctx.regs).rsp, bpf_ktime_get_ns()) };
@@ -107,9 +114,11 @@ fn is_return(function: u32, sp: u64) -> bool {
     }
 }
 
-/// A call entered: counted, and pushed on the thread's stack. On a session link (`session`)
-/// a call inside an untimed outermost call is not pushed and returns 1 (no return probe); with
-/// perf-event uprobes every return fires, so every call is pushed to keep returns matched.
+/// A call entered: counted — the one place a call is counted, so `calls` is the number of
+/// entries — and pushed on the thread's stack. Returns 0 exactly when it pushed the call, so
+/// on a session link every return the kernel runs has its open call on top. A call inside an
+/// untimed outermost call is not pushed and returns 1 (no return probe); with perf-event
+/// uprobes every return fires, so every call is pushed to keep returns matched.
 #[inline(always)]
 fn entry(function: u32, sp: u64, session: bool) -> u32 {
     if function >= MAX_FUNCTIONS {

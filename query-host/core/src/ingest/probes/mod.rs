@@ -1,10 +1,11 @@
 //! Function probes, from a request to a stored session: [`target`] resolves and checks the
-//! functions, [`session`] attaches the kernel's probes and watches them (cost budget, the
+//! functions, [`placement`] proves where on each the entry probe can go, [`session`] attaches the kernel's probes and watches them (cost budget, the
 //! target's exit, the clock), [`calls`] rebuilds nested calls from per-call records, and
 //! [`cost`] measures what a probe costs on this host. `docs/probes.md` has the figures.
 
 pub mod calls;
 pub mod cost;
+pub mod placement;
 pub mod session;
 pub mod target;
 

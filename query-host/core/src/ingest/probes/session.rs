@@ -29,7 +29,7 @@ use super::{
     cost::{Calibration, calibration},
     target::{ResolvedFunction, TargetError, TargetSpec, resolve},
 };
-use loupe_api::clock::now_unix_ns;
+use loupe_api::{clock::now_unix_ns, orders::MAX_BUDGET_PERCENT};
 
 /// How often records are drained.
 const DRAIN: Duration = Duration::from_millis(50);
@@ -43,8 +43,9 @@ pub struct ProbeOptions {
     pub sample_every: u32,
     /// Keep per-call records.
     pub record_calls: bool,
-    /// Most CPU (a share of one core, e.g. 0.01) the probes may cost the probed programs.
-    pub budget: f64,
+    /// Most CPU the probes may cost the probed programs, in % of one CPU (1: the default; 100:
+    /// a whole CPU).
+    pub budget_percent: f64,
 }
 
 /// Why a session ended.
@@ -75,7 +76,10 @@ pub enum ProbeError {
     Target(#[from] TargetError),
     #[error(transparent)]
     Kernel(#[from] SamplerError),
-    #[error("budget {0} out of bounds: a share of one CPU above 0 and at most 1 (e.g. 0.01 for 1 %)")]
+    #[error(
+        "budget {0} % out of bounds: a percentage of one CPU above 0 and at most {MAX_BUDGET_PERCENT} \
+         (1 for 1 %, 100 for a whole CPU)"
+    )]
     Budget(f64),
 }
 
@@ -96,6 +100,8 @@ pub struct ProbeRun {
     calls: Vec<RawCall>,
     calls_lost: u64,
     notes: Vec<String>,
+    /// When the probes were attached (the budget's notes say how long after it acted).
+    attached: Instant,
     last_check: Instant,
     last_calls: u64,
 }
@@ -103,8 +109,8 @@ pub struct ProbeRun {
 impl ProbeRun {
     /// Resolves, checks and attaches; nothing stays attached on error.
     pub fn start(spec: &TargetSpec, options: ProbeOptions) -> Result<ProbeRun, ProbeError> {
-        if !(options.budget > 0.0 && options.budget <= 1.0) {
-            return Err(ProbeError::Budget(options.budget));
+        if !(options.budget_percent > 0.0 && options.budget_percent <= MAX_BUDGET_PERCENT) {
+            return Err(ProbeError::Budget(options.budget_percent));
         }
         let functions = resolve(spec)?;
         // Calibrate before attaching: the calibration probes this process, not the target.
@@ -133,6 +139,7 @@ impl ProbeRun {
             calls: Vec::new(),
             calls_lost: 0,
             notes: Vec::new(),
+            attached: Instant::now(),
             last_check: Instant::now(),
             last_calls: 0,
         })
@@ -186,35 +193,35 @@ impl ProbeRun {
         self.last_calls = calls;
         let c = self.calibration;
         let every = self.sample_every as f64;
+        let budget = self.options.budget_percent / 100.0;
+        let after = self.attached.elapsed().as_secs_f64();
         // Outermost calls are sampled; nested ones follow their root, so 1/N of all calls is
         // the right expectation.
         let share = c.share(rate / every, rate - rate / every);
-        if share > self.options.budget {
+        if share > budget {
             let floor = c.share(0.0, rate);
-            if floor > self.options.budget {
+            if floor > budget {
                 self.notes.push(format!(
-                    "detached: {:.0} calls/s cost {:.2} % of a CPU even untimed, over the budget of {:.2} %",
-                    rate,
+                    "detached after {after:.1} s: {rate:.0} calls/s cost {:.2} % of a CPU even untimed, over the budget of {} % \
+                     (--budget raises it; 100 is a whole CPU)",
                     floor * 100.0,
-                    self.options.budget * 100.0
+                    self.options.budget_percent
                 ));
                 return Ok(Some(Ended::Budget));
             }
             // Smallest power-of-two sampling that fits.
             let mut next = self.sample_every.max(1);
-            while next < MAX_SAMPLE_EVERY
-                && c.share(rate / next as f64, rate - rate / next as f64) > self.options.budget
-            {
+            while next < MAX_SAMPLE_EVERY && c.share(rate / next as f64, rate - rate / next as f64) > budget {
                 next = next.saturating_mul(2);
             }
             if next != self.sample_every {
                 self.probes.set_sample_every(next)?;
                 self.notes.push(format!(
-                    "sampling raised from 1 in {} to 1 in {next}: {:.0} calls/s cost {:.2} % of a CPU, over the budget of {:.2} %",
+                    "sampling raised after {after:.1} s from 1 in {} to 1 in {next}: {rate:.0} calls/s cost {:.2} % of a CPU, \
+                     over the budget of {} %",
                     self.sample_every,
-                    rate,
                     share * 100.0,
-                    self.options.budget * 100.0
+                    self.options.budget_percent
                 ));
                 self.sample_every = next;
             }
@@ -238,7 +245,21 @@ impl ProbeRun {
         let end_unix_ns = now_unix_ns();
         drop(self.probes);
         let mut lost = self.calls_lost;
-        let mut notes = self.notes;
+        // Where each probe went, when more than `endbr64` ran before it.
+        let mut notes: Vec<String> = self
+            .functions
+            .iter()
+            .filter(|f| f.skipped.iter().any(|i| i != "endbr64"))
+            .map(|f| {
+                format!(
+                    "{}: probed at +{}, after {} (register moves that cannot fault, run unprobed)",
+                    f.name,
+                    f.probe_offset,
+                    f.skipped.join("; ")
+                )
+            })
+            .collect();
+        notes.extend(self.notes);
         let functions = self
             .functions
             .iter()

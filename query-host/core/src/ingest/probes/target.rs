@@ -27,6 +27,7 @@ use std::{
 
 use object::{Object, ObjectSymbol, ReadCache, SymbolKind, read::File as ObjectFile};
 
+use super::placement::{FunctionCode, MAX_FUNCTION_BYTES, Placement, place};
 use crate::ingest::symbolize::{
     debug_files::{Binary, DebugFiles},
     elf_file::ElfFacts,
@@ -61,6 +62,8 @@ pub struct ResolvedFunction {
     pub attach_file: PathBuf,
     pub address: u64,
     pub probe_offset: u32,
+    /// The instructions run before the probe (`endbr64`, register moves), as objdump writes them.
+    pub skipped: Vec<String>,
     pub file_offset: u64,
 }
 
@@ -90,10 +93,11 @@ pub enum TargetError {
     )]
     Go { file: String },
     #[error(
-        "'{name}' starts with {instruction}, which the kernel single-steps on every hit (~10-20 µs, not ~1 µs): \
-         rebuild with frame pointers (the function then starts with push), or pass --allow-single-step to pay it"
+        "'{name}' starts with {instruction}, which the kernel single-steps on every hit (~10-20 µs, not ~1 µs), \
+         and no later place is safe: {reason}. Rebuild with frame pointers (the function then starts with push), \
+         or pass --allow-single-step to pay it"
     )]
-    SingleStep { name: String, instruction: String },
+    SingleStep { name: String, instruction: String, reason: String },
     #[error("bad function name '{0}'")]
     BadName(String),
 }
@@ -127,15 +131,16 @@ pub fn resolve(spec: &TargetSpec) -> Result<Vec<ResolvedFunction>, TargetError> 
             (None, library) => in_processes(&spec.pids, library)?,
         };
         let found = find_symbol(&file, symbol, &mut debug_files)?;
-        let probe_offset = check_entry(&file, found.file_offset, symbol, spec.allow_single_step)?;
+        let placement = check_entry(&file, &found, symbol, spec.allow_single_step)?;
         out.push(ResolvedFunction {
             name: asked.clone(),
             symbol: found.symbol,
             binary: file.shown.clone(),
             attach_file: file.open.clone(),
             address: found.address,
-            probe_offset,
-            file_offset: found.file_offset + probe_offset as u64,
+            probe_offset: placement.offset,
+            skipped: placement.skipped,
+            file_offset: found.file_offset + placement.offset as u64,
         });
     }
     Ok(out)
@@ -207,6 +212,10 @@ struct FoundSymbol {
     symbol: String,
     address: u64,
     file_offset: u64,
+    /// Bytes of the function (0: the symbol does not say).
+    size: u64,
+    /// The address, file offset and size of its `.cold` part.
+    cold: Option<(u64, u64, u64)>,
 }
 
 fn find_symbol(file: &Located, name: &str, debug_files: &mut DebugFiles) -> Result<FoundSymbol, TargetError> {
@@ -238,8 +247,8 @@ fn find_symbol(file: &Located, name: &str, debug_files: &mut DebugFiles) -> Resu
             hits = matching(&debug_elf, name, &file.shown)?;
         }
     }
-    hits.sort_by_key(|h| h.1);
-    hits.dedup_by_key(|h| h.1);
+    hits.sort_by_key(|h| h.address);
+    hits.dedup_by_key(|h| h.address);
     match hits.len() {
         0 => Err(TargetError::NoSymbol {
             name: name.into(),
@@ -247,33 +256,51 @@ fn find_symbol(file: &Located, name: &str, debug_files: &mut DebugFiles) -> Resu
             hint: format!(" (searched {searched}; a function the compiler inlined everywhere has no symbol)"),
         }),
         1 => {
-            let (symbol, address) = hits.pop().expect("one");
+            let Hit { symbol, address, size, cold } = hits.pop().expect("one");
             let file_offset = facts.file_offset_of(address).ok_or_else(|| {
                 TargetError::File(format!(
                     "{}: {symbol} at {address:#x} is outside the file's loaded bytes",
                     file.shown
                 ))
             })?;
-            Ok(FoundSymbol { symbol, address, file_offset })
+            let cold = cold.and_then(|(at, size)| Some((at, facts.file_offset_of(at)?, size)));
+            Ok(FoundSymbol { symbol, address, file_offset, size, cold })
         }
         _ => Err(TargetError::Ambiguous {
             name: name.into(),
             file: file.shown.clone(),
-            candidates: hits.iter().take(4).map(|(s, a)| format!("{s} at {a:#x}")).collect::<Vec<_>>().join(", "),
+            candidates: hits
+                .iter()
+                .take(4)
+                .map(|h| format!("{} at {:#x}", h.symbol, h.address))
+                .collect::<Vec<_>>()
+                .join(", "),
         }),
     }
 }
 
-/// Defined functions named `name` (as written or demangled): (symbol, address).
+/// A defined function matching the name asked, with its size and its `.cold` part (code the
+/// compiler moved out of line, which jumps back into it).
+#[derive(Clone, Debug)]
+struct Hit {
+    symbol: String,
+    address: u64,
+    size: u64,
+    cold: Option<(u64, u64)>,
+}
+
+/// Defined functions named `name` (as written or demangled).
 fn matching<'d, R: object::ReadRef<'d>>(
     elf: &ObjectFile<'d, R>,
     name: &str,
     shown: &str,
-) -> Result<Vec<(String, u64)>, TargetError> {
-    let mut hits = Vec::new();
+) -> Result<Vec<Hit>, TargetError> {
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut colds: Vec<(String, u64, u64)> = Vec::new();
     // Demangling every symbol of a big binary takes seconds: only names that cannot be a
     // plain symbol (`ns::f`, `f(int)`) are compared demangled.
     let demangle = name.contains("::") || name.contains('(');
+    let matches = |plain: &str| plain == name || (demangle && demangled_matches(plain, name));
     for (n, sym) in elf.symbols().chain(elf.dynamic_symbols()).enumerate() {
         if n >= MAX_SYMBOLS {
             return Err(TargetError::File(format!("{shown}: more than {MAX_SYMBOLS} symbols")));
@@ -283,9 +310,16 @@ fn matching<'d, R: object::ReadRef<'d>>(
         }
         let Ok(raw) = sym.name() else { continue };
         let plain = raw.split('@').next().unwrap_or(raw);
-        if plain == name || (demangle && demangled_matches(plain, name)) {
-            hits.push((plain.to_string(), sym.address()));
+        if matches(plain) {
+            hits.push(Hit { symbol: plain.to_string(), address: sym.address(), size: sym.size(), cold: None });
+        } else if let Some(hot) = plain.strip_suffix(".cold")
+            && matches(hot)
+        {
+            colds.push((hot.to_string(), sym.address(), sym.size()));
         }
+    }
+    for hit in &mut hits {
+        hit.cold = colds.iter().find(|c| c.0 == hit.symbol).map(|c| (c.1, c.2));
     }
     Ok(hits)
 }
@@ -309,44 +343,37 @@ fn demangled_matches(symbol: &str, name: &str) -> bool {
     false
 }
 
-/// Where in the function the probe goes (0, or 4 after `endbr64`), refusing an instruction the
-/// kernel would single-step unless allowed.
-fn check_entry(file: &Located, file_offset: u64, name: &str, allow_single_step: bool) -> Result<u32, TargetError> {
+/// Where in the function the probe goes ([`placement`]), refusing a place the kernel would
+/// single-step unless allowed (then the function's start).
+fn check_entry(
+    file: &Located,
+    found: &FoundSymbol,
+    name: &str,
+    allow_single_step: bool,
+) -> Result<Placement, TargetError> {
     use std::os::unix::fs::FileExt;
     let handle = File::open(&file.open).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
-    let mut code = [0u8; 8];
-    let n = handle.read_at(&mut code, file_offset).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
-    let code = &code[..n];
-    let (skip, rest) = match code {
-        [0xf3, 0x0f, 0x1e, 0xfa, rest @ ..] => (4, rest),
-        _ => (0, code),
+    let read = |offset: u64, len: u64| -> Result<Vec<u8>, TargetError> {
+        let mut bytes = vec![0u8; len as usize];
+        let n = handle.read_at(&mut bytes, offset).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
+        bytes.truncate(n);
+        Ok(bytes)
     };
-    match first_instruction(rest) {
-        Entry::Emulated => Ok(skip),
-        Entry::SingleStep(_) if allow_single_step => Ok(skip),
-        Entry::SingleStep(instruction) => Err(TargetError::SingleStep { name: name.into(), instruction }),
-    }
-}
-
-enum Entry {
-    /// The kernel emulates it: no single step.
-    Emulated,
-    SingleStep(String),
-}
-
-/// Classifies an x86-64 instruction by its first bytes: only what a function's first
-/// instruction is in practice needs to be told apart.
-fn first_instruction(code: &[u8]) -> Entry {
-    match code {
-        // push %reg, push %r8–%r15
-        [0x50..=0x57, ..] | [0x41, 0x50..=0x57, ..] => Entry::Emulated,
-        // call rel32, jmp rel32, jmp rel8 (tail calls, PLT stubs)
-        [0xe8 | 0xe9 | 0xeb, ..] => Entry::Emulated,
-        [] => Entry::SingleStep("no readable instruction".into()),
-        _ => Entry::SingleStep(format!(
-            "the bytes {}",
-            code.iter().take(4).map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
-        )),
+    let whole = (1..=MAX_FUNCTION_BYTES as u64).contains(&found.size);
+    let code = read(found.file_offset, if whole { found.size } else { 64 })?;
+    let cold = match found.cold {
+        Some((address, offset, size)) if whole && (1..=MAX_FUNCTION_BYTES as u64).contains(&size) => {
+            Some((address, read(offset, size)?))
+        }
+        _ => None,
+    };
+    let related = cold.iter().map(|(address, bytes)| (*address, bytes.as_slice())).collect();
+    let f =
+        FunctionCode { address: found.address, code: &code, whole: whole && code.len() as u64 == found.size, related };
+    match place(&f) {
+        Ok(p) => Ok(p),
+        Err(_) if allow_single_step => Ok(Placement { offset: 0, skipped: Vec::new() }),
+        Err(e) => Err(TargetError::SingleStep { name: name.into(), instruction: e.first, reason: e.reason }),
     }
 }
 
@@ -370,14 +397,6 @@ mod tests {
         assert!(demangled_matches("_ZN2ns4Type6methodEi", "ns::Type::method(int)"));
         assert!(!demangled_matches("_ZN2ns4Type6methodEi", "ns::Type::other"));
         assert!(!demangled_matches("handle", "handle"));
-    }
-
-    #[test]
-    fn entries_are_classified() {
-        assert!(matches!(first_instruction(&[0x55, 0x48, 0x89, 0xe5]), Entry::Emulated));
-        assert!(matches!(first_instruction(&[0x41, 0x57]), Entry::Emulated));
-        assert!(matches!(first_instruction(&[0x48, 0x83, 0xec, 0x08]), Entry::SingleStep(_)));
-        assert!(matches!(first_instruction(&[]), Entry::SingleStep(_)));
     }
 
     #[test]

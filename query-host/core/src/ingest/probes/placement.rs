@@ -1,0 +1,458 @@
+//! Where on a function its entry probe goes, proven from the function's own instructions.
+//!
+//! A uprobe replaces an instruction with a breakpoint, and the kernel must then execute the
+//! original somewhere. A few it emulates — `push %reg`, `call`/`jmp` to a fixed target, a
+//! conditional jump, `nop` — for ~0.7 µs a hit here; every other instruction it single-steps out
+//! of line, 9–16 µs a hit on this VM (`docs/probes.md`). On this machine's Debian binaries only
+//! 37 % of libc's and 38 % of python3.11's functions start with `push` (after `endbr64`); 32 % of
+//! libc's start with `mov`.
+//!
+//! So the probe goes on the **first instruction the kernel emulates**, when every instruction
+//! before it is proven harmless to run unprobed:
+//! - it only moves values between registers or into them (no memory operand, `lea` excepted:
+//!   it computes an address and reads nothing), so it cannot fault, and no instruction that
+//!   can fault without touching memory (division) is among them;
+//! - it does not change `%rsp`, so at the probe the return address is still on top of the
+//!   stack — where the return probe and the session's return check look for it;
+//! - no jump or call of the function (or of its `.cold` part) lands inside those instructions
+//!   or on the probe's own instruction (a jump there would run the probe a second time, or skip
+//!   it), and the function has no jump whose target cannot be read (a jump table could land
+//!   anywhere): the whole function is decoded (iced-x86) to prove it.
+//!
+//! `endbr64` (CET builds) only marks a valid jump target and is skipped like the rest. What
+//! cannot be proven is refused with the reason, unless the caller accepts single-stepping the
+//! first instruction. The time the skipped instructions take (a few register moves) is outside
+//! the measured call.
+
+use iced_x86::{
+    ConditionCode, Decoder, DecoderOptions, FlowControl, Formatter, GasFormatter, Instruction, InstructionInfoFactory,
+    Mnemonic, OpAccess, OpKind, Register,
+};
+
+/// Most instructions run unprobed before the probe.
+pub const MAX_SKIPPED: usize = 8;
+/// Longest function decoded whole (larger ones are probed only where nothing is skipped).
+pub const MAX_FUNCTION_BYTES: usize = 1 << 20;
+
+/// Where the probe goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Bytes after the function's start.
+    pub offset: u32,
+    /// The instructions run before the probe, as `objdump` writes them (`endbr64` included).
+    pub skipped: Vec<String>,
+}
+
+/// Why the probe cannot go on an instruction the kernel emulates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unplaceable {
+    /// The instruction a probe at the start would single-step.
+    pub first: String,
+    /// Why the search for a later place stopped, in words.
+    pub reason: String,
+    pub stop: Stop,
+}
+
+/// What stopped the search for a place, by kind (the census counts them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stop {
+    /// An instruction that reads or writes memory.
+    Memory,
+    /// One that moves or writes the stack pointer.
+    StackPointer,
+    /// A jump, call or return before any emulated instruction.
+    FlowControl,
+    /// Another instruction (division, system instructions, vector work…) or a special register.
+    Other,
+    /// A jump lands among the skipped instructions.
+    JumpInside,
+    /// A jump whose target the code does not say (a jump table).
+    UnreadableJump,
+    /// The function's extent is unknown or too long, or it does not decode.
+    Unchecked,
+    /// More than [`MAX_SKIPPED`] instructions before an emulated one.
+    TooMany,
+}
+
+impl Stop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::Memory => "memory access",
+            Stop::StackPointer => "stack pointer",
+            Stop::FlowControl => "jump, call or return",
+            Stop::Other => "other instruction",
+            Stop::JumpInside => "jump into the skipped bytes",
+            Stop::UnreadableJump => "jump table",
+            Stop::Unchecked => "extent unknown or undecodable",
+            Stop::TooMany => "too many to skip",
+        }
+    }
+}
+
+/// A function's code, as read from its file.
+pub struct FunctionCode<'a> {
+    /// Its virtual address (for jump targets).
+    pub address: u64,
+    /// Its bytes; the whole function when `whole`, else at least its first instructions.
+    pub code: &'a [u8],
+    /// `code` is the whole function (its symbol's size): jumps inside it can be checked.
+    pub whole: bool,
+    /// Other code that may jump into it (its `.cold` part): (address, bytes).
+    pub related: Vec<(u64, &'a [u8])>,
+}
+
+/// The place for the entry probe: the first instruction the kernel emulates, with everything
+/// before it proven safe to run unprobed (see the module docs).
+pub fn place(f: &FunctionCode<'_>) -> Result<Placement, Unplaceable> {
+    let mut decoder = Decoder::with_ip(64, f.code, f.address, DecoderOptions::NONE);
+    let mut info = InstructionInfoFactory::new();
+    let mut skipped: Vec<Instruction> = Vec::new();
+    let first = peek(f);
+    let refuse = |stop: Stop, reason: String| Unplaceable { first: first.clone(), reason, stop };
+    loop {
+        if !decoder.can_decode() {
+            return Err(refuse(Stop::Unchecked, "the function ends before an instruction the kernel emulates".into()));
+        }
+        let offset = (decoder.ip() - f.address) as usize;
+        let instr = decoder.decode();
+        if instr.is_invalid() {
+            return Err(refuse(Stop::Unchecked, format!("no valid instruction at +{offset:#x}")));
+        }
+        if emulated(&f.code[offset..offset + instr.len()]) {
+            // Only what sits before the probe needs the whole function's proof.
+            let unproven = skipped.iter().any(|i| i.mnemonic() != Mnemonic::Endbr64);
+            if unproven {
+                prove_no_jump_lands(f, offset as u64)?;
+            }
+            return Ok(Placement { offset: offset as u32, skipped: skipped.iter().map(text).collect() });
+        }
+        if let Err((stop, why)) = harmless(&instr, &mut info) {
+            let at = if skipped.is_empty() { String::new() } else { format!(" at +{offset:#x}") };
+            return Err(refuse(stop, format!("{}{at} {why}", text(&instr))));
+        }
+        if skipped.len() >= MAX_SKIPPED {
+            return Err(refuse(
+                Stop::TooMany,
+                format!("no instruction the kernel emulates in the first {MAX_SKIPPED}"),
+            ));
+        }
+        skipped.push(instr);
+    }
+}
+
+/// The first instruction, as `objdump` writes it.
+fn peek(f: &FunctionCode<'_>) -> String {
+    let mut decoder = Decoder::with_ip(64, f.code, f.address, DecoderOptions::NONE);
+    if !decoder.can_decode() {
+        return "no readable instruction".into();
+    }
+    let instr = decoder.decode();
+    if instr.is_invalid() { "an invalid instruction".into() } else { text(&instr) }
+}
+
+/// The instructions the kernel runs in place of a breakpoint without single-stepping, by their
+/// exact encodings (the kernel refuses the fast path for prefixed forms): `push %reg`
+/// (`50+r`, `41 50+r`), `call rel32`, `jmp rel8/rel32`, `jcc rel8/rel32`, `nop`.
+fn emulated(bytes: &[u8]) -> bool {
+    matches!(
+        bytes,
+        [0x50..=0x57]
+            | [0x41, 0x50..=0x57]
+            | [0xe8, ..]
+            | [0xe9 | 0xeb, ..]
+            | [0x70..=0x7f, _]
+            | [0x0f, 0x80..=0x8f, ..]
+            | [0x90]
+    )
+}
+
+/// Can `instr` run unprobed before the probe? `Err` says why not.
+fn harmless(instr: &Instruction, info: &mut InstructionInfoFactory) -> Result<(), (Stop, &'static str)> {
+    if instr.flow_control() != FlowControl::Next {
+        return Err((Stop::FlowControl, "changes the flow of control"));
+    }
+    if instr.stack_pointer_increment() != 0 {
+        return Err((Stop::StackPointer, "moves the stack pointer (the return address would no longer be on top)"));
+    }
+    let reads_memory = (0..instr.op_count()).any(|i| instr.op_kind(i) == OpKind::Memory);
+    if reads_memory && instr.mnemonic() != Mnemonic::Lea {
+        return Err((Stop::Memory, "reads or writes memory (it could fault before the probe)"));
+    }
+    // `setcc` and `cmovcc` are the conditional instructions that reach here (jumps and loops
+    // changed the flow; x87's `fcmovcc` uses special registers, refused below).
+    if !register_only(instr.mnemonic()) && instr.condition_code() == ConditionCode::None {
+        return Err((Stop::Other, "is not one of the register moves and arithmetic the probe can be placed after"));
+    }
+    for used in info.info(instr).used_registers() {
+        // The full register: RCX for CL, ZMM3 for XMM3.
+        let r = used.register().full_register();
+        if !(r.is_gpr64() || r.is_zmm() || r == Register::RIP) {
+            return Err((Stop::Other, "uses a special register"));
+        }
+        let writes = !matches!(used.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess);
+        if r == Register::RSP && writes {
+            return Err((
+                Stop::StackPointer,
+                "writes the stack pointer (the return address would no longer be on top)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Register arithmetic and moves that cannot fault with register operands (division can, and
+/// is not here).
+fn register_only(m: Mnemonic) -> bool {
+    use Mnemonic::*;
+    matches!(
+        m,
+        Endbr64
+            | Nop
+            | Mov
+            | Movzx
+            | Movsx
+            | Movsxd
+            | Lea
+            | Xor
+            | And
+            | Or
+            | Add
+            | Sub
+            | Adc
+            | Sbb
+            | Test
+            | Cmp
+            | Inc
+            | Dec
+            | Neg
+            | Not
+            | Shl
+            | Shr
+            | Sar
+            | Rol
+            | Ror
+            | Imul
+            | Cdqe
+            | Cdq
+            | Cqo
+            | Cwde
+            | Bswap
+            | Bt
+            | Xchg
+            | Movd
+            | Movq
+            | Movaps
+            | Movapd
+            | Movups
+            | Movdqa
+            | Movdqu
+            | Pxor
+            | Xorps
+            | Xorpd
+            | Vzeroupper
+            | Vpxor
+            | Vmovdqa
+            | Vmovdqu
+    )
+}
+
+/// No jump or call inside the function (or its related code) lands in `(start, start +
+/// probe]`, and none has a target that cannot be read.
+fn prove_no_jump_lands(f: &FunctionCode<'_>, probe: u64) -> Result<(), Unplaceable> {
+    let first = peek(f);
+    let refuse = |stop: Stop, reason: String| Unplaceable { first: first.clone(), reason, stop };
+    if !f.whole {
+        return Err(refuse(
+            Stop::Unchecked,
+            "the symbol has no size, so jumps into the skipped instructions cannot be ruled out".into(),
+        ));
+    }
+    if f.code.len() > MAX_FUNCTION_BYTES {
+        return Err(refuse(
+            Stop::Unchecked,
+            format!("the function is over {MAX_FUNCTION_BYTES} bytes, too long to check for jumps"),
+        ));
+    }
+    let inside = f.address + 1..=f.address + probe;
+    for &(address, code) in std::iter::once(&(f.address, f.code)).chain(f.related.iter()) {
+        let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+        let mut instr = Instruction::default();
+        while decoder.can_decode() {
+            decoder.decode_out(&mut instr);
+            if instr.is_invalid() {
+                return Err(refuse(
+                    Stop::Unchecked,
+                    format!("bytes at {:#x} do not decode, so the function's jumps cannot be checked", instr.ip()),
+                ));
+            }
+            match instr.flow_control() {
+                FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch | FlowControl::Call => {
+                    let target = instr.near_branch_target();
+                    if inside.contains(&target) {
+                        return Err(refuse(
+                            Stop::JumpInside,
+                            format!(
+                                "{} at +{:#x} lands at +{:#x}, among the instructions the probe would skip",
+                                text(&instr),
+                                instr.ip().wrapping_sub(f.address),
+                                target - f.address
+                            ),
+                        ));
+                    }
+                }
+                FlowControl::IndirectBranch => {
+                    return Err(refuse(
+                        Stop::UnreadableJump,
+                        format!(
+                            "{} at +{:#x} jumps where the code does not say (a jump table could land among the skipped instructions)",
+                            text(&instr),
+                            instr.ip().wrapping_sub(f.address)
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where the entry probes of a file's functions can go: the probes bench's census of a
+/// distribution's binaries.
+#[derive(Clone, Debug, Default)]
+pub struct Census {
+    /// Functions with a size (`.symtab`, else `.dynsym`; aliases counted once).
+    pub functions: usize,
+    /// Probed on their first instruction, or after `endbr64` (the rule before placement).
+    pub at_start: usize,
+    /// Probed after register moves (placement's gain).
+    pub past_moves: usize,
+    /// The rest, by what stopped the search.
+    pub refused: std::collections::BTreeMap<Stop, usize>,
+}
+
+/// Places a probe on every function of the ELF file at `path`, as `loupe probe` would (the
+/// `.cold` parts are not looked up here: a census of whole libraries errs by at most those).
+pub fn census(path: &std::path::Path) -> Result<Census, String> {
+    use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let elf = object::File::parse(&*bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut functions: Vec<(u64, u64)> = if elf.symbols().next().is_some() {
+        elf.symbols().collect::<Vec<_>>()
+    } else {
+        elf.dynamic_symbols().collect()
+    }
+    .into_iter()
+    .filter(|s| s.kind() == SymbolKind::Text && !s.is_undefined() && s.size() > 0)
+    .map(|s| (s.address(), s.size()))
+    .collect();
+    functions.sort_unstable();
+    functions.dedup_by_key(|f| f.0);
+    let mut census = Census::default();
+    for (address, size) in functions {
+        let Some(code) = elf
+            .sections()
+            .find(|s| (s.address()..s.address() + s.size()).contains(&address))
+            .and_then(|s| s.data_range(address, size).ok().flatten())
+        else {
+            continue;
+        };
+        census.functions += 1;
+        match place(&FunctionCode { address, code, whole: true, related: Vec::new() }) {
+            Ok(p) if p.skipped.iter().all(|i| i == "endbr64") => census.at_start += 1,
+            Ok(_) => census.past_moves += 1,
+            Err(e) => *census.refused.entry(e.stop).or_default() += 1,
+        }
+    }
+    Ok(census)
+}
+
+/// An instruction as `objdump` writes it (AT&T).
+fn text(instr: &Instruction) -> String {
+    let mut out = String::new();
+    GasFormatter::new().format(instr, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(code: &[u8]) -> Result<Placement, Unplaceable> {
+        place(&FunctionCode { address: 0x1000, code, whole: true, related: Vec::new() })
+    }
+
+    #[test]
+    fn push_first_is_probed_at_the_start_and_after_endbr64() {
+        assert_eq!(at(&[0x55, 0x48, 0x89, 0xe5, 0xc3]).unwrap(), Placement { offset: 0, skipped: vec![] });
+        let cet = at(&[0xf3, 0x0f, 0x1e, 0xfa, 0x41, 0x57, 0xc3]).unwrap();
+        assert_eq!((cet.offset, cet.skipped.as_slice()), (4, &["endbr64".to_string()][..]));
+    }
+
+    #[test]
+    fn register_moves_are_skipped_up_to_the_first_emulated_instruction() {
+        // mov %rdi,%rax; xor %ecx,%ecx; push %rbx; pop %rbx; ret
+        let code = [0x48, 0x89, 0xf8, 0x31, 0xc9, 0x53, 0x5b, 0xc3];
+        let p = at(&code).unwrap();
+        assert_eq!(p.offset, 5);
+        assert_eq!(p.skipped, ["mov %rdi,%rax", "xor %ecx,%ecx"]);
+        // test %rdi,%rdi; je +1; ret; ret — the conditional jump is emulated.
+        assert_eq!(at(&[0x48, 0x85, 0xff, 0x74, 0x01, 0xc3, 0xc3]).unwrap().offset, 3);
+    }
+
+    #[test]
+    fn what_could_fault_or_move_the_stack_is_refused_with_the_reason() {
+        // mov (%rdi),%rax
+        let e = at(&[0x48, 0x8b, 0x07, 0x53, 0xc3]).unwrap_err();
+        assert!(e.reason.contains("memory"), "{e:?}");
+        assert_eq!(e.first, "mov (%rdi),%rax");
+        // sub $0x18,%rsp
+        let e = at(&[0x48, 0x83, 0xec, 0x18, 0x53, 0xc3]).unwrap_err();
+        assert!(e.reason.contains("stack pointer"), "{e:?}");
+        // xor %edx,%edx; div %rcx (a divide error needs no memory)
+        let e = at(&[0x31, 0xd2, 0x48, 0xf7, 0xf1, 0x53, 0xc3]).unwrap_err();
+        assert!(e.reason.contains("div"), "{e:?}");
+        // a leaf that never reaches an emulated instruction: mov %rdi,%rax; ret
+        let e = at(&[0x48, 0x89, 0xf8, 0xc3]).unwrap_err();
+        assert!(e.reason.contains("flow of control"), "{e:?}");
+    }
+
+    #[test]
+    fn a_jump_into_the_skipped_instructions_is_refused() {
+        // 0: mov %edi,%eax  2: add $1,%eax  5: push %rbx  6: cmp $9,%eax  9: jl 2  b: pop %rbx  c: ret
+        let code = [0x89, 0xf8, 0x83, 0xc0, 0x01, 0x53, 0x83, 0xf8, 0x09, 0x7c, 0xf7, 0x5b, 0xc3];
+        let e = at(&code).unwrap_err();
+        assert!(e.reason.contains("lands at +0x2"), "{e:?}");
+        // The same loop back to the push itself would run the probe again: refused too.
+        let code = [0x89, 0xf8, 0x53, 0x83, 0xf8, 0x09, 0x7c, 0xfa, 0x5b, 0xc3];
+        assert!(at(&code).unwrap_err().reason.contains("lands at +0x2"));
+        // A loop back to the start is a new call's path through the probe: fine.
+        let code = [0x89, 0xf8, 0x53, 0x83, 0xf8, 0x09, 0x7c, 0xf8, 0x5b, 0xc3];
+        assert_eq!(at(&code).unwrap().offset, 2);
+        // Without the whole function, nothing skipped can be proven.
+        let part = FunctionCode { address: 0x1000, code: &code, whole: false, related: Vec::new() };
+        assert!(place(&part).unwrap_err().reason.contains("no size"));
+        // A jump from the .cold part counts as much as one from the function itself.
+        let cold = [0xe9, 0x00, 0x00, 0x00, 0x00]; // jmp to its own end + 0 ...
+        let target = 0x1002u64.wrapping_sub(0x2000 + 5) as u32;
+        let mut cold = cold;
+        cold[1..].copy_from_slice(&target.to_le_bytes());
+        let with_cold = FunctionCode {
+            address: 0x1000,
+            code: &[0x89, 0xf8, 0x53, 0x5b, 0xc3],
+            whole: true,
+            related: vec![(0x2000, &cold)],
+        };
+        assert!(place(&with_cold).unwrap_err().reason.contains("lands at +0x2"));
+    }
+
+    #[test]
+    fn an_unreadable_jump_is_refused() {
+        // mov %edi,%eax; push %rbx; jmp *%rax
+        let e = at(&[0x89, 0xf8, 0x53, 0xff, 0xe0]).unwrap_err();
+        assert!(e.reason.contains("jump table"), "{e:?}");
+        // With nothing skipped, there is nothing to prove: a push-first function with a jump
+        // table is probed at its start as before.
+        assert_eq!(at(&[0x53, 0xff, 0xe0]).unwrap().offset, 0);
+    }
+}
