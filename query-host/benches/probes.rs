@@ -25,7 +25,7 @@ use std::{
     time::Duration,
 };
 
-use loupe_bpf::{FunctionProbeOptions, FunctionProbes, LinkKind, ProbePoint};
+use loupe_bpf::{FunctionProbeOptions, FunctionProbes, LinkKind, MAX_SAMPLE_EVERY, ProbePoint};
 use loupe_core::ingest::probes::{
     cost::calibration,
     placement::census,
@@ -50,6 +50,7 @@ impl Mode {
         match self {
             Mode::None => "none".into(),
             Mode::Loupe(1, k) => format!("loupe{}", links(k)),
+            Mode::Loupe(MAX_SAMPLE_EVERY, k) => format!("loupe{}_entry_only", links(k)),
             Mode::Loupe(n, k) => format!("loupe{}_1_in_{n}", links(k)),
             Mode::Bpftrace => "bpftrace".into(),
         }
@@ -76,6 +77,7 @@ fn run(exe: &Path, dir: &Path, mode: Mode, functions: &[&str], args: &[&str]) ->
                 sample_every: every,
                 record_calls: false,
                 links: Some(links),
+                count_only: false,
             })
             .expect("attach");
             Some(probes)
@@ -165,10 +167,13 @@ fn main() {
         std::fs::create_dir_all(&sub).unwrap();
         let exe = build_nf(&sub, build);
         let args = if function == "checksum" { &with_checksum } else { &zero_args };
+        // 1 in 2^20 on a session link: almost every call pays the entry trap alone — the floor
+        // sampling approaches.
         let mut modes = vec![
             Mode::None,
             Mode::Loupe(1, LinkKind::Session),
             Mode::Loupe(64, LinkKind::Session),
+            Mode::Loupe(MAX_SAMPLE_EVERY, LinkKind::Session),
             Mode::Loupe(1, LinkKind::PerfEvent),
             Mode::Loupe(64, LinkKind::PerfEvent),
         ];

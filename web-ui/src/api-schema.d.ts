@@ -206,8 +206,9 @@ export interface paths {
         /**
          * Attaches probes on the agent and answers at once with the session's handle; the session
          *     ends at its length, on `stop`, over its budget, or when its processes exit, and is then
-         *     stored. Bad requests (unknown PID or symbol, a Go program, an instruction the kernel would
-         *     single-step, too many functions) attach nothing. Only on a collecting agent (409 under
+         *     stored. Bad requests (unknown PID or symbol, a function with no place the kernel runs
+         *     without single-stepping, too many functions) attach nothing; a Go program's functions are
+         *     counted only. Only on a collecting agent (409 under
          *     `loupe serve`).
          */
         post: operations["start"];

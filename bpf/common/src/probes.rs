@@ -14,7 +14,8 @@ pub const PROG_RETURN: &str = "loupe_fn_return";
 /// returned 0, again at the return — so calls sampling skips pay no return trap.
 pub const PROG_SESSION: &str = "loupe_fn_session";
 
-/// `Array<u64>` of [`CONFIG_SLOTS`]: [`CONFIG_SAMPLE_EVERY`], [`CONFIG_RECORD_CALLS`].
+/// `Array<u64>` of [`CONFIG_SLOTS`]: [`CONFIG_SAMPLE_EVERY`], [`CONFIG_RECORD_CALLS`],
+/// [`CONFIG_NESTED`], [`CONFIG_COUNT_ONLY`].
 pub const MAP_PROBE_CONFIG: &str = "PROBE_CONFIG";
 /// `LruHashMap<u64 pid_tgid, ThreadCalls>`: each thread's stack of open probed calls.
 pub const MAP_PROBE_THREADS: &str = "PROBE_THREADS";
@@ -35,7 +36,11 @@ pub const CONFIG_RECORD_CALLS: u32 = 1;
 /// calls are inside it). With one function every call is sampled on its own, and on a session
 /// link an untimed call then pays the entry trap alone.
 pub const CONFIG_NESTED: u32 = 2;
-pub const CONFIG_SLOTS: u32 = 3;
+/// Index in [`MAP_PROBE_CONFIG`]: non-zero counts entries only — no call is pushed or timed and
+/// no return is asked for. For Go, whose moving goroutine stacks a return probe's rewritten
+/// return address would corrupt.
+pub const CONFIG_COUNT_ONLY: u32 = 3;
+pub const CONFIG_SLOTS: u32 = 4;
 
 /// Functions one program instance can tell apart (the attach cookie indexes them).
 pub const MAX_FUNCTIONS: u32 = 64;

@@ -27,8 +27,9 @@ use aya::{
     programs::{UProbe, uprobe::UProbeScope},
 };
 use loupe_bpf_common::probes::{
-    BUCKETS, CONFIG_NESTED, CONFIG_RECORD_CALLS, CONFIG_SAMPLE_EVERY, CallRecord, FunctionCounters, MAP_PROBE_CALLS,
-    MAP_PROBE_CONFIG, MAP_PROBE_COUNTERS, MAP_PROBE_HISTOGRAMS, MAX_FUNCTIONS, PROG_ENTRY, PROG_RETURN, PROG_SESSION,
+    BUCKETS, CONFIG_COUNT_ONLY, CONFIG_NESTED, CONFIG_RECORD_CALLS, CONFIG_SAMPLE_EVERY, CallRecord, FunctionCounters,
+    MAP_PROBE_CALLS, MAP_PROBE_CONFIG, MAP_PROBE_COUNTERS, MAP_PROBE_HISTOGRAMS, MAX_FUNCTIONS, PROG_ENTRY,
+    PROG_RETURN, PROG_SESSION,
 };
 
 use crate::{SamplerError, clock::ClockPair, map_mut, session_link};
@@ -64,6 +65,9 @@ pub struct FunctionProbeOptions {
     pub record_calls: bool,
     /// How to attach; `None`: session links where the kernel has them, else perf-event uprobes.
     pub links: Option<LinkKind>,
+    /// Count entries only: no return probe (none is attached on perf events; the session
+    /// program asks for none), so nothing is timed and the probed stack is never touched.
+    pub count_only: bool,
 }
 
 /// How probes are attached.
@@ -146,7 +150,7 @@ impl FunctionProbes {
                 })
                 .collect::<Result<_, _>>()?
         };
-        let attachments = 2 * n * scopes.len();
+        let attachments = if options.count_only { 1 } else { 2 } * n * scopes.len();
         if attachments > MAX_ATTACHMENTS {
             return Err(SamplerError::Probe(format!(
                 "{n} functions in {} processes need {attachments} probes; at most {MAX_ATTACHMENTS} \
@@ -170,6 +174,7 @@ impl FunctionProbes {
             set(&mut config, CONFIG_SAMPLE_EVERY, options.sample_every as u64)?;
             set(&mut config, CONFIG_RECORD_CALLS, options.record_calls as u64)?;
             set(&mut config, CONFIG_NESTED, (n > 1) as u64)?;
+            set(&mut config, CONFIG_COUNT_ONLY, options.count_only as u64)?;
         }
         let mut sessions = Vec::new();
         let kind = if options.links == Some(LinkKind::PerfEvent) {
@@ -313,7 +318,9 @@ fn attach_perf_events(
     options: &FunctionProbeOptions,
     scopes: &[UProbeScope],
 ) -> Result<(), SamplerError> {
-    for (name, ret) in [(PROG_ENTRY, false), (PROG_RETURN, true)] {
+    let programs: &[(&str, bool)] =
+        if options.count_only { &[(PROG_ENTRY, false)] } else { &[(PROG_ENTRY, false), (PROG_RETURN, true)] };
+    for &(name, ret) in programs {
         let program: &mut UProbe = ebpf
             .program_mut(name)
             .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?

@@ -97,6 +97,7 @@ fn count_time_nest_and_detach(kind: LinkKind) {
         sample_every: 1,
         record_calls: true,
         links: Some(kind),
+        count_only: false,
     })
     .unwrap();
     assert_eq!(probes.link_kind(), kind);

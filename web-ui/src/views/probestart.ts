@@ -2,7 +2,7 @@
 // budget) prefilled from the hash — the profile's "Probe" action gives the function and the
 // profile's PID — that POSTs /api/v1/probes and shows the running session with a stop button;
 // the same command for a shell beside it. Refusals (409 under `loupe serve`, an unknown symbol,
-// a Go program, …) are shown as the server words them.
+// a function the kernel would single-step, …) are shown as the server words them.
 
 import { ApiError, api, apiUrl } from '../api';
 import { field, h } from '../dom';

@@ -35,8 +35,8 @@ use aya_ebpf::{
     programs::{ProbeContext, RetProbeContext},
 };
 use loupe_bpf_common::probes::{
-    BUCKETS, CONFIG_NESTED, CONFIG_RECORD_CALLS, CONFIG_SAMPLE_EVERY, CONFIG_SLOTS, CallRecord, FunctionCounters,
-    MAX_DEPTH, MAX_FUNCTIONS, MAX_THREADS, ThreadCalls, bucket_of,
+    BUCKETS, CONFIG_COUNT_ONLY, CONFIG_NESTED, CONFIG_RECORD_CALLS, CONFIG_SAMPLE_EVERY, CONFIG_SLOTS, CallRecord,
+    FunctionCounters, MAX_DEPTH, MAX_FUNCTIONS, MAX_THREADS, ThreadCalls, bucket_of,
 };
 
 #[map(name = "PROBE_CONFIG")]
@@ -127,6 +127,9 @@ fn entry(function: u32, sp: u64, session: bool) -> u32 {
     let Some(counters) = PROBE_COUNTERS.get_ptr_mut(function) else { return 1 };
     // SAFETY: this CPU's entry of a map value that lives as long as the program.
     unsafe { add(&raw mut (*counters).calls, 1) };
+    if config(CONFIG_COUNT_ONLY) != 0 {
+        return 1; // no return probe: nothing on the stack is touched
+    }
     let key = bpf_get_current_pid_tgid();
     let Some(thread) = thread_calls(key) else { return 1 };
     // SAFETY: the thread's own entry: only this thread's probes write it, one at a time (a

@@ -50,8 +50,9 @@ async fn list(
 
 /// Attaches probes on the agent and answers at once with the session's handle; the session
 /// ends at its length, on `stop`, over its budget, or when its processes exit, and is then
-/// stored. Bad requests (unknown PID or symbol, a Go program, an instruction the kernel would
-/// single-step, too many functions) attach nothing. Only on a collecting agent (409 under
+/// stored. Bad requests (unknown PID or symbol, a function with no place the kernel runs
+/// without single-stepping, too many functions) attach nothing; a Go program's functions are
+/// counted only. Only on a collecting agent (409 under
 /// `loupe serve`).
 #[utoipa::path(post, path = "/api/v1/probes", tag = "probes", request_body = ProbeOrder, responses((status = 201, body = ActiveProbeView), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn start(

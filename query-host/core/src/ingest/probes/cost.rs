@@ -96,6 +96,7 @@ fn measure() -> Result<Calibration, String> {
         sample_every: 1,
         record_calls: false,
         links: None,
+        count_only: false,
     })
     .map_err(|e| e.to_string())?;
     let timed = time_calls();

@@ -31,6 +31,11 @@ use super::{
 };
 use loupe_api::{clock::now_unix_ns, orders::MAX_BUDGET_PERCENT};
 
+/// What a session on a Go program says.
+pub const GO_COUNT_ONLY: &str = "a Go program: calls counted only, none timed (a return probe would corrupt a moved \
+     goroutine stack; timing would need a probe on each `ret`, which the kernel single-steps, matched by goroutine \
+     rather than thread: docs/probes.md)";
+
 /// How often records are drained.
 const DRAIN: Duration = Duration::from_millis(50);
 /// How often the budget and the targets are checked.
@@ -94,6 +99,8 @@ pub struct ProbeRun {
     binary: Option<String>,
     options: ProbeOptions,
     sample_every: u32,
+    /// Entries counted, nothing timed (Go).
+    count_only: bool,
     calibration: Calibration,
     calibrated: bool,
     started_unix_ns: u64,
@@ -115,6 +122,7 @@ impl ProbeRun {
         let functions = resolve(spec)?;
         // Calibrate before attaching: the calibration probes this process, not the target.
         let measured = calibration();
+        let count_only = functions.iter().any(|f| f.go);
         let probes = FunctionProbes::attach(&FunctionProbeOptions {
             functions: functions
                 .iter()
@@ -124,6 +132,7 @@ impl ProbeRun {
             sample_every: options.sample_every,
             record_calls: options.record_calls,
             links: None,
+            count_only,
         })?;
         Ok(ProbeRun {
             probes,
@@ -133,6 +142,7 @@ impl ProbeRun {
             binary: spec.binary.as_ref().map(|b| b.display().to_string()),
             options,
             sample_every: options.sample_every,
+            count_only,
             calibration: measured.unwrap_or(Calibration::FALLBACK),
             calibrated: measured.is_some(),
             started_unix_ns: now_unix_ns(),
@@ -197,7 +207,8 @@ impl ProbeRun {
         let after = self.attached.elapsed().as_secs_f64();
         // Outermost calls are sampled; nested ones follow their root, so 1/N of all calls is
         // the right expectation.
-        let share = c.share(rate / every, rate - rate / every);
+        let timed = if self.count_only { 0.0 } else { rate / every };
+        let share = c.share(timed, rate - timed);
         if share > budget {
             let floor = c.share(0.0, rate);
             if floor > budget {
@@ -245,7 +256,7 @@ impl ProbeRun {
         let end_unix_ns = now_unix_ns();
         drop(self.probes);
         let mut lost = self.calls_lost;
-        // Where each probe went, when more than `endbr64` ran before it.
+        // Where each probe went, when more than `endbr64` ran before it; what Go allows.
         let mut notes: Vec<String> = self
             .functions
             .iter()
@@ -259,6 +270,9 @@ impl ProbeRun {
                 )
             })
             .collect();
+        if let Some(go) = self.functions.iter().find(|f| f.go) {
+            notes.push(format!("{}: {GO_COUNT_ONLY}", go.binary));
+        }
         notes.extend(self.notes);
         let functions = self
             .functions

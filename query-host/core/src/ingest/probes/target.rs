@@ -14,7 +14,7 @@
 //!   the return probe works) and a `push` usually follows. Any other first instruction is
 //!   refused unless the caller accepts the cost (`allow_single_step`).
 //! - **Go**: the runtime moves goroutine stacks, and a return probe's rewritten return address
-//!   moves with them into garbage: Go binaries are refused.
+//!   moves with them into garbage: a Go binary's functions are marked, and counted only.
 //!
 //! Files come from outside: every ELF is read through the `object` crate's bounded readers and
 //! a damaged file is an error, never a panic.
@@ -64,6 +64,8 @@ pub struct ResolvedFunction {
     pub probe_offset: u32,
     /// The instructions run before the probe (`endbr64`, register moves), as objdump writes them.
     pub skipped: Vec<String>,
+    /// In a Go program: counted only (no return probe).
+    pub go: bool,
     pub file_offset: u64,
 }
 
@@ -88,10 +90,6 @@ pub enum TargetError {
     NoSymbol { name: String, file: String, hint: String },
     #[error("'{name}' in {file} is ambiguous: {candidates}; give the exact symbol")]
     Ambiguous { name: String, file: String, candidates: String },
-    #[error(
-        "{file} is a Go program: return probes corrupt moved goroutine stacks, so Loupe does not probe Go functions"
-    )]
-    Go { file: String },
     #[error(
         "'{name}' starts with {instruction}, which the kernel single-steps on every hit (~10-20 µs, not ~1 µs), \
          and no later place is safe: {reason}. Rebuild with frame pointers (the function then starts with push), \
@@ -140,6 +138,7 @@ pub fn resolve(spec: &TargetSpec) -> Result<Vec<ResolvedFunction>, TargetError> 
             address: found.address,
             probe_offset: placement.offset,
             skipped: placement.skipped,
+            go: found.go,
             file_offset: found.file_offset + placement.offset as u64,
         });
     }
@@ -216,6 +215,8 @@ struct FoundSymbol {
     size: u64,
     /// The address, file offset and size of its `.cold` part.
     cold: Option<(u64, u64, u64)>,
+    /// The file is a Go program.
+    go: bool,
 }
 
 fn find_symbol(file: &Located, name: &str, debug_files: &mut DebugFiles) -> Result<FoundSymbol, TargetError> {
@@ -224,9 +225,7 @@ fn find_symbol(file: &Located, name: &str, debug_files: &mut DebugFiles) -> Resu
     let cache = ReadCache::new(handle);
     let elf = ObjectFile::parse(&cache)
         .map_err(|e| TargetError::File(format!("{}: not a readable ELF file: {e}", file.shown)))?;
-    if elf.section_by_name(".go.buildinfo").is_some() || elf.section_by_name(".note.go.buildid").is_some() {
-        return Err(TargetError::Go { file: file.shown.clone() });
-    }
+    let go = elf.section_by_name(".go.buildinfo").is_some() || elf.section_by_name(".note.go.buildid").is_some();
     let mut hits = matching(&elf, name, &file.shown)?;
     let mut searched = "its symbol table";
     if hits.is_empty() && !facts.has_symtab {
@@ -264,7 +263,7 @@ fn find_symbol(file: &Located, name: &str, debug_files: &mut DebugFiles) -> Resu
                 ))
             })?;
             let cold = cold.and_then(|(at, size)| Some((at, facts.file_offset_of(at)?, size)));
-            Ok(FoundSymbol { symbol, address, file_offset, size, cold })
+            Ok(FoundSymbol { symbol, address, file_offset, size, cold, go })
         }
         _ => Err(TargetError::Ambiguous {
             name: name.into(),
