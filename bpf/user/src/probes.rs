@@ -8,10 +8,10 @@
 //! long as the [`FunctionProbes`] value — and, since they hang on file descriptors, no longer
 //! than the process that holds it, even after `kill -9`.
 //!
-//! *Why perf-event uprobes* (what aya 0.14 offers) rather than `uprobe_multi` or session links:
-//! see `docs/probes.md` — a pair costs the same two traps either way; only sampling would gain
-//! from sessions (a skipped call would not pay the return trap), which needs a program loaded
-//! with an expected attach type aya cannot set today.
+//! *Session links first* (Linux 6.13+, loaded by `session_link.rs`, which aya 0.14 cannot do):
+//! a call sampling skips, and every call counted only (Go), pays the entry trap alone — at 1 in
+//! 64 a call costs what an entry-only probe does (`docs/probes.md`). Perf-event uprobes and
+//! uretprobes, what aya offers, are the fallback: every call pays both traps.
 
 use std::{
     collections::BTreeMap,
