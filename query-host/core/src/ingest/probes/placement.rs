@@ -433,10 +433,9 @@ mod tests {
         let part = FunctionCode { address: 0x1000, code: &code, whole: false, related: Vec::new() };
         assert!(place(&part).unwrap_err().reason.contains("no size"));
         // A jump from the .cold part counts as much as one from the function itself.
-        let cold = [0xe9, 0x00, 0x00, 0x00, 0x00]; // jmp to its own end + 0 ...
-        let target = 0x1002u64.wrapping_sub(0x2000 + 5) as u32;
-        let mut cold = cold;
-        cold[1..].copy_from_slice(&target.to_le_bytes());
+        // At 0x2000: jmp rel32 to 0x1002, the function's push (rel32 counts from 0x2005).
+        let mut cold = [0xe9, 0, 0, 0, 0];
+        cold[1..].copy_from_slice(&(0x1002u64.wrapping_sub(0x2005) as u32).to_le_bytes());
         let with_cold = FunctionCode {
             address: 0x1000,
             code: &[0x89, 0xf8, 0x53, 0x5b, 0xc3],

@@ -6,13 +6,11 @@
 //!   file (found by build ID, as frame names are: `ingest::symbolize::debug_files`). A name
 //!   matches its symbol as written or demangled (Rust without the hash, C++ with or without its
 //!   parameter list).
-//! - **The first instruction**: a uprobe replaces it with a breakpoint, and the kernel must then
-//!   execute the original somewhere. `push` it emulates (~0.7 µs a hit here); most others it
-//!   single-steps out of line, which cost 9–16 µs a hit on this VM (`docs/probes.md`).
-//!   CET-built binaries start every function with `endbr64`, which only marks a jump target:
-//!   the probe goes 4 bytes later, where the return address is still on top of the stack (so
-//!   the return probe works) and a `push` usually follows. Any other first instruction is
-//!   refused unless the caller accepts the cost (`allow_single_step`).
+//! - **Where on the function**: [`super::placement`] decodes the whole function (its symbol's
+//!   size, and its `.cold` part) and puts the probe on the first instruction the kernel
+//!   emulates, past `endbr64` and register moves it proves safe to run unprobed; what it cannot
+//!   prove is refused with the reason unless the caller accepts single-stepping the first
+//!   instruction (`allow_single_step`).
 //! - **Go**: the runtime moves goroutine stacks, and a return probe's rewritten return address
 //!   moves with them into garbage: a Go binary's functions are marked, and counted only.
 //!
