@@ -43,6 +43,14 @@ pub struct Placement {
     pub skipped: Vec<String>,
 }
 
+impl Placement {
+    /// Whether more than `endbr64` runs before the probe: what placement adds to probing a
+    /// function's first instruction (the session notes it, the census counts it).
+    pub fn past_moves(&self) -> bool {
+        self.skipped.iter().any(|i| i != "endbr64")
+    }
+}
+
 /// Why the probe cannot go on an instruction the kernel emulates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unplaceable {
@@ -107,8 +115,7 @@ pub fn place(f: &FunctionCode<'_>) -> Result<Placement, Unplaceable> {
     let mut decoder = Decoder::with_ip(64, f.code, f.address, DecoderOptions::NONE);
     let mut info = InstructionInfoFactory::new();
     let mut skipped: Vec<Instruction> = Vec::new();
-    let first = peek(f);
-    let refuse = |stop: Stop, reason: String| Unplaceable { first: first.clone(), reason, stop };
+    let refuse = |stop: Stop, reason: String| Unplaceable { first: first_instruction(f), reason, stop };
     loop {
         if !decoder.can_decode() {
             return Err(refuse(Stop::Unchecked, "the function ends before an instruction the kernel emulates".into()));
@@ -122,7 +129,7 @@ pub fn place(f: &FunctionCode<'_>) -> Result<Placement, Unplaceable> {
             // Only what sits before the probe needs the whole function's proof.
             let unproven = skipped.iter().any(|i| i.mnemonic() != Mnemonic::Endbr64);
             if unproven {
-                prove_no_jump_lands(f, offset as u64)?;
+                prove_no_jump_lands(f, offset as u64).map_err(|(stop, reason)| refuse(stop, reason))?;
             }
             return Ok(Placement { offset: offset as u32, skipped: skipped.iter().map(text).collect() });
         }
@@ -140,8 +147,8 @@ pub fn place(f: &FunctionCode<'_>) -> Result<Placement, Unplaceable> {
     }
 }
 
-/// The first instruction, as `objdump` writes it.
-fn peek(f: &FunctionCode<'_>) -> String {
+/// The first instruction, as `objdump` writes it (for a refusal).
+fn first_instruction(f: &FunctionCode<'_>) -> String {
     let mut decoder = Decoder::with_ip(64, f.code, f.address, DecoderOptions::NONE);
     if !decoder.can_decode() {
         return "no readable instruction".into();
@@ -257,18 +264,16 @@ fn register_only(m: Mnemonic) -> bool {
 }
 
 /// No jump or call inside the function (or its related code) lands in `(start, start +
-/// probe]`, and none has a target that cannot be read.
-fn prove_no_jump_lands(f: &FunctionCode<'_>, probe: u64) -> Result<(), Unplaceable> {
-    let first = peek(f);
-    let refuse = |stop: Stop, reason: String| Unplaceable { first: first.clone(), reason, stop };
+/// probe]`, and none has a target that cannot be read; `Err` says which does.
+fn prove_no_jump_lands(f: &FunctionCode<'_>, probe: u64) -> Result<(), (Stop, String)> {
     if !f.whole {
-        return Err(refuse(
+        return Err((
             Stop::Unchecked,
             "the symbol has no size, so jumps into the skipped instructions cannot be ruled out".into(),
         ));
     }
     if f.code.len() > MAX_FUNCTION_BYTES {
-        return Err(refuse(
+        return Err((
             Stop::Unchecked,
             format!("the function is over {MAX_FUNCTION_BYTES} bytes, too long to check for jumps"),
         ));
@@ -280,7 +285,7 @@ fn prove_no_jump_lands(f: &FunctionCode<'_>, probe: u64) -> Result<(), Unplaceab
         while decoder.can_decode() {
             decoder.decode_out(&mut instr);
             if instr.is_invalid() {
-                return Err(refuse(
+                return Err((
                     Stop::Unchecked,
                     format!("bytes at {:#x} do not decode, so the function's jumps cannot be checked", instr.ip()),
                 ));
@@ -289,7 +294,7 @@ fn prove_no_jump_lands(f: &FunctionCode<'_>, probe: u64) -> Result<(), Unplaceab
                 FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch | FlowControl::Call => {
                     let target = instr.near_branch_target();
                     if inside.contains(&target) {
-                        return Err(refuse(
+                        return Err((
                             Stop::JumpInside,
                             format!(
                                 "{} at +{:#x} lands at +{:#x}, among the instructions the probe would skip",
@@ -301,7 +306,7 @@ fn prove_no_jump_lands(f: &FunctionCode<'_>, probe: u64) -> Result<(), Unplaceab
                     }
                 }
                 FlowControl::IndirectBranch => {
-                    return Err(refuse(
+                    return Err((
                         Stop::UnreadableJump,
                         format!(
                             "{} at +{:#x} jumps where the code does not say (a jump table could land among the skipped instructions)",
@@ -359,8 +364,8 @@ pub fn census(path: &std::path::Path) -> Result<Census, String> {
         };
         census.functions += 1;
         match place(&FunctionCode { address, code, whole: true, related: Vec::new() }) {
-            Ok(p) if p.skipped.iter().all(|i| i == "endbr64") => census.at_start += 1,
-            Ok(_) => census.past_moves += 1,
+            Ok(p) if p.past_moves() => census.past_moves += 1,
+            Ok(_) => census.at_start += 1,
             Err(e) => *census.refused.entry(e.stop).or_default() += 1,
         }
     }

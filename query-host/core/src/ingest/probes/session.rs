@@ -260,13 +260,13 @@ impl ProbeRun {
         let mut notes: Vec<String> = self
             .functions
             .iter()
-            .filter(|f| f.skipped.iter().any(|i| i != "endbr64"))
+            .filter(|f| f.placement.past_moves())
             .map(|f| {
                 format!(
                     "{}: probed at +{}, after {} (register moves that cannot fault, run unprobed)",
                     f.name,
-                    f.probe_offset,
-                    f.skipped.join("; ")
+                    f.placement.offset,
+                    f.placement.skipped.join("; ")
                 )
             })
             .collect();
@@ -294,7 +294,7 @@ impl ProbeRun {
                     symbol: f.symbol.clone(),
                     binary: f.binary.clone(),
                     address: f.address,
-                    probe_offset: f.probe_offset,
+                    probe_offset: f.placement.offset,
                     calls: t.calls,
                     sampled: t.timed,
                     total_ns: t.total_ns,

@@ -59,9 +59,8 @@ pub struct ResolvedFunction {
     /// The file as the kernel should open it.
     pub attach_file: PathBuf,
     pub address: u64,
-    pub probe_offset: u32,
-    /// The instructions run before the probe (`endbr64`, register moves), as objdump writes them.
-    pub skipped: Vec<String>,
+    /// Where on the function the probe goes, and what runs before it.
+    pub placement: Placement,
     /// In a Go program: counted only (no return probe).
     pub go: bool,
     pub file_offset: u64,
@@ -134,10 +133,9 @@ pub fn resolve(spec: &TargetSpec) -> Result<Vec<ResolvedFunction>, TargetError> 
             binary: file.shown.clone(),
             attach_file: file.open.clone(),
             address: found.address,
-            probe_offset: placement.offset,
-            skipped: placement.skipped,
-            go: found.go,
             file_offset: found.file_offset + placement.offset as u64,
+            placement,
+            go: found.go,
         });
     }
     Ok(out)
