@@ -5,6 +5,7 @@
 //!   analyses, the fleet, errors);
 //! - [`ops`]: the host's operations, each named once, and [`ops::HostApi`], the one interface
 //!   the CLI calls whichever way it reaches the host;
+//! - [`access`]: who may do what — a caller's team and scopes, the scope each operation needs;
 //! - [`orders`]: what a caller asks for (runs to list, a run to start, a probe session);
 //! - [`error`]: the core's one error type, and an analysis' errors inside it;
 //! - [`time`], [`clock`]: instants and ranges as people write them; wall-clock helpers;
@@ -16,6 +17,7 @@
 //! nothing else — no wasmtime, axum, tokio, async-nats, blazesym or aya (`tests/light.rs`
 //! holds that) — and the layers above can only reach down.
 
+pub mod access;
 pub mod clock;
 pub mod error;
 pub mod formats;

@@ -79,3 +79,14 @@ pub struct ProbeOrder {
     #[serde(default)]
     pub allow_single_step: bool,
 }
+
+impl ProbeOrder {
+    /// What it probes, in a line (`pids 7,8: parse, libnf.so:handle`): the audit trail's target.
+    pub fn target_text(&self) -> String {
+        let whom = match &self.binary {
+            Some(b) => format!("binary {b}"),
+            None => format!("pids {}", self.pids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
+        };
+        format!("{whom}: {}", self.functions.join(", "))
+    }
+}

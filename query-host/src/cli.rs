@@ -103,6 +103,9 @@ pub enum Command {
     /// Teams' bearer tokens for the HTTP API.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// The audit trail: who started or stopped probes and runs, uploaded or deleted analyses,
+    /// added or revoked tokens, and how each ended.
+    Audit(AuditArgs),
     /// Analyses (WebAssembly UDFs) on a server: upload, list, invoke, delete.
     #[command(subcommand)]
     Udf(UdfCommand),
@@ -121,6 +124,17 @@ pub struct ServeArgs {
     pub http: HttpArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub dir: DataDirArg,
+    #[command(flatten)]
+    pub range: RangeArgs,
+    /// One JSON object per line, as the file holds them.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct DataDirArg {
     #[arg(long, env = "LOUPE_DATA_DIR", default_value = "/var/lib/loupe")]
@@ -132,10 +146,14 @@ pub enum TokenCommand {
     /// Create a token for a team and print it (only its hash is kept).
     Add {
         team: String,
+        /// What it may do, comma-separated: read, invoke, upload, run, probe, admin. `run`
+        /// (on-demand runs) and `probe` (uprobes in any process) are given only when named.
+        #[arg(long, default_value = "read,invoke,upload", value_parser = loupe_api::access::Scopes::parse)]
+        scopes: loupe_api::access::Scopes,
         #[command(flatten)]
         dir: DataDirArg,
     },
-    /// Tokens by id and team.
+    /// Tokens by id, team and scopes.
     List {
         #[command(flatten)]
         dir: DataDirArg,

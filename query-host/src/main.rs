@@ -35,6 +35,7 @@ fn main() {
         Command::Probes(cmd) => probes::probes(cmd, remote),
         Command::Serve(args) => serve::main(args),
         Command::Token(cmd) => tokens::main(cmd),
+        Command::Audit(args) => tokens::audit_trail(args),
         Command::Udf(cmd) => udf::main(cmd, remote),
         Command::Fleet(cmd) => fleet::main(cmd, remote),
         Command::Openapi => {

@@ -28,7 +28,7 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     let days_text = String::from_utf8(loupe(&["days", "--data-dir", d]).stdout).unwrap();
 
     let server = Server::start(dir.path(), &[]);
-    let token = server.token("sre");
+    let token = server.token_with("sre", "read,run,probe");
     let http = Http::new(&server.url, Some(&token));
 
     assert_eq!(http.get("/api/v1/runs").json(), list_cli);
@@ -348,6 +348,28 @@ fn tokens_and_ownership() {
     assert_eq!(netops.delete("/api/v1/udfs/bursts").status, 204);
     netops.delete("/api/v1/udfs/bursts").assert_error(404, "not_found", "no analysis named 'bursts'");
 
+    // The CLI's `udf` commands are the same operations: the token's team uploads and owns, the
+    // other team is refused in the server's words, and nothing changes.
+    let udf = |token: &str, args: &[&str]| {
+        let mut all = vec!["--server", server.url.as_str(), "--token", token, "udf"];
+        all.extend_from_slice(args);
+        loupe(&all)
+    };
+    let component = loupe_testbed::wasm_component("burst_detector");
+    let up = udf(&net, &["upload", "cli-bursts", component.to_str().unwrap()]);
+    assert!(up.status.success(), "{}", String::from_utf8_lossy(&up.stderr));
+    let uploaded: Value = serde_json::from_slice(&up.stdout).unwrap();
+    assert_eq!((uploaded["owner"].as_str(), uploaded["replaced"].as_bool()), (Some("netops"), Some(false)));
+    let refused = udf(&perf, &["delete", "cli-bursts"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("loupe: error: analysis 'cli-bursts' belongs to team 'netops'"), "{said}");
+    let listed: Value = serde_json::from_slice(&udf(&perf, &["list", "--json"]).stdout).unwrap();
+    assert!(listed.as_array().unwrap().iter().any(|u| u["name"] == "cli-bursts"), "{listed}");
+    let invoked = udf(&perf, &["invoke", "cli-bursts", "--from", "0", "-p", "threshold_bps=10000000", "--json"]);
+    assert_eq!(serde_json::from_slice::<Value>(&invoked.stdout).unwrap()["kind"], "table", "{invoked:?}");
+    assert!(udf(&net, &["delete", "cli-bursts"]).status.success());
+
     // A revoked token stops working at once; the team's other tokens do not.
     let list = cli_json(&["token", "list", "--json", "--data-dir", dir.path().to_str().unwrap()]);
     let perf_id =
@@ -375,4 +397,127 @@ fn tokens_and_ownership() {
     let out = loupe(&["serve", "--no-auth", "--listen", "0.0.0.0:0", "--data-dir", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--no-auth is only allowed on a loopback address"));
+}
+
+/// The scope matrix, driven by the OpenAPI document: every route × a token holding each scope
+/// alone. A route the document gives no `x-scope` fails the test; a token with the route's scope
+/// is never refused for it (401/403), one without it gets 403 with a code naming the scope
+/// (before its body is read: bodies here are minimal or wrong on purpose), and a public route
+/// answers without a token. `POST /api/v1/call` checks the operation inside: per operation.
+#[test]
+fn every_route_answers_each_scope_as_its_document_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, _) = fill(dir.path());
+    let server = Server::start(dir.path(), &[]);
+    let scopes = ["read", "invoke", "upload", "run", "probe", "admin"];
+    let tokens: Vec<(&str, Http)> =
+        scopes.iter().map(|s| (*s, Http::new(&server.url, Some(&server.token_with(&format!("t-{s}"), s))))).collect();
+    let nobody = Http::new(&server.url, None);
+    let doc = nobody.get("/api/v1/openapi.json").json();
+    let body_of = |path: &str| match path {
+        "/api/v1/runs" => json!({"interval": "1ms"}),
+        "/api/v1/probes" => json!({"pids": [1], "functions": ["f"]}),
+        "/api/v1/fleet/runs" => json!({"rack": "r1", "interval": "1ms"}),
+        "/api/v1/fleet/invoke" => json!({"name": "x"}),
+        "/api/v1/call" => json!({"call": "days"}),
+        _ => json!({}),
+    };
+    let ask = |http: &Http, method: &str, path: &str| -> Answer {
+        let url = path
+            .replace("{id}", &run.to_string())
+            .replace("{name}", "nothing-here")
+            .replace("{handle}", "1")
+            .replace("{host}", "h1");
+        match method {
+            "get" => http.get(&url),
+            "post" => http.post(&url, &body_of(path)),
+            "put" => http.put_wasm(&url, b"\0asm"),
+            "delete" => http.delete(&url),
+            m => panic!("a {m} route: teach the matrix"),
+        }
+    };
+    let mut checked = 0;
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let scope = op["x-scope"].as_str().unwrap_or_else(|| panic!("{method} {path} declares no scope"));
+            if scope == "none" {
+                let a = ask(&nobody, method, path);
+                assert!(a.status != 401 && a.status != 403, "{method} {path} is public: {}", a.status);
+                continue;
+            }
+            assert_eq!(ask(&nobody, method, path).status, 401, "{method} {path} without a token");
+            // The one route's body asks `days`, which needs `read`; its errors are `{"err": …}`.
+            let needed = if scope == "per-operation" { "read" } else { scope };
+            for (held, http) in &tokens {
+                let a = ask(http, method, path);
+                if needed == *held || *held == "admin" {
+                    assert!(a.status != 401 && a.status != 403, "{method} {path} refused '{held}': {}", a.json());
+                } else {
+                    let v = a.json();
+                    let err = if scope == "per-operation" { &v["err"] } else { &v };
+                    assert_eq!(
+                        (a.status, err["code"].as_str()),
+                        (403, Some(&*format!("missing_scope_{needed}"))),
+                        "{v}"
+                    );
+                    assert!(err["error"].as_str().unwrap().contains(&format!("needs the '{needed}' scope")), "{v}");
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 6 * 25, "only {checked} route × scope pairs");
+    // Through the one route, each operation is checked as at its own.
+    let (_, read) = &tokens[0];
+    let (_, probe) = &tokens[4];
+    let order = json!({"call": "start_probe", "order": {"pids": [1], "functions": ["f"]}});
+    let refused = read.post("/api/v1/call", &order);
+    assert_eq!((refused.status, refused.json()["err"]["code"].clone()), (403, json!("missing_scope_probe")));
+    assert_eq!(
+        probe.post("/api/v1/call", &order).json()["err"]["code"],
+        "not_collecting",
+        "allowed, then refused by serve"
+    );
+    assert_eq!(probe.post("/api/v1/call", &json!({"call": "days"})).status, 403, "probe alone cannot read");
+    // What was refused and would have changed the host is in the trail, with the token's id.
+    let trail = loupe(&["audit", "--json", "--data-dir", dir.path().to_str().unwrap()]);
+    let trail = String::from_utf8(trail.stdout).unwrap();
+    let refused_probe = trail
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["action"] == "start_probe" && e["outcome"] == "missing_scope_probe")
+        .count();
+    assert!(refused_probe >= 5, "refused probe starts recorded: {refused_probe}\n{trail}");
+    server.stop();
+
+    // A token made before scopes keeps what it could do then — everything but `probe`.
+    let old = server_token_without_scopes(dir.path(), "old-team");
+    let server = Server::start(dir.path(), &[]);
+    let http = Http::new(&server.url, Some(&old));
+    assert_eq!(http.get("/api/v1/runs").status, 200);
+    http.post("/api/v1/runs", &json!({"interval": "1ms"})).assert_error(409, "not_collecting", "only serves a store");
+    http.post("/api/v1/probes", &json!({"pids": [1], "functions": ["f"]})).assert_error(
+        403,
+        "missing_scope_probe",
+        "--scopes read,invoke,upload,run,probe",
+    );
+    let list = cli_json(&["token", "list", "--json", "--data-dir", dir.path().to_str().unwrap()]);
+    let old_entry = list.as_array().unwrap().iter().find(|t| t["team"] == "old-team").unwrap();
+    assert_eq!(old_entry["scopes"], json!(["read", "invoke", "upload", "run"]));
+    let out = loupe(&["token", "add", "x", "--scopes", "read,root", "--data-dir", dir.path().to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown scope 'root'"), "{out:?}");
+}
+
+/// A token whose record has no `scopes`, as `tokens.json` was written before they existed.
+fn server_token_without_scopes(data: &std::path::Path, team: &str) -> String {
+    let token = token(data, team);
+    let path = data.join("tokens.json");
+    let mut file: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for t in file["tokens"].as_array_mut().unwrap() {
+        if t["team"] == team {
+            t.as_object_mut().unwrap().remove("scopes");
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    token
 }

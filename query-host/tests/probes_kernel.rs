@@ -591,6 +591,116 @@ fn the_agent_owns_probes_through_its_socket_and_its_http_api() {
     assert!(agent.wait().unwrap().success());
 }
 
+/// `loupe token add TEAM --scopes SCOPES`: the token.
+fn token(data: &Path, team: &str, scopes: &str) -> String {
+    let out =
+        Command::new(LOUPE).args(["token", "add", team, "--scopes", scopes, "--data-dir"]).arg(data).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// An HTTP call with a bearer token: its status and JSON body (errors too).
+fn call(method: &str, url: &str, token: &str, body: Option<&Value>) -> (u16, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let auth = format!("Bearer {token}");
+    let mut resp = match (method, body) {
+        ("GET", _) => agent.get(url).header("Authorization", &auth).call(),
+        (_, Some(body)) => agent.post(url).header("Authorization", &auth).send_json(body),
+        (_, None) => agent.post(url).header("Authorization", &auth).send_empty(),
+    }
+    .unwrap();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (resp.status().as_u16(), serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+#[test]
+fn teams_own_their_probe_sessions_and_a_token_without_probe_attaches_nothing() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let exe = build_nf(dir.path(), Build::Plain);
+    let (a, b) = (token(&data, "team-a", "read,probe"), token(&data, "team-b", "read,probe"));
+    let reader = token(&data, "readers", "read,invoke,upload");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut agent = Command::new(LOUPE)
+        .args(["agent", "--no-stacks", "--listen", &listen, "--data-dir"])
+        .arg(&data)
+        .arg("--timeline-dir")
+        .arg(dir.path().join("timelines"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://{listen}/api/v1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ureq::get(&format!("{base}/health")).call().is_err() {
+        assert!(Instant::now() < deadline, "agent did not come up");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let nf = Nf::start(&exe, dir.path(), &["--packets", "200"]);
+    let order = serde_json::json!({"pids": [nf.pid], "functions": ["parse"], "budget_percent": 100.0});
+    // Without `probe`: 403 naming the scope, and the kernel holds no new link.
+    let links_before = probe_links();
+    let (status, err) = call("POST", &format!("{base}/probes"), &reader, Some(&order));
+    assert_eq!((status, err["code"].as_str()), (403, Some("missing_scope_probe")), "{err}");
+    assert_eq!(probe_links(), links_before, "a refused order attached a probe");
+    // Team A's session: team B may see it but not stop it, and it goes on.
+    let (status, started) = call("POST", &format!("{base}/probes"), &a, Some(&order));
+    assert_eq!(status, 201, "{started}");
+    let handle = u(&started["handle"]);
+    assert_eq!(started["team"], "team-a");
+    let links = probe_links();
+    assert!(links > links_before, "team A's session attached nothing");
+    let (status, err) = call("POST", &format!("{base}/probes/active/{handle}/stop"), &b, None);
+    assert_eq!((status, err["code"].as_str()), (403, Some("not_owner")), "{err}");
+    assert!(err["error"].as_str().unwrap().contains("belongs to team 'team-a'"), "{err}");
+    let (_, list) = call("GET", &format!("{base}/probes"), &reader, None);
+    assert_eq!(list["active"].as_array().map(Vec::len), Some(1), "the session stopped: {list}");
+    assert_eq!(list["active"][0]["team"], "team-a");
+    assert_eq!(probe_links(), links, "team B's refused stop changed the kernel's links");
+    nf.go();
+    let stats = nf.wait_stats(Duration::from_secs(30));
+    let (status, view) = call("POST", &format!("{base}/probes/active/{handle}/stop"), &a, None);
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(u(&function(&view, "parse")["calls"]), stats.func("parse").calls, "the session lost calls");
+    assert_programs_go("team A's stopped session detached");
+    // The trail: who tried what, and how it ended; and /metrics counts it.
+    let out = Command::new(LOUPE).args(["audit", "--json", "--data-dir"]).arg(&data).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let trail: Vec<(String, String, String)> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["action"] != "token_add")
+        .map(|e| {
+            (
+                e["team"].as_str().unwrap().into(),
+                e["action"].as_str().unwrap().into(),
+                e["outcome"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let want = [
+        ("readers", "start_probe", "missing_scope_probe"),
+        ("team-a", "start_probe", "ok"),
+        ("team-b", "stop_probe", "not_owner"),
+        ("team-a", "stop_probe", "ok"),
+    ];
+    assert_eq!(trail, want.map(|(t, a, o)| (t.to_string(), a.to_string(), o.to_string())));
+    let metrics = ureq::get(&format!("http://{listen}/metrics")).call().unwrap().body_mut().read_to_string().unwrap();
+    assert!(
+        metrics.contains(r#"loupe_audited_actions_total{action="start_probe",outcome="missing_scope_probe"} 1"#),
+        "{metrics}"
+    );
+    drop(nf);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    assert!(agent.wait().unwrap().success());
+}
+
 /// Waits (at most 5 s) until the kernel holds none of Loupe's probe programs: closing the last
 /// descriptor of a program or link frees it after an RCU grace period, not at once.
 fn assert_programs_go(what: &str) {

@@ -273,7 +273,8 @@ export async function setup() {
   synth = parseJsonBig(line);
   synth.run_a = String(synth.run_a);
   synth.run_b = String(synth.run_b);
-  token = /loupe_[0-9a-f]{64}/.exec(run(LOUPE, ['token', 'add', 'e2e', '--data-dir', dataDir]))?.[0];
+  // Every scope but admin: the pages that start runs and probes reach the server's own answer.
+  token = /loupe_[0-9a-f]{64}/.exec(run(LOUPE, ['token', 'add', 'e2e', '--scopes', 'read,invoke,upload,run,probe', '--data-dir', dataDir]))?.[0];
   assert.ok(token, 'loupe token add printed a token');
   await addTimelineEvents();
   apiBase = await startServe();

@@ -485,6 +485,8 @@ export interface components {
             sample_every: number;
             /** Format: int64 */
             started_unix_ns: number;
+            /** @description The team that started it: only that team (or an admin) stops it. */
+            team?: string;
         };
         AnalysisOutput: {
             columns: components["schemas"]["Column"][];
@@ -1287,6 +1289,7 @@ export interface components {
             uploaded_unix_ns: number;
             version: string;
         };
+        /** @description An upload's answer: the analysis as listed, and whether it replaced an earlier version. */
         Uploaded: components["schemas"]["UdfMeta"] & {
             /** @description Whether an earlier version was replaced. */
             replaced: boolean;
@@ -1346,6 +1349,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1449,6 +1461,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the request took too long */
             408: {
                 headers: {
@@ -1500,6 +1521,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1576,6 +1606,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1665,6 +1704,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1739,6 +1787,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1838,6 +1895,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2022,6 +2088,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the request took too long */
             408: {
                 headers: {
@@ -2074,6 +2149,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2247,6 +2331,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description another team's session: it goes on */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2316,6 +2409,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2411,6 +2513,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2499,6 +2610,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2569,6 +2689,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the request took too long */
             408: {
                 headers: {
@@ -2620,6 +2749,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2729,6 +2867,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2775,6 +2922,15 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2839,6 +2995,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2914,6 +3079,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description the request took too long */
             408: {
                 headers: {
@@ -2952,6 +3126,15 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3000,6 +3183,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3223,6 +3415,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

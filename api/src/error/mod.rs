@@ -51,6 +51,9 @@ pub enum CoreError {
     TooManyProbes { active: usize, max: usize },
     #[error("{0}")]
     Probe(String),
+    /// A scope the caller lacks, or something of another team's.
+    #[error(transparent)]
+    Refused(#[from] crate::access::Refused),
     #[error("this server only serves a store (`loupe serve`); start runs and probes on a `loupe agent`")]
     NotCollecting,
     #[error("this server runs no analyses (start it with the HTTP API)")]
@@ -99,6 +102,7 @@ impl CoreError {
             BadLimit { .. } | BadCursor(_) => ErrorKind::Invalid,
             UnknownIface { .. } | IfaceRequired { .. } => ErrorKind::Invalid,
             NoRun(_) | NoSamples(_) | NoProbeSession(_) | NoActiveProbe(_) | NoAgent => ErrorKind::NotFound,
+            Refused(_) => ErrorKind::Forbidden,
             LocalOnly(_) => ErrorKind::Invalid,
             Probe(_) => ErrorKind::Invalid,
             TooManyProbes { .. } => ErrorKind::Conflict,
@@ -152,6 +156,7 @@ impl CoreError {
             NoSamples(_) => "no_samples",
             NoProbeSession(_) | NoActiveProbe(_) | NoAgent => "not_found",
             LocalOnly(_) => "local_only",
+            Refused(e) => e.code(),
             Probe(_) => "bad_probe",
             TooManyProbes { .. } => "too_many_probes",
             NotCollecting => "not_collecting",

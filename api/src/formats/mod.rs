@@ -1,7 +1,8 @@
 //! Other tools' formats, both ways: Meta's SyncMillisampler dataset (runs in and out) and
 //! pprof (profiles out); MessagePack request bodies; and the JSON reader for Loupe's own deep
-//! answers. Every decoder here reads bytes from outside: each bounds size and depth first.
+//! answers; base64 bytes inside JSON. Every decoder here reads bytes from outside: each bounds size and depth first.
 
+pub mod base64;
 pub mod deep_json;
 pub mod hex;
 pub mod millisampler;

@@ -98,6 +98,15 @@ pub struct UdfMeta {
     pub description: Description,
 }
 
+/// An upload's answer: the analysis as listed, and whether it replaced an earlier version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Uploaded {
+    #[serde(flatten)]
+    pub meta: UdfMeta,
+    /// Whether an earlier version was replaced.
+    pub replaced: bool,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ParamKind {

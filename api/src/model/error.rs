@@ -13,7 +13,7 @@ pub enum ErrorKind {
     Invalid,
     /// No or a bad token (401).
     Unauthorized,
-    /// Another team's analysis (403).
+    /// A scope the caller's token lacks, or another team's analysis or probe session (403).
     Forbidden,
     /// No such run, analysis or samples (404).
     NotFound,

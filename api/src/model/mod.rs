@@ -13,7 +13,7 @@ pub mod timeline;
 
 pub use analysis::{
     AnalysisOutput, Cell, Column, Description, InvokeResponse, LogLine, ParamKind, ParamSpec, ResultKind, Series,
-    UdfMeta,
+    UdfMeta, Uploaded,
 };
 pub use error::{ErrorBody, ErrorKind};
 pub use fleet::{

@@ -106,6 +106,9 @@ pub struct ActiveProbeView {
     pub functions: Vec<String>,
     pub sample_every: u32,
     pub calls: bool,
+    /// The team that started it: only that team (or an admin) stops it.
+    #[serde(default)]
+    pub team: String,
 }
 
 /// One stored session, without its calls.

@@ -29,7 +29,7 @@ pub const PROBE_STOP: Duration = Duration::from_secs(60);
 pub const RUN_MARGIN: Duration = Duration::from_secs(30);
 
 macro_rules! control_calls {
-    ($( $(#[$doc:meta])* $name:ident / $op:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty => $http:expr; )*) => {
+    ($( $(#[$doc:meta])* $name:ident / $op:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty => $http:expr, $scope:expr; )*) => {
         /// One call: an operation of [`HostApi`] with its arguments, tagged with the operation's
         /// name (`{"call": "show_run", "id": 7, "per_cpu": false}`).
         #[derive(Debug, Serialize, Deserialize)]

@@ -6,15 +6,18 @@
 //! returning a [`CoreError`] that says what went wrong. Rules live here once: one time-range
 //! parser with one set of defaults ([`time`]), one check of a run order, one pprof period.
 //!
-//! [`loupe_api::ops::HostApi`] is these operations as every door and the CLI call them (`api`).
+//! [`loupe_api::ops::HostApi`] is these operations as every door and the CLI call them, on
+//! behalf of a caller whose scopes each is checked against ([`ActingFor`]); what changes the host
+//! is recorded in the [`audit`] trail.
 //!
 //! [`ingest`] brings each data source from the kernel into the store (runs, stacks, probes,
 //! timelines); it knows nothing of the [`Host`] above it (`query-host/tests/layers.rs` checks).
 //! As a crate, the core can name only what is below it: `loupe-sandbox` (analyses),
 //! `loupe-api`, the store and the kernel crates — never a door, the app or the CLI.
 
+mod acting;
 pub mod analyses;
-mod api;
+pub mod audit;
 pub mod ingest;
 pub mod probes;
 pub mod profiles;
@@ -26,6 +29,7 @@ use std::time::Instant;
 
 use loupe_store::Store;
 
+pub use acting::ActingFor;
 pub use analyses::Analyses;
 pub use loupe_api::{
     error::{self, CoreError, CoreResult},
@@ -51,12 +55,15 @@ pub struct Host {
     /// Runs attach in this process (the CLI where no agent holds the store), with these local
     /// prefixes; `None` on an agent or a store-only server.
     runs_here: Option<Vec<ipnet::IpNet>>,
+    /// `<data-dir>/audit.log`: who changed what.
+    audit: audit::AuditLog,
     started: Instant,
 }
 
 impl Host {
     pub fn new(store: Store) -> Host {
-        Host { store, runs: None, analyses: None, probes: None, runs_here: None, started: Instant::now() }
+        let audit = audit::AuditLog::new(store.path());
+        Host { store, runs: None, analyses: None, probes: None, runs_here: None, audit, started: Instant::now() }
     }
 
     /// The CLI's host where no agent holds the store: runs and probe sessions attach in this
@@ -91,6 +98,11 @@ impl Host {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The audit trail of what changed the host or its store.
+    pub fn audit(&self) -> &audit::AuditLog {
+        &self.audit
     }
 
     pub fn scheduler(&self) -> Option<&RunScheduler> {

@@ -12,6 +12,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use loupe_api::access::Caller;
 use loupe_store::{ProbeSession, Store, TimeRange};
 
 use super::{
@@ -80,8 +81,9 @@ impl ProbeManager {
         ProbeManager { store, shutdown, next: AtomicU64::new(1), active: Mutex::new(HashMap::new()) }
     }
 
-    /// Attaches (errors come back at once, nothing attached) and watches in a thread of its own.
-    pub fn start(&self, order: &ProbeOrder) -> CoreResult<ActiveProbeView> {
+    /// Attaches (errors come back at once, nothing attached) and watches in a thread of its own;
+    /// the session belongs to `team`.
+    pub fn start(&self, order: &ProbeOrder, team: &str) -> CoreResult<ActiveProbeView> {
         let (spec, options, length) = checked(order)?;
         let mut active = self.active.lock().expect("probe table");
         prune(&mut active);
@@ -91,7 +93,7 @@ impl ProbeManager {
         }
         let mut run = ProbeRun::start(&spec, options)?;
         let handle = self.next.fetch_add(1, Ordering::Relaxed);
-        let view = active_view(handle, &run, order, &options, length);
+        let view = ActiveProbeView { team: team.to_string(), ..active_view(handle, &run, order, &options, length) };
         let stop = Arc::new(AtomicBool::new(false));
         let result = Arc::new(Mutex::new(None));
         let thread = {
@@ -129,11 +131,13 @@ impl ProbeManager {
     }
 
     /// Stops a session (or collects one that ended by itself) and returns its stored id,
-    /// waiting up to `wait` for it to detach and be stored.
-    pub fn stop(&self, handle: u64, wait: Duration) -> CoreResult<u64> {
+    /// waiting up to `wait` for it to detach and be stored. Only the team that started it (or
+    /// an admin) may: anyone else is refused and the session goes on untouched.
+    pub fn stop(&self, handle: u64, wait: Duration, caller: &Caller) -> CoreResult<u64> {
         let result = {
             let active = self.active.lock().expect("probe table");
             let a = active.get(&handle).ok_or(CoreError::NoActiveProbe(handle))?;
+            caller.require_owner(&format!("probe session {handle}"), &a.view.team)?;
             a.stop.store(true, Ordering::Relaxed);
             Arc::clone(&a.result)
         };
@@ -177,6 +181,7 @@ fn active_view(
         functions: run.functions().iter().map(|f| f.name.clone()).collect(),
         sample_every: options.sample_every,
         calls: options.record_calls,
+        team: String::new(),
     }
 }
 
@@ -221,18 +226,19 @@ impl Host {
         self.probes.as_ref().ok_or(CoreError::NotCollecting)
     }
 
-    pub fn start_probe(&self, order: &ProbeOrder) -> CoreResult<ActiveProbeView> {
-        self.probe_manager()?.start(order)
+    /// Starts a session owned by `team`.
+    pub fn start_probe(&self, order: &ProbeOrder, team: &str) -> CoreResult<ActiveProbeView> {
+        self.probe_manager()?.start(order, team)
     }
 
     /// Stops a session and shows what it stored. On the CLI's host a handle it did not start
     /// means the user wanted an agent's.
-    pub fn stop_probe(&self, handle: u64, wait: Duration) -> CoreResult<ProbeView> {
+    pub fn stop_probe(&self, handle: u64, wait: Duration, caller: &Caller) -> CoreResult<ProbeView> {
         let manager = self.probe_manager()?;
         if self.runs_here.is_some() && !manager.knows(handle) {
             return Err(CoreError::NoAgent);
         }
-        let id = manager.stop(handle, wait)?;
+        let id = manager.stop(handle, wait, caller)?;
         self.show_probe(id, false)
     }
 

@@ -1,4 +1,5 @@
-//! Teams' bearer tokens: `<data-dir>/tokens.json`, holding only SHA-256 hashes.
+//! Teams' bearer tokens: `<data-dir>/tokens.json`, holding only SHA-256 hashes, each with the
+//! team it acts for and its scopes (what it may do: `loupe_api::access`).
 //!
 //! A token is shown once, when `loupe token add TEAM` creates it; the file keeps its hash, so
 //! a copied data directory does not leak credentials. The file is separate from the sled
@@ -20,7 +21,11 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use loupe_api::{clock::now_unix_ns, formats::hex};
+use loupe_api::{
+    access::{Caller, Scopes},
+    clock::now_unix_ns,
+    formats::hex,
+};
 
 /// Tokens start with this, so they are recognizable in logs and secret scanners.
 const PREFIX: &str = "loupe_";
@@ -32,6 +37,14 @@ pub struct TokenRecord {
     pub team: String,
     pub sha256: String,
     pub created_unix_ns: u64,
+    /// What it may do. A record written before scopes existed has none, and keeps what it
+    /// could do then: everything but `probe` (new) and `admin`.
+    #[serde(default = "before_scopes")]
+    pub scopes: Scopes,
+}
+
+fn before_scopes() -> Scopes {
+    Scopes::BEFORE_SCOPES
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -78,16 +91,22 @@ pub fn check_team(team: &str) -> Result<()> {
     Ok(())
 }
 
-/// Creates a token for `team`; returns it (the only time it is visible) and its record.
-pub fn add(data_dir: &Path, team: &str) -> Result<(String, TokenRecord)> {
+/// Creates a token for `team` with `scopes`; returns it (the only time it is visible) and its
+/// record.
+pub fn add(data_dir: &Path, team: &str, scopes: Scopes) -> Result<(String, TokenRecord)> {
     check_team(team)?;
     fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let mut secret = [0u8; 32];
     rand::rng().fill_bytes(&mut secret);
     let token = format!("{PREFIX}{}", hex::encode(&secret));
     let sha256 = hash(&token);
-    let record =
-        TokenRecord { id: sha256[..12].to_string(), team: team.to_string(), sha256, created_unix_ns: now_unix_ns() };
+    let record = TokenRecord {
+        id: sha256[..12].to_string(),
+        team: team.to_string(),
+        sha256,
+        created_unix_ns: now_unix_ns(),
+        scopes,
+    };
     let p = path(data_dir);
     let mut file = read(&p)?;
     file.tokens.push(record.clone());
@@ -124,8 +143,9 @@ impl TokenSet {
         TokenSet { path: path(data_dir), cache: Mutex::new((None, Vec::new())) }
     }
 
-    /// The team of a valid token, `None` for an unknown or revoked one.
-    pub fn team_of(&self, token: &str) -> Result<Option<String>> {
+    /// The caller of a valid token (its team, id and scopes), `None` for an unknown or revoked
+    /// one.
+    pub fn caller_of(&self, token: &str) -> Result<Option<Caller>> {
         let mtime = match fs::metadata(&self.path) {
             Ok(m) => Some((std::os::unix::fs::MetadataExt::ino(&m), m.modified()?)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -138,6 +158,10 @@ impl TokenSet {
         }
         let h = hash(token);
         // Comparing hashes, not tokens: timing reveals nothing about a valid token.
-        Ok(cache.1.iter().find(|t| t.sha256 == h).map(|t| t.team.clone()))
+        Ok(cache.1.iter().find(|t| t.sha256 == h).map(|t| Caller {
+            team: t.team.clone(),
+            token_id: t.id.clone(),
+            scopes: t.scopes,
+        }))
     }
 }

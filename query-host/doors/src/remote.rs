@@ -109,11 +109,6 @@ impl Client {
         Self::decode(path, &self.finish(path, req.send_json(body))?)
     }
 
-    pub fn put_wasm<T: DeserializeOwned>(&self, path: &str, bytes: &[u8]) -> CoreResult<T> {
-        let req = self.auth(self.agent.put(self.url(path))).header("Content-Type", "application/wasm");
-        Self::decode(path, &self.finish(path, req.send(bytes))?)
-    }
-
     pub fn delete(&self, path: &str) -> CoreResult<()> {
         let req = self.auth(self.agent.delete(self.url(path)));
         self.finish(path, req.call()).map(drop)
@@ -127,6 +122,12 @@ impl Transport for Client {
         let op = call.op();
         if !op.http().served() {
             return Err(op.refused());
+        }
+        // A component goes as itself to its REST route, not as base64 inside a JSON call.
+        if let Call::UploadUdf { name, component } = call {
+            let path = format!("/api/v1/udfs/{name}");
+            let req = self.auth(self.agent.put(self.url(&path))).header("Content-Type", "application/wasm");
+            return Self::decode(&path, &self.finish(&path, req.send(&component.0[..]))?);
         }
         let req = self.auth(self.agent.post(self.url(HTTP_CALL_PATH)));
         let (status, body) = self.read(op.name(), req.send_json(call))?;

@@ -8,7 +8,7 @@ use std::{fs, io::Write, str::FromStr, time::Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ipnet::IpNet;
-use loupe_api::{ops::HostApi, wire::control::IMPORT_CHUNK};
+use loupe_api::{access::Caller, ops::HostApi, wire::control::IMPORT_CHUNK};
 use loupe_bpf::parse_prefix;
 use loupe_store::{ProfileQuery, RunId, SampleKind, StoreError, TimelineQuery};
 use serde::Serialize;
@@ -25,7 +25,7 @@ use loupe_api::{clock::now_unix_ns, formats::millisampler, model::TimelineEvents
 use loupe_core::{
     ingest::stacks::StackCollector,
     {
-        CoreError, Host, RunFilter, RunOrder,
+        ActingFor, CoreError, Host, RunFilter, RunOrder,
         runs::run_request,
         time::{TimeArg, range},
     },
@@ -45,7 +45,10 @@ pub(super) fn open(args: &StoreArgs, remote: &RemoteArgs, local_prefixes: Vec<Ip
         return Ok(Box::new(client.host()));
     }
     match open_store(args) {
-        Ok(store) => Ok(Box::new(Host::new(store).collecting_here(local_prefixes))),
+        // Root on the host, with the store in hand: the host's operator.
+        Ok(store) => {
+            Ok(Box::new(ActingFor::new(Box::new(Host::new(store).collecting_here(local_prefixes)), Caller::operator())))
+        }
         Err(e @ StoreError::Locked { .. }) => match control::find(&args.data_dir) {
             Some(_) if !local_prefixes.is_empty() => not_here(),
             Some(agent) => Ok(Box::new(agent)),

@@ -1,4 +1,5 @@
-//! `loupe udf upload|list|invoke|delete`: analyses on a server's HTTP API.
+//! `loupe udf upload|list|invoke|delete`: analyses on a server (`--server`, else the local
+//! agent's HTTP API), as the host's operations: the token's team uploads, owns and invokes.
 
 use std::fs;
 
@@ -10,10 +11,9 @@ use crate::{
     cli::{RemoteArgs, UdfCommand},
     render,
 };
-use loupe_api::model::InvokeResponse;
+use loupe_api::{formats::base64::Base64, ops::HostApi};
 use loupe_core::time::range;
-use loupe_doors::{http::udfs::Uploaded, remote::Client};
-use loupe_sandbox::registry::UdfMeta;
+use loupe_doors::remote::Client;
 
 /// Where `loupe udf …` goes without `--server`: a local agent's default address.
 const DEFAULT_SERVER: &str = "http://127.0.0.1:7878";
@@ -33,17 +33,18 @@ pub fn parse_param(text: &str) -> Result<(String, Value)> {
 }
 
 pub fn main(cmd: UdfCommand, remote: &RemoteArgs) -> Result<()> {
-    let client = Client::new(remote.server.as_deref().unwrap_or(DEFAULT_SERVER), remote.token.clone())?;
+    let server = remote.server.as_deref().unwrap_or(DEFAULT_SERVER);
+    let host = Client::new(server, remote.token.clone())?.host();
     match cmd {
         UdfCommand::Upload { name, file } => {
             let bytes = fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
             let spinner = progress::spinner(progress::wanted(false), &format!("uploading and compiling {name}"));
-            let uploaded: Uploaded = client.put_wasm(&format!("/api/v1/udfs/{name}"), &bytes)?;
+            let uploaded = host.upload_udf(name, Base64(bytes));
             spinner.finish_and_clear();
-            println!("{}", serde_json::to_string(&uploaded)?);
+            println!("{}", serde_json::to_string(&uploaded?)?);
         }
         UdfCommand::List { json } => {
-            let list: Vec<UdfMeta> = client.get("/api/v1/udfs", &[])?;
+            let list = host.list_udfs()?;
             if json {
                 println!("{}", serde_json::to_string(&list)?);
             } else {
@@ -56,12 +57,7 @@ pub fn main(cmd: UdfCommand, remote: &RemoteArgs) -> Result<()> {
                 let (k, v) = parse_param(text)?;
                 p.insert(k, v);
             }
-            let r = range(r.from, r.to)?;
-            let mut body = serde_json::json!({ "from": r.from_unix_ns(), "params": p });
-            if r.to_unix_ns() != u64::MAX {
-                body["to"] = r.to_unix_ns().into();
-            }
-            let answer: InvokeResponse = client.post(&format!("/api/v1/udfs/{name}/invoke"), &body)?;
+            let answer = host.invoke(name, range(r.from, r.to)?, p)?;
             if json {
                 println!("{}", serde_json::to_string(&answer)?);
             } else {
@@ -69,7 +65,7 @@ pub fn main(cmd: UdfCommand, remote: &RemoteArgs) -> Result<()> {
             }
         }
         UdfCommand::Delete { name } => {
-            client.delete(&format!("/api/v1/udfs/{name}"))?;
+            host.delete_udf(name.clone())?;
             println!("deleted {name}");
         }
     }

@@ -48,6 +48,11 @@ impl Server {
         token(&self.data, team)
     }
 
+    /// A token with these scopes (`read,run`).
+    pub fn token_with(&self, team: &str, scopes: &str) -> String {
+        token_with(&self.data, team, scopes)
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -63,6 +68,13 @@ impl Drop for Server {
 /// `loupe token add TEAM`: the token it prints.
 pub fn token(data: &Path, team: &str) -> String {
     let out = loupe(&["token", "add", team, "--data-dir", data.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// `loupe token add TEAM --scopes SCOPES`: the token it prints.
+pub fn token_with(data: &Path, team: &str, scopes: &str) -> String {
+    let out = loupe(&["token", "add", team, "--scopes", scopes, "--data-dir", data.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }

@@ -123,7 +123,11 @@ fn main() -> Result<()> {
 /// A token for host 0's API (the web UI), and the fleet's example analyses uploaded to it so
 /// the fleet view can run them (when they are built: `scripts/setup` builds udf-sdk).
 fn web_ui_access(loupe: &Path, h0_data: &Path, ui: &str) -> Result<String> {
-    let out = Command::new(loupe).args(["token", "add", "demo", "--data-dir"]).arg(h0_data).output()?;
+    // The web UI starts synchronized runs (`run`) and probes (`probe`) as well as reading.
+    let out = Command::new(loupe)
+        .args(["token", "add", "demo", "--scopes", "read,invoke,upload,run,probe", "--data-dir"])
+        .arg(h0_data)
+        .output()?;
     if !out.status.success() {
         bail!("loupe token add: {}", String::from_utf8_lossy(&out.stderr));
     }

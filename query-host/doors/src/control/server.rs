@@ -2,7 +2,9 @@
 //! and on one end of a socket pair, so stopping is a byte written to the other end: it never
 //! depends on the filesystem (an agent whose data dir or `agent.sock` was removed still stops
 //! at once). Each call is read with a time limit and a size limit, answered on a thread of its
-//! own, at most [`MAX_CONNECTIONS`] at a time.
+//! own, at most [`MAX_CONNECTIONS`] at a time. The socket is root's alone (mode 0600), and a call
+//! acts as the host's operator ([`Caller::operator`]): every scope, recorded in the audit trail
+//! as `operator`.
 
 use std::{
     io::{BufRead, BufReader, Read, Write},
@@ -25,7 +27,9 @@ use super::{
     protocol::{Call, IO_TIMEOUT, MAX_CALL_BYTES, answer as answer_call, encode},
     socket_path,
 };
+use loupe_api::access::Caller;
 use loupe_core::{CoreError, CoreResult, Host};
+use std::os::unix::fs::PermissionsExt;
 
 /// Calls answered at once; more are told to retry.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -44,6 +48,9 @@ impl ControlServer {
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)
             .map_err(|e| CoreError::Internal(format!("binding the control socket {}: {e}", path.display())))?;
+        // Root's alone: a call here acts as the host's operator, with every scope.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| CoreError::Internal(format!("making {} root's alone: {e}", path.display())))?;
         let (wake, woken) = UnixStream::pair().map_err(|e| CoreError::Internal(format!("socket pair: {e}")))?;
         let thread = thread::Builder::new()
             .name("loupe-control".into())
@@ -136,7 +143,7 @@ fn answer(stream: &UnixStream, host: &Host) -> std::io::Result<()> {
         encode::<()>(Err(CoreError::Internal(format!("call larger than {MAX_CALL_BYTES} bytes"))))
     } else {
         match serde_json::from_slice::<Call>(&line) {
-            Ok(call) => answer_call(host, call),
+            Ok(call) => answer_call(&host.acting_for(Caller::operator()), call),
             Err(e) => encode::<()>(Err(CoreError::Transport(format!("bad call: {e}")))),
         }
     };

@@ -13,7 +13,7 @@ use loupe_store::RunId;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    AppState,
+    AppState, acting,
     auth::Caller,
     blocking,
     error::ApiError,
@@ -21,7 +21,8 @@ use super::{
     negotiate::Format,
 };
 use loupe_api::model::{DayView, ErrorBody, Health, ProfileView, RunListEntry, RunView, StatsView};
-use loupe_core::{CoreError, profiles::pprof_of};
+use loupe_api::ops::HostApi;
+use loupe_core::CoreError;
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new()
@@ -43,8 +44,8 @@ async fn health(State(state): State<Arc<AppState>>, fmt: Format) -> Response {
 
 /// Retained days: runs by interval, stack samples, bytes.
 #[utoipa::path(get, path = "/api/v1/days", tag = "host", responses((status = 200, body = Vec<DayView>), (status = 401, body = ErrorBody)))]
-async fn days(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format) -> Result<Response, ApiError> {
-    Ok(fmt.reply(&blocking(&state, |host| host.days()).await?))
+async fn days(State(state): State<Arc<AppState>>, caller: Caller, fmt: Format) -> Result<Response, ApiError> {
+    Ok(fmt.reply(&acting(&state, caller, |api| api.days()).await?))
 }
 
 /// Store totals (running counters, no scan) and the retention cap.
@@ -57,26 +58,26 @@ async fn stats(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format)
 #[utoipa::path(get, path = "/api/v1/runs", tag = "runs", params(RangeQuery, ListQuery), responses((status = 200, body = Vec<RunListEntry>), (status = 400, body = ErrorBody)))]
 async fn list_runs(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Range(range): Range,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
     let filter = q.filter(range)?;
-    Ok(fmt.reply(&blocking(&state, move |host| host.list_runs(&filter)).await?))
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.list_runs(filter)).await?))
 }
 
 /// One run with its per-slot series: `loupe runs show --json`.
 #[utoipa::path(get, path = "/api/v1/runs/{id}", tag = "runs", params(("id" = u64, Path, description = "Run id"), ShowQuery), responses((status = 200, body = RunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn get_run(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<ShowQuery>,
 ) -> Result<Response, ApiError> {
     let id = RunId::from_str(&id).map_err(|_| CoreError::BadId(id))?;
-    Ok(fmt.reply(&blocking(&state, move |host| host.show_run(id, q.per_cpu)).await?))
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.show_run(id.0, q.per_cpu)).await?))
 }
 
 /// Starts an on-demand run on the agent and answers with its id once it is stored (a run of
@@ -85,13 +86,12 @@ async fn get_run(
 #[utoipa::path(post, path = "/api/v1/runs", tag = "runs", request_body = StartRun, responses((status = 201, body = StartedRun), (status = 400, body = ErrorBody), (status = 408, body = ErrorBody), (status = 409, body = ErrorBody), (status = 507, body = ErrorBody)))]
 async fn start_run(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     ApiJson(body): ApiJson<StartRun>,
 ) -> Result<Response, ApiError> {
     let order = body.order()?;
-    let wait = state.request_timeout;
-    let view = blocking(&state, move |host| host.start_run(&order, wait)).await?;
+    let view = acting(&state, caller, move |api| api.start_run(order)).await?;
     let started = StartedRun {
         id: view.id,
         iface: view.iface,
@@ -106,27 +106,27 @@ async fn start_run(
 #[utoipa::path(get, path = "/api/v1/profile", tag = "profiles", params(RangeQuery, ProfileParams), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn profile(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Range(range): Range,
     ApiQuery(p): ApiQuery<ProfileParams>,
 ) -> Result<Response, ApiError> {
     let q = p.query(range);
     let min_share = p.min_share.unwrap_or(0.0);
-    Ok(fmt.reply(&blocking(&state, move |host| host.profile_view(&q, min_share)).await?))
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.profile(q, min_share)).await?))
 }
 
 /// The same profile as gzipped pprof (`go tool pprof` reads it).
 #[utoipa::path(get, path = "/api/v1/profile/pprof", tag = "profiles", params(RangeQuery, ProfileParams), responses((status = 200, content_type = "application/octet-stream", body = Vec<u8>), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn profile_pprof(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     Range(range): Range,
     ApiQuery(p): ApiQuery<ProfileParams>,
 ) -> Result<Response, ApiError> {
     let q = p.query(range);
     let frequency = p.frequency.unwrap_or(DEFAULT_FREQUENCY);
-    let bytes = blocking(&state, move |host| pprof_of(&host.profile(&q)?, q.kind, q.range, frequency)).await?;
+    let bytes = acting(&state, caller, move |api| api.pprof(q, frequency)).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream"),
@@ -141,9 +141,9 @@ async fn profile_pprof(
 #[utoipa::path(get, path = "/api/v1/pids", tag = "profiles", params(RangeQuery), responses((status = 200, body = Vec<u32>), (status = 400, body = ErrorBody)))]
 async fn pids(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Range(range): Range,
 ) -> Result<Response, ApiError> {
-    Ok(fmt.reply(&blocking(&state, move |host| host.pids(range)).await?))
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.pids(range)).await?))
 }

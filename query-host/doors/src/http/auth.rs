@@ -1,52 +1,200 @@
-//! Who is calling: a bearer token names a team. Reading needs any valid token (or nothing,
-//! on a server started with `--no-auth`, which only binds loopback); changing an analysis
-//! needs the token of the team that owns it (checked by the registry).
+//! Who is calling and what they may do, as one layer over every route: a bearer token names a
+//! team and its scopes (`loupe token add TEAM --scopes …`); each route needs the scope the
+//! operation list names for its operation ([`route_scope`]), or the one written here for the
+//! routes that are not host operations (the fleet's, the store's totals). A route with no scope
+//! is refused (fail closed), and the OpenAPI document says each route's scope (`x-scope`), which
+//! the scope-matrix test reads. `POST /api/v1/call` only needs a valid token here: the operation
+//! inside it is checked, like every operation, by the core ([`loupe_core::ActingFor`]).
+//!
+//! Without a token, a `--no-auth` server (loopback only) serves every scope but `admin`: any
+//! local process may then read, invoke, upload, run and probe — a laptop's or a demo's setting.
+
+use std::{collections::HashMap, sync::Arc, sync::OnceLock};
 
 use axum::{
-    extract::FromRequestParts,
-    http::{header, request::Parts},
+    extract::{FromRequestParts, MatchedPath, Request, State},
+    http::{HeaderMap, Method, header, request::Parts},
+    middleware::Next,
+    response::{IntoResponse, Response},
 };
-use std::sync::Arc;
 
 use super::{AppState, error::ApiError};
-use loupe_api::model::ErrorKind;
+pub use loupe_api::access::LOCAL_TEAM;
+use loupe_api::{
+    access::{self, Scope, Scopes},
+    model::ErrorKind,
+    ops::Op,
+};
+use loupe_core::CoreError;
 
-/// The team a request acts for.
-#[derive(Clone, Debug)]
-pub struct Caller {
-    pub team: String,
+/// What a route needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RouteScope {
+    /// No token: liveness, the OpenAPI document, `/metrics`.
+    Public,
+    Needs(Scope),
+    /// A valid token; the operation in the body is checked on its own (`POST /api/v1/call`).
+    PerOperation,
 }
 
-/// The team of requests on a `--no-auth` server that carry no token.
-pub const LOCAL_TEAM: &str = "local";
+impl RouteScope {
+    /// As the OpenAPI document's `x-scope` says it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RouteScope::Public => "none",
+            RouteScope::Needs(s) => s.name(),
+            RouteScope::PerOperation => "per-operation",
+        }
+    }
+}
+
+/// Routes that are not host operations, and what each needs.
+const OTHER_ROUTES: &[(&str, &str, RouteScope)] = &[
+    ("get", "/api/v1/health", RouteScope::Public),
+    ("get", "/api/v1/openapi.json", RouteScope::Public),
+    ("get", "/metrics", RouteScope::Public),
+    ("get", "/api/v1/stats", RouteScope::Needs(Scope::Read)),
+    ("post", "/api/v1/call", RouteScope::PerOperation),
+    ("get", "/api/v1/fleet/hosts", RouteScope::Needs(Scope::Read)),
+    ("post", "/api/v1/fleet/runs", RouteScope::Needs(Scope::Run)),
+    ("post", "/api/v1/fleet/invoke", RouteScope::Needs(Scope::Invoke)),
+    ("get", "/api/v1/fleet/hosts/{host}/runs/{id}", RouteScope::Needs(Scope::Read)),
+    ("get", "/api/v1/fleet/hosts/{host}/profile", RouteScope::Needs(Scope::Read)),
+];
+
+type Table = HashMap<(&'static str, &'static str), (RouteScope, Option<Op>)>;
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t: Table = OTHER_ROUTES.iter().map(|&(m, p, s)| ((m, p), (s, None))).collect();
+        for &op in Op::ALL {
+            if let Some((method, path)) = op.http().route() {
+                let clash = t.insert((method, path), (RouteScope::Needs(op.scope()), Some(op)));
+                assert!(clash.is_none(), "{method} {path} is named twice");
+            }
+        }
+        t
+    })
+}
+
+/// What the route `method path` (a path template, as the router matched it) needs, and the
+/// operation it serves; `None`: a route nobody gave a scope.
+pub fn route_scope(method: &str, path: &str) -> Option<(RouteScope, Option<Op>)> {
+    table().get(&(method, path)).copied()
+}
+
+/// The layer: authenticates, checks the route's scope, and hands the caller to the handler.
+/// A refused operation that would have changed the host is recorded in the audit trail.
+pub async fn authorize(
+    State(state): State<Arc<AppState>>,
+    matched: Option<MatchedPath>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(matched) = matched else { return next.run(request).await };
+    let method = method_name(request.method());
+    let Some((scope, op)) = route_scope(method, matched.as_str()) else {
+        return ApiError::internal(format!(
+            "{method} {} has no scope: refused until it is given one",
+            matched.as_str()
+        ))
+        .into_response();
+    };
+    if scope == RouteScope::Public {
+        return next.run(request).await;
+    }
+    let caller = match authenticate(request.headers(), &state) {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response(),
+    };
+    if let RouteScope::Needs(needed) = scope
+        && let Err(refused) = caller.require(needed)
+    {
+        let refused = Err::<(), _>(CoreError::from(refused));
+        if let Some(op) = op.filter(|op| op.changes_host()) {
+            state.host.audit().record(&caller, op.name(), request.uri().path(), &refused);
+        }
+        return refused.map_err(ApiError::from).unwrap_err().into_response();
+    }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+fn method_name(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "get",
+        Method::POST => "post",
+        Method::PUT => "put",
+        Method::DELETE => "delete",
+        Method::HEAD => "head",
+        _ => "other",
+    }
+}
+
+/// The caller of a request's token (or the `--no-auth` caller of one without).
+fn authenticate(headers: &HeaderMap, state: &AppState) -> Result<access::Caller, ApiError> {
+    let Some(header) = headers.get(header::AUTHORIZATION) else {
+        if state.no_auth {
+            return Ok(access::Caller { team: LOCAL_TEAM.into(), token_id: "no-auth".into(), scopes: NO_AUTH_SCOPES });
+        }
+        return Err(unauthorized("missing bearer token: send `Authorization: Bearer <token>` (see `loupe token add`)"));
+    };
+    let token = header
+        .to_str()
+        .ok()
+        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+        .map(str::trim)
+        .ok_or_else(|| unauthorized("malformed Authorization header: expected `Bearer <token>`"))?;
+    match state.tokens.caller_of(token) {
+        Ok(Some(caller)) => Ok(caller),
+        Ok(None) => Err(unauthorized("unknown or revoked token")),
+        Err(e) => Err(ApiError::internal(format!("{e:#}"))),
+    }
+}
+
+/// What a request without a token may do on a `--no-auth` server.
+pub const NO_AUTH_SCOPES: Scopes = Scopes::of(&[Scope::Read, Scope::Invoke, Scope::Upload, Scope::Run, Scope::Probe]);
+
+/// A handler's caller: the one the [`authorize`] layer found (every route is behind it).
+#[derive(Clone, Debug)]
+pub struct Caller(pub access::Caller);
 
 impl FromRequestParts<Arc<AppState>> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, Self::Rejection> {
-        let header = parts.headers.get(header::AUTHORIZATION);
-        let Some(header) = header else {
-            if state.no_auth {
-                return Ok(Caller { team: LOCAL_TEAM.into() });
-            }
-            return Err(unauthorized(
-                "missing bearer token: send `Authorization: Bearer <token>` (see `loupe token add`)",
-            ));
-        };
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
-            .map(str::trim)
-            .ok_or_else(|| unauthorized("malformed Authorization header: expected `Bearer <token>`"))?;
-        match state.tokens.team_of(token) {
-            Ok(Some(team)) => Ok(Caller { team }),
-            Ok(None) => Err(unauthorized("unknown or revoked token")),
-            Err(e) => Err(ApiError::internal(format!("{e:#}"))),
-        }
+    async fn from_request_parts(parts: &mut Parts, _state: &Arc<AppState>) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<access::Caller>()
+            .cloned()
+            .map(Caller)
+            .ok_or_else(|| ApiError::internal("a route asked for its caller without the authorize layer"))
     }
 }
 
 fn unauthorized(msg: &str) -> ApiError {
     ApiError::new(ErrorKind::Unauthorized, "unauthorized", msg)
+}
+
+/// Writes each route's scope into the OpenAPI document (`x-scope`), from the same table the
+/// layer reads; a route without one is left without, for the scope-matrix test to name.
+pub struct ScopesInDocument;
+
+impl utoipa::Modify for ScopesInDocument {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let ops = [
+                ("get", &mut item.get),
+                ("put", &mut item.put),
+                ("post", &mut item.post),
+                ("delete", &mut item.delete),
+            ];
+            for (method, op) in ops {
+                let (Some(op), Some((scope, _))) = (op.as_mut(), route_scope(method, path)) else { continue };
+                let ext = op.extensions.get_or_insert_with(Default::default);
+                ext.insert("x-scope".into(), scope.name().into());
+            }
+        }
+    }
 }

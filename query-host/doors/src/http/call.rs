@@ -59,19 +59,18 @@ pub struct CallAnswer {
 /// Any operation of the host, as the CLI's `--server` mode calls it: one body names the
 /// operation and its arguments, the answer is its value or its error (with that error's status).
 #[utoipa::path(post, path = "/api/v1/call", tag = "host", request_body = CallBody, responses((status = 200, body = CallAnswer), (status = 400, body = CallAnswer), (status = 404, body = CallAnswer), (status = 409, body = CallAnswer), (status = 507, body = CallAnswer)))]
-async fn call(State(state): State<Arc<AppState>>, _caller: Caller, ApiJson(call): ApiJson<Call>) -> Response {
+async fn call(State(state): State<Arc<AppState>>, caller: Caller, ApiJson(call): ApiJson<Call>) -> Response {
     let op = call.op();
     if !op.http().served() {
         return AsResponse.encode::<()>(Err(op.refused()));
     }
     let wait = state.request_timeout;
     let host = Arc::clone(&state.host);
-    let answered = tokio::task::spawn_blocking(move || match call {
-        // As `POST /api/v1/runs`: a run longer than the request answers `run_timeout`, and goes on.
-        Call::StartRun { order } => AsResponse.encode(host.start_run(&order, wait)),
-        call => answer_as(&*host, call, AsResponse),
-    })
-    .await;
+    // The operation's scope is checked (and a change recorded) by the core, as on every door;
+    // as on `POST /api/v1/runs`, a run longer than the request answers `run_timeout`, and goes on.
+    let answered =
+        tokio::task::spawn_blocking(move || answer_as(&host.acting_for(caller.0).run_wait(wait), call, AsResponse))
+            .await;
     answered.unwrap_or_else(|e| ApiError::internal(e).into_response())
 }
 

@@ -162,7 +162,7 @@ async fn invoke(
         params: req.params.clone(),
         deadline,
     };
-    let merge = merge_with(Arc::clone(&state.host), module, caller.team, range, req.params);
+    let merge = merge_with(Arc::clone(&state.host), module, caller.0.team, range, req.params);
     Ok(fmt.reply(&fleet.invoke(&order, &req.name, &sha, merge).await?))
 }
 

@@ -35,6 +35,13 @@ pub struct FailureLabels {
     pub cause: String,
 }
 
+/// An action of the audit trail and how it ended (`ok` or the error's code).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AuditLabels {
+    pub action: String,
+    pub outcome: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub status: String,
@@ -52,6 +59,8 @@ pub struct ServerMetrics {
     pub failures: Family<FailureLabels, Counter>,
     pub uploads: Counter,
     pub requests: Family<RequestLabels, Counter>,
+    /// Actions recorded in the audit trail since start, by action and outcome.
+    pub audited: Family<AuditLabels, Counter>,
 }
 
 impl Default for ServerMetrics {
@@ -74,6 +83,7 @@ impl ServerMetrics {
             failures: Family::default(),
             uploads: Counter::default(),
             requests: Family::default(),
+            audited: Family::default(),
             registry: Registry::default(),
         };
         registry.register("runs", "Millisampler runs retained in the store", m.runs.clone());
@@ -102,6 +112,11 @@ impl ServerMetrics {
         );
         registry.register("analysis_uploads", "Analyses uploaded (new or replaced)", m.uploads.clone());
         registry.register("http_requests", "HTTP requests answered, by status", m.requests.clone());
+        registry.register(
+            "audited_actions",
+            "Actions that change the host or its store, recorded in the audit trail, by action and outcome",
+            m.audited.clone(),
+        );
         ServerMetrics { registry, ..m }
     }
 

@@ -9,7 +9,7 @@
 //! - [`probes`]: function probe sessions: start, list, stop, show.
 //! - [`fleet`]: the fleet through this agent: hosts, synchronized runs, fleet-wide analyses.
 //! - [`web`]: the embedded web UI at `/`.
-//! - [`auth`]: bearer tokens → teams. [`negotiate`]: JSON or MessagePack. [`error`]: errors.
+//! - [`auth`]: bearer tokens → a team and its scopes; each route's scope. [`negotiate`]: JSON or MessagePack. [`error`]: errors.
 //! - [`metrics`]: `/metrics` in the OpenMetrics text format.
 
 pub mod api;
@@ -93,11 +93,18 @@ const MAX_JSON_BODY: usize = 1 << 20;
 
 impl AppState {
     pub fn new(host: Arc<Host>, tokens: TokenSet, options: &ServerOptions) -> AppState {
+        let metrics = ServerMetrics::new();
+        let audited = metrics.audited.clone();
+        host.audit().observe(move |entry| {
+            audited
+                .get_or_create(&metrics::AuditLabels { action: entry.action.clone(), outcome: entry.outcome.clone() })
+                .inc();
+        });
         AppState {
             host,
             tokens,
             no_auth: options.no_auth,
-            metrics: ServerMetrics::new(),
+            metrics,
             request_timeout: options.request_timeout,
             fleet: None,
         }
@@ -151,6 +158,9 @@ impl utoipa::Modify for CommonErrors {
                 let public = op.security.as_ref().is_some_and(|s| s.iter().all(|req| *req == Default::default()));
                 if !public {
                     r.entry("401".into()).or_insert_with(|| error("missing, unknown or revoked token").into());
+                    r.entry("403".into()).or_insert_with(|| {
+                        error("the token lacks the route's scope (`x-scope`), or the session or analysis is another team's").into()
+                    });
                 }
                 let json_body = op.request_body.as_ref().is_some_and(
                     |b| matches!(b, utoipa::openapi::RefOr::T(b) if b.content.contains_key("application/json")),
@@ -179,8 +189,9 @@ pub fn routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(utoipa_axum::routes!(openapi_json))
         .routes(utoipa_axum::routes!(metrics::metrics))
         .split_for_parts();
-    // After the routes are in: it edits their operations.
+    // After the routes are in: they edit their operations.
     utoipa::Modify::modify(&CommonErrors, &mut doc);
+    utoipa::Modify::modify(&auth::ScopesInDocument, &mut doc);
     (router, doc)
 }
 
@@ -204,7 +215,8 @@ pub fn app(state: Arc<AppState>, options: &ServerOptions) -> Router {
     let invoke_timeout = state.host.analyses().map_or(Duration::ZERO, |a| a.limits().time + Duration::from_secs(10));
     let timeout = options.request_timeout.max(invoke_timeout) + Duration::from_secs(5);
     Router::new()
-        .merge(api)
+        // Every route's caller and scope (the fallback, the web UI, needs none).
+        .merge(api.route_layer(middleware::from_fn_with_state(Arc::clone(&state), auth::authorize)))
         // Everything else is the web UI (and a JSON 404 under /api/).
         .fallback(web::serve)
         // JSON bodies are small; uploads read their body themselves, up to the module limit.
@@ -236,6 +248,18 @@ async fn count_requests(State(state): State<Arc<AppState>>, request: Request, ne
     let response = next.run(request).await;
     state.metrics.requests.get_or_create(&RequestLabels { status: response.status().as_u16().to_string() }).inc();
     response
+}
+
+/// Runs one of the host's operations for `caller` on the blocking pool: the core checks its
+/// scope and records it in the audit trail if it changes the host; an on-demand run waits the
+/// request's time limit.
+pub async fn acting<T: Send + 'static>(
+    state: &Arc<AppState>,
+    caller: auth::Caller,
+    f: impl FnOnce(&loupe_core::ActingFor<&Host>) -> Result<T, CoreError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let wait = state.request_timeout;
+    blocking(state, move |host| f(&host.acting_for(caller.0).run_wait(wait))).await
 }
 
 /// Runs `f` against the core on the blocking pool (store reads, runs, analyses).

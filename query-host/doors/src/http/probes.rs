@@ -3,7 +3,8 @@
 //! /api/v1/probes/active/{handle}/stop`), read one (`GET /api/v1/probes/{id}`).
 //!
 //! Starting probes changes how other processes on the host run (each probed call costs ~1 µs
-//! more, within the session's budget): any caller with a token may, as with runs.
+//! more, within the session's budget) and reads their calls: it needs the `probe` scope, and a
+//! session is stopped only by the team that started it.
 
 use std::sync::Arc;
 
@@ -16,15 +17,16 @@ use loupe_api::wire::http::ProbeShowQuery;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    AppState,
+    AppState, acting,
     auth::Caller,
-    blocking,
     error::ApiError,
     extract::{ApiJson, ApiQuery, Range, RangeQuery},
     negotiate::Format,
 };
-use crate::control::protocol::PROBE_STOP;
-use loupe_api::model::{ActiveProbeView, ErrorBody, ProbeList, ProbeView};
+use loupe_api::{
+    model::{ActiveProbeView, ErrorBody, ProbeList, ProbeView},
+    ops::HostApi,
+};
 use loupe_core::{CoreError, ProbeOrder};
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
@@ -41,11 +43,11 @@ fn number(what: &str, text: &str) -> Result<u64, CoreError> {
 #[utoipa::path(get, path = "/api/v1/probes", tag = "probes", params(RangeQuery), responses((status = 200, body = ProbeList), (status = 400, body = ErrorBody)))]
 async fn list(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Range(range): Range,
 ) -> Result<Response, ApiError> {
-    Ok(fmt.reply(&blocking(&state, move |host| host.list_probes(range)).await?))
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.list_probes(range)).await?))
 }
 
 /// Attaches probes on the agent and answers at once with the session's handle; the session
@@ -57,25 +59,25 @@ async fn list(
 #[utoipa::path(post, path = "/api/v1/probes", tag = "probes", request_body = ProbeOrder, responses((status = 201, body = ActiveProbeView), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn start(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     ApiJson(order): ApiJson<ProbeOrder>,
 ) -> Result<Response, ApiError> {
-    let view = blocking(&state, move |host| host.start_probe(&order)).await?;
+    let view = acting(&state, caller, move |api| api.start_probe(order)).await?;
     Ok((StatusCode::CREATED, fmt.reply(&view)).into_response())
 }
 
 /// Stops a running session and answers with what it stored (also collects one that ended by
 /// itself in the last ten minutes).
-#[utoipa::path(post, path = "/api/v1/probes/active/{handle}/stop", tag = "probes", params(("handle" = u64, Path, description = "The running session's handle")), responses((status = 200, body = ProbeView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/v1/probes/active/{handle}/stop", tag = "probes", params(("handle" = u64, Path, description = "The running session's handle")), responses((status = 200, body = ProbeView), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody, description = "another team's session: it goes on"), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn stop(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Path(handle): Path<String>,
 ) -> Result<Response, ApiError> {
     let handle = number("handle", &handle)?;
-    Ok(fmt.reply(&blocking(&state, move |host| host.stop_probe(handle, PROBE_STOP)).await?))
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.stop_probe(handle)).await?))
 }
 
 /// One stored session: per function its calls, percentiles and histogram; the slowest calls as
@@ -83,11 +85,11 @@ async fn stop(
 #[utoipa::path(get, path = "/api/v1/probes/{id}", tag = "probes", params(("id" = u64, Path, description = "Stored session id"), ProbeShowQuery), responses((status = 200, body = ProbeView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn show(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<ProbeShowQuery>,
 ) -> Result<Response, ApiError> {
     let id = number("probe session id", &id)?;
-    Ok(fmt.reply(&blocking(&state, move |host| host.show_probe(id, q.calls)).await?))
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.show_probe(id, q.calls)).await?))
 }

@@ -8,14 +8,16 @@ use loupe_api::wire::http::{PageParams, TimelineParams};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
-    AppState,
+    AppState, acting,
     auth::Caller,
-    blocking,
     error::ApiError,
     extract::{ApiQuery, Range, RangeQuery},
     negotiate::Format,
 };
-use loupe_api::model::{ErrorBody, TimelineEventsPage, TimelineSummary};
+use loupe_api::{
+    model::{ErrorBody, TimelineEventsPage, TimelineSummary},
+    ops::HostApi,
+};
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new().routes(routes!(summary)).routes(routes!(events))
@@ -26,25 +28,25 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
 #[utoipa::path(get, path = "/api/v1/timeline", tag = "timeline", params(RangeQuery, TimelineParams), responses((status = 200, body = TimelineSummary), (status = 400, body = ErrorBody)))]
 async fn summary(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Range(range): Range,
     ApiQuery(p): ApiQuery<TimelineParams>,
 ) -> Result<Response, ApiError> {
     let q = p.query(range);
-    Ok(fmt.reply(&blocking(&state, move |host| host.timeline(&q)).await?))
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.timeline(q)).await?))
 }
 
 /// Timeline events in time order, a page at a time (`loupe timeline show --json`).
 #[utoipa::path(get, path = "/api/v1/timeline/events", tag = "timeline", params(RangeQuery, TimelineParams, PageParams), responses((status = 200, body = TimelineEventsPage), (status = 400, body = ErrorBody)))]
 async fn events(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Range(range): Range,
     ApiQuery(p): ApiQuery<TimelineParams>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let q = p.query(range);
-    Ok(fmt.reply(&blocking(&state, move |host| host.timeline_events(&q, page.after.as_deref(), page.limit)).await?))
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.timeline_events(q, page.after, page.limit)).await?))
 }

@@ -1,5 +1,6 @@
-//! Analyses over HTTP: upload (`PUT`), list, describe, delete, invoke — each a call to the
-//! core's analyses.
+//! Analyses over HTTP: upload (`PUT`), list, describe, delete, invoke — each the host's
+//! operation of the same name, for the token's team (upload needs `upload`, invoking `invoke`;
+//! replacing or deleting stays the owning team's).
 
 use std::sync::Arc;
 
@@ -10,23 +11,24 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use http_body_util::BodyExt;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use loupe_api::wire::http::InvokeRequest;
 
 use super::{
-    AppState,
+    AppState, acting,
     auth::Caller,
-    blocking,
     error::ApiError,
     extract::ApiJson,
     metrics::{AnalysisLabels, FailureLabels},
     negotiate::Format,
 };
-use loupe_api::model::{ErrorBody, ErrorKind, InvokeResponse};
-use loupe_sandbox::registry::{UdfMeta, check_name};
+use loupe_api::{
+    formats::base64::Base64,
+    model::{ErrorBody, ErrorKind, InvokeResponse, UdfMeta, Uploaded},
+    ops::HostApi,
+};
+use loupe_sandbox::registry::check_name;
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new()
@@ -37,27 +39,19 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
 
 /// Analyses on this host: name, owner, version, size, hash, description.
 #[utoipa::path(get, path = "/api/v1/udfs", tag = "analyses", responses((status = 200, body = Vec<UdfMeta>), (status = 401, body = ErrorBody)))]
-async fn list_udfs(State(state): State<Arc<AppState>>, _caller: Caller, fmt: Format) -> Result<Response, ApiError> {
-    Ok(fmt.reply(&state.host.analyses()?.list()))
+async fn list_udfs(State(state): State<Arc<AppState>>, caller: Caller, fmt: Format) -> Result<Response, ApiError> {
+    Ok(fmt.reply(&acting(&state, caller, |api| api.list_udfs()).await?))
 }
 
 /// One analysis' listing.
 #[utoipa::path(get, path = "/api/v1/udfs/{name}", tag = "analyses", params(("name" = String, Path)), responses((status = 200, body = UdfMeta), (status = 404, body = ErrorBody)))]
 async fn get_udf(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    Ok(fmt.reply(&state.host.analyses()?.get(&name)?))
-}
-
-#[derive(Serialize, Deserialize, ToSchema)]
-pub struct Uploaded {
-    #[serde(flatten)]
-    pub meta: UdfMeta,
-    /// Whether an earlier version was replaced.
-    pub replaced: bool,
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.show_udf(name)).await?))
 }
 
 /// Uploads (or replaces, for its owning team) an analysis: the body is the component
@@ -86,12 +80,10 @@ async fn put_udf(
             format!("send the component as application/wasm, not {ty}"),
         ));
     }
-    let team = caller.team.clone();
-    let (meta, replaced) =
-        blocking(&state, move |host| host.analyses()?.put(host.store(), &name, &team, &body)).await?;
+    let uploaded = acting(&state, caller, move |api| api.upload_udf(name, Base64(body.into()))).await?;
     state.metrics.uploads.inc();
-    let status = if replaced { StatusCode::OK } else { StatusCode::CREATED };
-    Ok((status, fmt.reply(&Uploaded { meta, replaced })).into_response())
+    let status = if uploaded.replaced { StatusCode::OK } else { StatusCode::CREATED };
+    Ok((status, fmt.reply(&uploaded)).into_response())
 }
 
 /// Reads an upload of at most `limit` bytes. Beyond the limit it keeps reading (and dropping)
@@ -129,7 +121,7 @@ async fn delete_udf(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    blocking(&state, move |host| host.analyses()?.delete(&name, &caller.team)).await?;
+    acting(&state, caller, move |api| api.delete_udf(name)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -149,8 +141,7 @@ async fn invoke(
 ) -> Result<Response, ApiError> {
     let range = req.range()?;
     let n = name.clone();
-    let outcome =
-        blocking(&state, move |host| host.analyses()?.invoke(host.store(), &n, &caller.team, range, &req.params)).await;
+    let outcome = acting(&state, caller, move |api| api.invoke(n, range, req.params)).await;
     if !matches!(&outcome, Err(e) if e.body.code == "not_found" || e.body.code == "no_analyses") {
         state.metrics.invocations.get_or_create(&AnalysisLabels { analysis: name.clone() }).inc();
     }
