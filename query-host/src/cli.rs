@@ -28,6 +28,27 @@ pub struct RemoteArgs {
     /// Bearer token for --server (see `loupe token add`).
     #[arg(long, global = true, env = "LOUPE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Trust an https:// --server signed by the CAs in this PEM file (else the system's roots).
+    #[arg(long, global = true, env = "LOUPE_CACERT")]
+    pub cacert: Option<PathBuf>,
+    /// A client certificate (PEM) for an https:// --server that requires one (`--client-ca`).
+    #[arg(long, global = true, requires = "client_key")]
+    pub client_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, global = true, requires = "client_cert")]
+    pub client_key: Option<PathBuf>,
+}
+
+impl RemoteArgs {
+    /// The client of `--server` (or of `server` when the command has a default).
+    pub fn client(&self, server: &str) -> anyhow::Result<loupe_doors::remote::Client> {
+        let tls = loupe_doors::remote::ClientTls {
+            cacert: self.cacert.clone(),
+            cert: self.client_cert.clone(),
+            key: self.client_key.clone(),
+        };
+        loupe_doors::remote::Client::with_tls(server, self.token.clone(), &tls)
+    }
 }
 
 /// The HTTP API of `agent` and `serve`.
@@ -39,6 +60,19 @@ pub struct HttpArgs {
     /// Serve reads and analyses without a token (only on a loopback address).
     #[arg(long)]
     pub no_auth: bool,
+    /// Serve HTTPS with this certificate (PEM, the chain); re-read when it changes.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates signed by a CA in this PEM file (mTLS; with --tls-cert).
+    #[arg(long, requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
+    /// Serve plain HTTP on an address beyond loopback (refused otherwise: tokens would cross
+    /// the network in clear text). For a server behind a TLS proxy.
+    #[arg(long)]
+    pub insecure_plaintext: bool,
     /// Wall-clock limit of one analysis invocation.
     #[arg(long, default_value = "30s", value_parser = time::parse_duration)]
     pub udf_time_limit: Duration,
@@ -60,6 +94,15 @@ impl HttpArgs {
             listen: self.listen,
             no_auth: self.no_auth,
             request_timeout: self.request_timeout,
+            tls: match (&self.tls_cert, &self.tls_key) {
+                (Some(cert), Some(key)) => Some(loupe_doors::http::tls::TlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    client_ca: self.client_ca.clone(),
+                }),
+                _ => None,
+            },
+            insecure_plaintext: self.insecure_plaintext,
             ..Default::default()
         };
         o.limits.time = self.udf_time_limit;

@@ -5,10 +5,14 @@
 //! prints the same error and exits the same way whichever way it went. [`Client`] also asks the
 //! routes that are not host operations (analyses, the fleet) by hand.
 
-use std::time::Duration;
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use loupe_api::wire::control::{Answer, Call, ControlClient, HTTP_CALL_PATH, Transport};
 use serde::{Serialize, de::DeserializeOwned};
+use ureq::tls::{ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig, parse_pem};
 
 use loupe_api::model::{ErrorBody, ErrorKind};
 use loupe_core::{CoreError, CoreResult};
@@ -27,18 +31,84 @@ pub struct Client {
     agent: ureq::Agent,
 }
 
+/// How the client trusts an `https://` server, and proves itself to one that asks (mTLS).
+#[derive(Clone, Debug, Default)]
+pub struct ClientTls {
+    /// Trust only the CAs in this PEM file (else the system's roots).
+    pub cacert: Option<PathBuf>,
+    /// A client certificate (PEM) and its key, for a server started with `--client-ca`.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+impl ClientTls {
+    /// ureq's TLS settings: the roots to verify against, and the client certificate if given.
+    fn config(&self) -> anyhow::Result<TlsConfig> {
+        use anyhow::Context;
+        let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+        let roots = match &self.cacert {
+            Some(path) => {
+                let certs = parse_pem(&read(path)?)
+                    .filter_map(|item| match item {
+                        Ok(PemItem::Certificate(c)) => Some(Ok(c)),
+                        Ok(_) => None,
+                        Err(e) => Some(Err(e)),
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .with_context(|| format!("--cacert {}: not PEM", path.display()))?;
+                anyhow::ensure!(!certs.is_empty(), "--cacert {}: no certificate in it", path.display());
+                RootCerts::new_with_certs(&certs)
+            }
+            None => system_roots(),
+        };
+        let client = match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                let chain = parse_pem(&read(cert)?)
+                    .filter_map(|item| match item {
+                        Ok(PemItem::Certificate(c)) => Some(c),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>();
+                anyhow::ensure!(!chain.is_empty(), "--client-cert {}: no certificate in it", cert.display());
+                let key = PrivateKey::from_pem(&read(key)?)
+                    .with_context(|| format!("--client-key {}: no PEM private key in it", key.display()))?;
+                Some(ClientCert::new_with_certs(&chain, key))
+            }
+            (None, None) => None,
+            _ => anyhow::bail!("give --client-cert and --client-key together"),
+        };
+        Ok(TlsConfig::builder().root_certs(roots).client_cert(client).build())
+    }
+}
+
+/// The system's trusted roots (`/etc/ssl/certs` on Debian), or Mozilla's bundle if none load.
+fn system_roots() -> RootCerts {
+    match rustls_native_certs::load_native_certs() {
+        Ok(certs) if !certs.is_empty() => {
+            let certs: Vec<_> = certs.iter().map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned()).collect();
+            RootCerts::new_with_certs(&certs)
+        }
+        _ => RootCerts::WebPki,
+    }
+}
+
 impl Client {
     pub fn new(server: &str, token: Option<String>) -> anyhow::Result<Client> {
+        Client::with_tls(server, token, &ClientTls::default())
+    }
+
+    /// A client of `server`, trusting and presenting what `tls` says for an `https://` URL.
+    pub fn with_tls(server: &str, token: Option<String>, tls: &ClientTls) -> anyhow::Result<Client> {
         let base = server.trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
-            anyhow::bail!("--server {server}: expected a URL such as http://host:7878");
+            anyhow::bail!("--server {server}: expected a URL such as http://host:7878 or https://host:7878");
         }
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(600)))
-            .build()
-            .into();
-        Ok(Client { base, token, agent })
+        let mut config =
+            ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(600)));
+        if base.starts_with("https://") {
+            config = config.tls_config(tls.config()?);
+        }
+        Ok(Client { base, token, agent: config.build().into() })
     }
 
     fn url(&self, path: &str) -> String {

@@ -60,7 +60,7 @@ pub(super) fn open(args: &StoreArgs, remote: &RemoteArgs, local_prefixes: Vec<Ip
 
 /// The client for `--server`, if given.
 pub fn remote_client(remote: &RemoteArgs) -> Result<Option<Client>> {
-    remote.server.as_deref().map(|s| Client::new(s, remote.token.clone())).transpose()
+    remote.server.as_deref().map(|s| remote.client(s)).transpose()
 }
 
 pub fn run(args: RunArgs, remote: &RemoteArgs) -> Result<()> {

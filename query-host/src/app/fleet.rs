@@ -38,7 +38,7 @@ pub fn via(bus: &FleetBusArgs, remote: &RemoteArgs) -> Result<Via> {
         (Some(url), _) => {
             Ok(Via::Nats(Connection { url: url.clone(), creds: bus.nats_creds.clone(), name: "loupe-cli".into() }))
         }
-        (None, Some(server)) => Ok(Via::Server(Client::new(server, remote.token.clone())?)),
+        (None, Some(server)) => Ok(Via::Server(remote.client(server)?)),
         (None, None) => bail!("where is the fleet? give --nats nats://host:4222, or --server URL of an agent in it"),
     }
 }

@@ -28,7 +28,8 @@ pub fn main(args: ServeArgs) -> Result<()> {
     let control = ControlServer::start(&args.store.data_dir, Arc::clone(&host))?;
     let state = AppState::new(host, TokenSet::new(&args.store.data_dir), &options);
     let server = Server::start(state, &options)?;
-    println!("serving {} on http://{}", args.store.data_dir.display(), server.addr);
+    let scheme = if options.tls.is_some() { "https" } else { "http" };
+    println!("serving {} on {scheme}://{}", args.store.data_dir.display(), server.addr);
     let stop = stop_on_signals()?;
     wait_for_stop(&stop, None);
     super::exit_within(std::time::Duration::from_secs(20));

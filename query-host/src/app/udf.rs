@@ -13,7 +13,6 @@ use crate::{
 };
 use loupe_api::{formats::base64::Base64, ops::HostApi};
 use loupe_core::time::range;
-use loupe_doors::remote::Client;
 
 /// Where `loupe udf …` goes without `--server`: a local agent's default address.
 const DEFAULT_SERVER: &str = "http://127.0.0.1:7878";
@@ -34,7 +33,7 @@ pub fn parse_param(text: &str) -> Result<(String, Value)> {
 
 pub fn main(cmd: UdfCommand, remote: &RemoteArgs) -> Result<()> {
     let server = remote.server.as_deref().unwrap_or(DEFAULT_SERVER);
-    let host = Client::new(server, remote.token.clone())?.host();
+    let host = remote.client(server)?.host();
     match cmd {
         UdfCommand::Upload { name, file } => {
             let bytes = fs::read(&file).with_context(|| format!("reading {}", file.display()))?;

@@ -19,11 +19,14 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `loupe serve --listen 127.0.0.1:0 <extra>` on `data`; returns once it listens.
+    /// Starts `loupe serve --listen 127.0.0.1:0 <extra>` on `data` (`extra` may name its own
+    /// `--listen`); returns once it listens.
     pub fn start(data: &Path, extra: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_loupe"))
             // The synthetic data is dated 2026-11-23: keep it whatever today is.
-            .args(["serve", "--listen", "127.0.0.1:0", "--retention", "36500days", "--data-dir"])
+            .arg("serve")
+            .args(if extra.contains(&"--listen") { &[][..] } else { &["--listen", "127.0.0.1:0"][..] })
+            .args(["--retention", "36500days", "--data-dir"])
             .arg(data)
             .args(extra)
             .env("RUST_LOG", "warn")
@@ -34,7 +37,7 @@ impl Server {
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let url = line.trim().rsplit(' ').next().unwrap_or_default().to_string();
-        assert!(url.starts_with("http://"), "loupe serve printed {line:?}");
+        assert!(url.starts_with("http://") || url.starts_with("https://"), "loupe serve printed {line:?}");
         Server { url, data: data.to_path_buf(), child }
     }
 

@@ -11,6 +11,7 @@
 //! - [`web`]: the embedded web UI at `/`.
 //! - [`auth`]: bearer tokens → a team and its scopes; each route's scope. [`negotiate`]: JSON or MessagePack. [`error`]: errors.
 //! - [`metrics`]: `/metrics` in the OpenMetrics text format.
+//! - [`tls`]: HTTPS (rustls), certificates re-read when they change, client certificates.
 
 pub mod api;
 pub mod auth;
@@ -22,6 +23,7 @@ pub mod metrics;
 pub mod negotiate;
 pub mod probes;
 pub mod timeline;
+pub mod tls;
 pub mod udfs;
 pub mod web;
 
@@ -56,6 +58,10 @@ pub struct ServerOptions {
     pub max_in_flight: usize,
     /// Timeout of read requests (invocations have the analysis time limit plus a margin).
     pub request_timeout: Duration,
+    /// Serve HTTPS with these files.
+    pub tls: Option<tls::TlsFiles>,
+    /// Serve plain HTTP on an address beyond loopback anyway.
+    pub insecure_plaintext: bool,
 }
 
 impl Default for ServerOptions {
@@ -66,6 +72,8 @@ impl Default for ServerOptions {
             limits: Limits::default(),
             max_in_flight: 256,
             request_timeout: Duration::from_secs(60),
+            tls: None,
+            insecure_plaintext: false,
         }
     }
 }
@@ -271,6 +279,30 @@ pub async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(move || f(&host)).await.map_err(ApiError::internal)?.map_err(ApiError::from)
 }
 
+enum Listening {
+    Plain(tokio::net::TcpListener),
+    Tls(tls::TlsListener),
+}
+
+/// Serves `app` on `listener` until `stopped`, then drains requests in flight for at most
+/// [`DRAIN`] (requests still running then are dropped).
+async fn serve_until<L>(listener: L, app: Router, stopped: tokio::sync::oneshot::Receiver<()>) -> anyhow::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    use anyhow::Context;
+    let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<()>();
+    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = stopped.await;
+        let _ = drain_tx.send(());
+    });
+    tokio::select! {
+        r = serve => r.context("serving HTTP"),
+        _ = async { let _ = drain_rx.await; tokio::time::sleep(DRAIN).await } => Ok(()),
+    }
+}
+
 /// A running server: stops when dropped or when [`Server::stop`] is called.
 pub struct Server {
     pub addr: SocketAddr,
@@ -292,6 +324,15 @@ impl Server {
                 options.listen
             );
         }
+        if options.tls.is_none() && !options.insecure_plaintext && !options.listen.ip().is_loopback() {
+            anyhow::bail!(
+                "--listen {} is not a loopback address, and without TLS the bearer tokens (which may start probes) \
+                 would cross the network in clear text: give --tls-cert FILE --tls-key FILE, or \
+                 --insecure-plaintext to serve plain HTTP anyway (behind a TLS proxy, in a lab)",
+                options.listen
+            );
+        }
+        let tls = options.tls.as_ref().map(tls::server_config).transpose()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("loupe-http")
@@ -301,26 +342,25 @@ impl Server {
             .block_on(tokio::net::TcpListener::bind(options.listen))
             .with_context(|| format!("listening on {}", options.listen))?;
         let addr = listener.local_addr()?;
+        let listener = match tls {
+            // The accept task must live in the server's runtime.
+            Some(config) => Listening::Tls(runtime.block_on(async { tls::TlsListener::new(listener, config) })?),
+            None => Listening::Plain(listener),
+        };
         let app = app(Arc::new(state), options);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new().name("loupe-http".into()).spawn(move || {
             let served = runtime.block_on(async move {
-                let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<()>();
-                let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-                    let _ = stopped.await;
-                    let _ = drain_tx.send(());
-                });
-                // Graceful, but bounded: requests still running after DRAIN are dropped.
-                tokio::select! {
-                    r = serve => r.context("serving HTTP"),
-                    _ = async { let _ = drain_rx.await; tokio::time::sleep(DRAIN).await } => Ok(()),
+                match listener {
+                    Listening::Plain(l) => serve_until(l, app, stopped).await,
+                    Listening::Tls(l) => serve_until(l, app, stopped).await,
                 }
             });
             // Blocking-pool threads still inside the core finish on their own; don't wait.
             runtime.shutdown_timeout(Duration::from_millis(100));
             served
         })?;
-        tracing::info!(%addr, "HTTP API listening");
+        tracing::info!(%addr, tls = options.tls.is_some(), "HTTP API listening");
         Ok(Server { addr, stop: Some(stop), thread: Some(thread) })
     }
 
