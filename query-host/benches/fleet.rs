@@ -64,7 +64,7 @@ fn start_nats(dir: &std::path::Path) -> Server {
 /// once `slow_now` is set.
 async fn agent(i: usize, url: String, partial: Arc<Vec<u8>>, slow: bool, slow_now: Arc<AtomicBool>) {
     let place = FleetPlace { host: format!("sim{i:04}"), rack: format!("r{}", i / 40), dc: "d1".into() };
-    let conn = Connection { url, creds: None, name: place.host.clone() };
+    let conn = Connection::plain(url, place.host.clone());
     let client = loupe_doors::fleet::connect(&conn, false).await.unwrap();
     let js = async_nats::jetstream::new(client.clone());
     let bucket = registry::bucket(&js).await.unwrap();
@@ -161,7 +161,7 @@ fn main() {
             // Every hundredth agent turns slow for part 2.
             tokio::spawn(agent(i, url.clone(), Arc::clone(&partial), i % 100 == 99, Arc::clone(&slow_now)));
         }
-        let conn = Connection { url: url.clone(), creds: None, name: "bench".into() };
+        let conn = Connection::plain(url.clone(), "bench");
         let coordinator = Coordinator::connect(&conn, "bench").await.unwrap();
         loop {
             let view = coordinator.hosts(&Selector::default()).await.unwrap();

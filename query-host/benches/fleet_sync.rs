@@ -65,8 +65,7 @@ fn main() {
         .collect();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let url = format!("nats://{NATS_ADDR}:{NATS_PORT}");
-    let fleet =
-        rt.block_on(Coordinator::connect(&Connection { url, creds: None, name: "bench".into() }, "bench")).unwrap();
+    let fleet = rt.block_on(Coordinator::connect(&Connection::plain(url, "bench"), "bench")).unwrap();
     let rack_sel = Selector { rack: Some("r1".into()), ..Default::default() };
     while rt.block_on(fleet.hosts(&rack_sel)).map(|v| v.up as usize).unwrap_or(0) < HOSTS {
         std::thread::sleep(Duration::from_millis(200));

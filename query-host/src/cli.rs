@@ -546,6 +546,8 @@ pub struct FleetJoinArgs {
     /// A NATS credentials file, for servers that require one.
     #[arg(long, env = "LOUPE_NATS_CREDS")]
     pub nats_creds: Option<PathBuf>,
+    #[command(flatten)]
+    pub nats_tls: NatsTlsArgs,
     /// This host's name in the fleet (default: the kernel's host name up to its first dot).
     #[arg(long = "host")]
     pub host: Option<String>,
@@ -567,6 +569,32 @@ pub struct FleetBusArgs {
     /// A NATS credentials file.
     #[arg(long, env = "LOUPE_NATS_CREDS")]
     pub nats_creds: Option<PathBuf>,
+    #[command(flatten)]
+    pub nats_tls: NatsTlsArgs,
+}
+
+/// TLS to the fleet's NATS server (with a `tls://` URL, or a server that requires TLS).
+#[derive(Debug, Clone, Args)]
+pub struct NatsTlsArgs {
+    /// Trust a TLS nats-server signed by the CAs in this PEM file (else the system's roots).
+    #[arg(long, env = "LOUPE_NATS_CA")]
+    pub nats_ca: Option<PathBuf>,
+    /// A client certificate (PEM) for a nats-server that verifies clients.
+    #[arg(long, env = "LOUPE_NATS_CERT", requires = "nats_key")]
+    pub nats_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, env = "LOUPE_NATS_KEY", requires = "nats_cert")]
+    pub nats_key: Option<PathBuf>,
+}
+
+impl NatsTlsArgs {
+    pub fn tls(&self) -> loupe_doors::fleet::BusTls {
+        loupe_doors::fleet::BusTls {
+            ca: self.nats_ca.clone(),
+            cert: self.nats_cert.clone(),
+            key: self.nats_key.clone(),
+        }
+    }
 }
 
 /// Which hosts a fleet command selects: one rack, one datacenter, one host, or all.

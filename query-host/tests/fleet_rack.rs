@@ -24,7 +24,13 @@ mod common;
 
 use common::Http;
 use loupe_api::formats::deep_json;
-use loupe_testbed::{rack::Rack, require_root, topology::LinkStats, traffic::udp_frame_len};
+use loupe_testbed::{
+    pki::Pki,
+    rack::{BusTls, NATS_ADDR, Rack},
+    require_root,
+    topology::LinkStats,
+    traffic::udp_frame_len,
+};
 use serde_json::Value;
 
 const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");
@@ -73,10 +79,23 @@ fn module(crate_name: &str) -> String {
 }
 
 impl Fleet {
-    fn start(tag: &str, stacks: bool) -> Fleet {
+    /// `tls`: the bus is a TLS nats-server that verifies clients (certificates made here).
+    fn start(tag: &str, stacks: bool, tls: bool) -> Fleet {
         let dir = tempfile::tempdir().unwrap();
         let mut rack = Rack::new(tag, HOSTS, &dir.path().join("nats")).unwrap();
         rack.shape(VICTIM, 100).unwrap();
+        if tls {
+            let pki = Pki::new(dir.path()).unwrap();
+            pki.issue("nats", "rack nats-server", &[&format!("IP:{NATS_ADDR}")]).unwrap();
+            pki.issue("agent", "rack agent", &[]).unwrap();
+            rack.use_bus_tls(BusTls {
+                ca: pki.pem("ca"),
+                server_cert: pki.pem("nats"),
+                server_key: pki.key("nats"),
+                client_cert: pki.pem("agent"),
+                client_key: pki.key("agent"),
+            });
+        }
         rack.start_nats().unwrap();
         let mut fleet = Fleet { rack, agents: Vec::new(), dir, stacks };
         for i in 0..HOSTS {
@@ -141,7 +160,8 @@ impl Fleet {
         Command::new("ip")
             .args(["netns", "exec", &self.rack.tor.name, LOUPE, "fleet"])
             .args(args)
-            .args(["--nats", &self.rack.nats_url(), "--json"])
+            .args(self.rack.bus_args())
+            .arg("--json")
             .env("RUST_LOG", "warn")
             .output()
             .unwrap()
@@ -234,7 +254,7 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
     if !nats_available() {
         return;
     }
-    let fleet = Fleet::start("rack1", false);
+    let fleet = Fleet::start("rack1", false, false);
     let interval_ns = 1_000_000u64;
     let samples = 1500u64;
     let start = now_ns() + 3_000_000_000;
@@ -439,9 +459,17 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     if !nats_available() {
         return;
     }
-    let mut fleet = Fleet::start("rack2", true);
+    // This rack's bus is TLS with client certificates: everything below goes over it.
+    let mut fleet = Fleet::start("rack2", true, true);
     let sampled_from = now_ns();
     let quick = ["run", "--rack", "r1", "--interval", "1ms", "--samples", "200"];
+    // A client without the CA and a certificate does not get on the bus.
+    let plain = Command::new("ip")
+        .args(["netns", "exec", &fleet.rack.tor.name, LOUPE, "fleet", "hosts", "--json", "--nats"])
+        .arg(fleet.rack.nats_url().replacen("tls://", "nats://", 1))
+        .output()
+        .unwrap();
+    assert!(!plain.status.success(), "a plain client was served by the TLS bus: {plain:?}");
 
     // Through an agent's HTTP API as well as NATS: the same registry.
     let via_http = Command::new("ip")

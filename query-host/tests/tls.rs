@@ -7,77 +7,19 @@
 
 mod common;
 
-use std::{
-    path::{Path, PathBuf},
-    process::{Command, Output},
-};
+use std::process::Command;
 
 use common::{Server, data::fill, loupe};
+use loupe_testbed::pki::Pki;
 use serde_json::Value;
 
 fn need(tool: &str) -> bool {
     if Command::new(tool).arg("--version").output().is_ok() {
         return true;
     }
+    assert!(std::env::var_os("CI").is_none(), "{tool} missing in CI: scripts/setup installs it");
     eprintln!("skipped: `{tool}` is not installed (scripts/setup installs it)");
     false
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("running a tool");
-    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-/// A CA, and certificates it signs: `name.pem`/`name.key` in `dir`.
-struct Pki {
-    dir: PathBuf,
-}
-
-impl Pki {
-    fn new(dir: &Path) -> Pki {
-        let pki = Pki { dir: dir.to_path_buf() };
-        run(Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
-            .args(["-subj", "/CN=loupe test CA", "-keyout"])
-            .arg(pki.key("ca"))
-            .arg("-out")
-            .arg(pki.pem("ca")));
-        pki
-    }
-
-    fn pem(&self, name: &str) -> PathBuf {
-        self.dir.join(format!("{name}.pem"))
-    }
-
-    fn key(&self, name: &str) -> PathBuf {
-        self.dir.join(format!("{name}.key"))
-    }
-
-    /// A certificate for `cn`, signed by the CA (for 127.0.0.1 and localhost).
-    fn issue(&self, name: &str, cn: &str) {
-        let csr = self.dir.join(format!("{name}.csr"));
-        run(Command::new("openssl")
-            .args(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"])
-            .args(["-subj", &format!("/CN={cn}"), "-keyout"])
-            .arg(self.key(name))
-            .arg("-out")
-            .arg(&csr));
-        let ext = self.dir.join(format!("{name}.ext"));
-        std::fs::write(&ext, "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
-        run(Command::new("openssl")
-            .args(["x509", "-req", "-days", "2", "-in"])
-            .arg(&csr)
-            .arg("-CA")
-            .arg(self.pem("ca"))
-            .arg("-CAkey")
-            .arg(self.key("ca"))
-            .arg("-CAcreateserial")
-            .arg("-extfile")
-            .arg(&ext)
-            .arg("-out")
-            .arg(self.pem(name)));
-    }
 }
 
 /// `curl ARGS URL`: exit status, and the server certificate's subject from its verbose log.
@@ -90,16 +32,17 @@ fn curl(args: &[&str], url: &str) -> (bool, String, String) {
 
 #[test]
 fn https_end_to_end_with_rotation_and_client_certificates() {
-    if !need("openssl") || !need("curl") {
+    if !need("curl") || !need("openssl") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     fill(&data);
-    let pki = Pki::new(dir.path());
-    pki.issue("one", "loupe-one");
-    pki.issue("two", "loupe-two");
-    pki.issue("client", "a-client");
+    let pki = Pki::new(dir.path()).unwrap();
+    let local = ["IP:127.0.0.1", "DNS:localhost"];
+    pki.issue("one", "loupe-one", &local).unwrap();
+    pki.issue("two", "loupe-two", &local).unwrap();
+    pki.issue("client", "a-client", &[]).unwrap();
     let (cert, key) = (dir.path().join("server.pem"), dir.path().join("server.key"));
     std::fs::copy(pki.pem("one"), &cert).unwrap();
     std::fs::copy(pki.key("one"), &key).unwrap();

@@ -7,6 +7,7 @@
 //! * [`traffic`] — generators whose bytes, packets, ECN bits and flows are known.
 //! * [`faults`] — eBPF fault injectors: CE marking and segment drops.
 //! * [`rack`] — a rack: hosts behind a bridge as their top-of-rack switch, and a nats-server.
+//! * [`pki`] — a CA and the certificates it signs (`openssl`), for the HTTPS and TLS-bus tests.
 //! * [`privilege`] — the root check that turns kernel tests into clear skips elsewhere.
 //! * [`sampling`] — how many samples a thread should get, and the band a loaded machine allows.
 //! * [`synthetic`] — stored data with known answers (API and browser tests, `loupe-synth`).
@@ -16,6 +17,7 @@ pub mod bpftool;
 pub mod faults;
 pub mod netns;
 pub mod nf;
+pub mod pki;
 pub mod privilege;
 pub mod rack;
 pub mod sampling;

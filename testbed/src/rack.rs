@@ -52,6 +52,18 @@ pub struct Rack {
     pub hosts: Vec<RackHost>,
     nats: Option<Child>,
     nats_dir: PathBuf,
+    bus_tls: Option<BusTls>,
+}
+
+/// TLS on the rack's bus: nats-server's certificate (for [`NATS_ADDR`]), the CA that signed it,
+/// and the client certificate every agent and CLI presents (the server verifies clients).
+#[derive(Clone, Debug)]
+pub struct BusTls {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
 }
 
 fn data_v4(i: usize) -> Ipv4Addr {
@@ -81,7 +93,7 @@ impl Rack {
         tor.exec(&["ip", "link", "add", "br0", "type", "bridge", "stp_state", "0", "mcast_snooping", "0"])?;
         tor.exec(&["ip", "link", "add", "brm", "type", "bridge", "stp_state", "0"])?;
         tor.exec(&["ip", "addr", "add", &format!("{NATS_ADDR}/24"), "dev", "brm"])?;
-        let mut rack = Rack { tor, hosts: Vec::new(), nats: None, nats_dir: nats_dir.to_path_buf() };
+        let mut rack = Rack { tor, hosts: Vec::new(), nats: None, nats_dir: nats_dir.to_path_buf(), bus_tls: None };
         for i in 0..hosts {
             let host = rack.add_host(tag, i)?;
             rack.hosts.push(host);
@@ -196,7 +208,29 @@ impl Rack {
     }
 
     pub fn nats_url(&self) -> String {
-        format!("nats://{NATS_ADDR}:{NATS_PORT}")
+        let scheme = if self.bus_tls.is_some() { "tls" } else { "nats" };
+        format!("{scheme}://{NATS_ADDR}:{NATS_PORT}")
+    }
+
+    /// From now on, nats-server requires TLS and a client certificate (mutual TLS), and agents
+    /// and fleet commands connect with `tls` (takes effect at the next [`Rack::start_nats`]).
+    pub fn use_bus_tls(&mut self, tls: BusTls) {
+        self.bus_tls = Some(tls);
+    }
+
+    /// How a `loupe agent` or `loupe fleet` reaches the bus: `--nats URL`, and with TLS the CA
+    /// and client certificate options.
+    pub fn bus_args(&self) -> Vec<String> {
+        let mut args = vec!["--nats".to_string(), self.nats_url()];
+        if let Some(tls) = &self.bus_tls {
+            for (flag, path) in
+                [("--nats-ca", &tls.ca), ("--nats-cert", &tls.client_cert), ("--nats-key", &tls.client_key)]
+            {
+                args.push(flag.into());
+                args.push(path.display().to_string());
+            }
+        }
+        args
     }
 
     /// Starts `nats-server` with JetStream (its store under the rack's NATS dir, kept across
@@ -208,8 +242,22 @@ impl Rack {
         let store = self.nats_dir.join("jetstream");
         std::fs::create_dir_all(&store)?;
         let log = std::fs::File::create(self.nats_dir.join("nats-server.log"))?;
+        let mut config = Vec::new();
+        if let Some(tls) = &self.bus_tls {
+            let conf = self.nats_dir.join("tls.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "tls {{\n  cert_file: {:?}\n  key_file: {:?}\n  ca_file: {:?}\n  verify: true\n}}\n",
+                    tls.server_cert, tls.server_key, tls.ca
+                ),
+            )?;
+            config = vec!["-c".to_string(), conf.display().to_string()];
+        }
         let child = Command::new("ip")
-            .args(["netns", "exec", &self.tor.name, "nats-server", "-js", "-a", &NATS_ADDR.to_string()])
+            .args(["netns", "exec", &self.tor.name, "nats-server"])
+            .args(&config)
+            .args(["-js", "-a", &NATS_ADDR.to_string()])
             .args(["-p", &NATS_PORT.to_string(), "-sd"])
             .arg(&store)
             .stdout(Stdio::null())
@@ -240,7 +288,8 @@ impl Rack {
             .arg(loupe)
             .args(["agent", "--iface", DATA_IF, "--data-dir"])
             .arg(data_dir)
-            .args(["--nats", &self.nats_url(), "--host", &host.name, "--rack", rack, "--dc", dc])
+            .args(self.bus_args())
+            .args(["--host", &host.name, "--rack", rack, "--dc", dc])
             .stdout(Stdio::null());
         cmd
     }

@@ -117,6 +117,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
             let conn = Connection {
                 url: url.clone(),
                 creds: args.fleet.nats_creds.clone(),
+                tls: args.fleet.nats_tls.tls(),
                 name: format!("loupe-agent-{}", place.host),
             };
             Some(FleetAgent::start(conn, place.clone(), Arc::clone(&host))?)

@@ -35,9 +35,12 @@ pub enum Via {
 
 pub fn via(bus: &FleetBusArgs, remote: &RemoteArgs) -> Result<Via> {
     match (&bus.nats, &remote.server) {
-        (Some(url), _) => {
-            Ok(Via::Nats(Connection { url: url.clone(), creds: bus.nats_creds.clone(), name: "loupe-cli".into() }))
-        }
+        (Some(url), _) => Ok(Via::Nats(Connection {
+            url: url.clone(),
+            creds: bus.nats_creds.clone(),
+            tls: bus.nats_tls.tls(),
+            name: "loupe-cli".into(),
+        })),
         (None, Some(server)) => Ok(Via::Server(remote.client(server)?)),
         (None, None) => bail!("where is the fleet? give --nats nats://host:4222, or --server URL of an agent in it"),
     }

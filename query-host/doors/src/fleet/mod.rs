@@ -55,8 +55,27 @@ pub struct Connection {
     pub url: String,
     /// A NATS credentials file (JWT + nkey seed), for servers that require one.
     pub creds: Option<PathBuf>,
+    /// TLS to the bus (`tls://` URLs, or a server that asks for it).
+    pub tls: BusTls,
     /// The client's name as the server lists it.
     pub name: String,
+}
+
+impl Connection {
+    /// `url` with no credentials and no TLS settings, as `name`.
+    pub fn plain(url: impl Into<String>, name: impl Into<String>) -> Connection {
+        Connection { url: url.into(), creds: None, tls: BusTls::default(), name: name.into() }
+    }
+}
+
+/// How the fleet's connection trusts a TLS `nats-server` and proves itself to one that asks.
+#[derive(Clone, Debug, Default)]
+pub struct BusTls {
+    /// Trust the CAs in this PEM file (a private CA); else the system's roots.
+    pub ca: Option<PathBuf>,
+    /// A client certificate and its key (PEM), for a server with `verify: true`.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
 }
 
 /// NATS's own default, used until the server said otherwise.
@@ -83,6 +102,16 @@ pub async fn connect(conn: &Connection, retry: bool) -> Result<async_nats::Clien
             .credentials_file(creds)
             .await
             .map_err(|e| FleetError::Bus(format!("reading NATS credentials {}: {e}", creds.display())))?;
+    }
+    if let Some(ca) = &conn.tls.ca {
+        options = options.add_root_certificates(ca.clone()).require_tls(true);
+    }
+    match (&conn.tls.cert, &conn.tls.key) {
+        (Some(cert), Some(key)) => {
+            options = options.add_client_certificate(cert.clone(), key.clone()).require_tls(true)
+        }
+        (None, None) => {}
+        _ => return Err(FleetError::BadRequest("give --nats-cert and --nats-key together".into())),
     }
     if retry {
         options = options.retry_on_initial_connect();
