@@ -437,6 +437,8 @@ fn every_route_answers_each_scope_as_its_document_says() {
         }
     };
     let mut checked = 0;
+    // Each action the trail must hold once per token that asked for it (refused or not).
+    let mut audited = std::collections::BTreeMap::<String, usize>::new();
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {
             let scope = op["x-scope"].as_str().unwrap_or_else(|| panic!("{method} {path} declares no scope"));
@@ -446,6 +448,9 @@ fn every_route_answers_each_scope_as_its_document_says() {
                 continue;
             }
             assert_eq!(ask(&nobody, method, path).status, 401, "{method} {path} without a token");
+            if let Some(action) = op["x-audited"].as_str() {
+                *audited.entry(action.to_string()).or_default() += tokens.len();
+            }
             // The one route's body asks `days`, which needs `read`; its errors are `{"err": …}`.
             let needed = if scope == "per-operation" { "read" } else { scope };
             for (held, http) in &tokens {
@@ -479,15 +484,25 @@ fn every_route_answers_each_scope_as_its_document_says() {
         "allowed, then refused by serve"
     );
     assert_eq!(probe.post("/api/v1/call", &json!({"call": "days"})).status, 403, "probe alone cannot read");
-    // What was refused and would have changed the host is in the trail, with the token's id.
+    *audited.get_mut("start_probe").unwrap() += 2;
+    // The trail: one line per request of the matrix that would have changed something, refused
+    // or not, and none for reads; with the token's id.
     let trail = loupe(&["audit", "--json", "--data-dir", dir.path().to_str().unwrap()]);
-    let trail = String::from_utf8(trail.stdout).unwrap();
-    let refused_probe = trail
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["action"] == "start_probe" && e["outcome"] == "missing_scope_probe")
-        .count();
-    assert!(refused_probe >= 5, "refused probe starts recorded: {refused_probe}\n{trail}");
+    let trail: Vec<Value> =
+        String::from_utf8(trail.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut recorded = std::collections::BTreeMap::<String, usize>::new();
+    for e in trail.iter().filter(|e| e["action"] != "token_add") {
+        *recorded.entry(e["action"].as_str().unwrap().to_string()).or_default() += 1;
+    }
+    assert_eq!(recorded, audited, "the trail against the document's x-audited routes");
+    assert!(audited.contains_key("start_probe") && audited.contains_key("fleet_run") && audited.len() >= 5);
+    let refused = trail.iter().filter(|e| e["action"] == "start_probe" && e["outcome"] == "missing_scope_probe");
+    assert_eq!(refused.count(), 4 + 1, "every token but probe's and admin's, and read's through the one route");
+    for e in &trail {
+        // Tokens are added by root on the host (the operator); everything else by a token.
+        let by = if e["action"] == "token_add" { Some("operator".len()) } else { Some(12) };
+        assert_eq!(e["token_id"].as_str().map(str::len), by, "{e}");
+    }
     server.stop();
 
     // A token made before scopes keeps what it could do then — everything but `probe`.

@@ -90,6 +90,15 @@ impl AuditLog {
     /// Records an action and how it ended. A log that cannot be written is reported in the
     /// agent's log, and the action's own outcome stands: the trail must not take the host down.
     pub fn record<T>(&self, caller: &Caller, action: &str, target: &str, outcome: &CoreResult<T>) {
+        let code = match outcome {
+            Ok(_) => "ok",
+            Err(e) => e.code(),
+        };
+        self.record_outcome(caller, action, target, code);
+    }
+
+    /// [`AuditLog::record`], with the outcome already as its code (`ok`, or an error's).
+    pub fn record_outcome(&self, caller: &Caller, action: &str, target: &str, outcome: &str) {
         let now = now_unix_ns();
         let mut target = target.to_string();
         if target.len() > MAX_TARGET {
@@ -107,10 +116,7 @@ impl AuditLog {
             token_id: caller.token_id.clone(),
             action: action.to_string(),
             target,
-            outcome: match outcome {
-                Ok(_) => "ok".into(),
-                Err(e) => e.code().to_string(),
-            },
+            outcome: outcome.to_string(),
         };
         if let Err(e) = self.append(&entry) {
             tracing::error!(path = %self.path.display(), "audit log not written: {e}");

@@ -62,15 +62,21 @@ const OTHER_ROUTES: &[(&str, &str, RouteScope)] = &[
     ("get", "/api/v1/fleet/hosts/{host}/profile", RouteScope::Needs(Scope::Read)),
 ];
 
-type Table = HashMap<(&'static str, &'static str), (RouteScope, Option<Op>)>;
+/// Routes that are not host operations but change hosts: the audit trail's name of each.
+const OTHER_AUDITED: &[(&str, &str, &str)] = &[("post", "/api/v1/fleet/runs", super::fleet::FLEET_RUN)];
+
+/// A route's scope, and the action the audit trail records it as (if it changes a host).
+type Table = HashMap<(&'static str, &'static str), (RouteScope, Option<&'static str>)>;
 
 fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut t: Table = OTHER_ROUTES.iter().map(|&(m, p, s)| ((m, p), (s, None))).collect();
+        let audited = |m: &str, p: &str| OTHER_AUDITED.iter().find(|a| (a.0, a.1) == (m, p)).map(|a| a.2);
+        let mut t: Table = OTHER_ROUTES.iter().map(|&(m, p, s)| ((m, p), (s, audited(m, p)))).collect();
         for &op in Op::ALL {
             if let Some((method, path)) = op.http().route() {
-                let clash = t.insert((method, path), (RouteScope::Needs(op.scope()), Some(op)));
+                let action = op.changes_host().then(|| op.name());
+                let clash = t.insert((method, path), (RouteScope::Needs(op.scope()), action));
                 assert!(clash.is_none(), "{method} {path} is named twice");
             }
         }
@@ -79,8 +85,8 @@ fn table() -> &'static Table {
 }
 
 /// What the route `method path` (a path template, as the router matched it) needs, and the
-/// operation it serves; `None`: a route nobody gave a scope.
-pub fn route_scope(method: &str, path: &str) -> Option<(RouteScope, Option<Op>)> {
+/// audit trail's name for it if it changes a host; `None`: a route nobody gave a scope.
+pub fn route_scope(method: &str, path: &str) -> Option<(RouteScope, Option<&'static str>)> {
     table().get(&(method, path)).copied()
 }
 
@@ -94,7 +100,7 @@ pub async fn authorize(
 ) -> Response {
     let Some(matched) = matched else { return next.run(request).await };
     let method = method_name(request.method());
-    let Some((scope, op)) = route_scope(method, matched.as_str()) else {
+    let Some((scope, audited)) = route_scope(method, matched.as_str()) else {
         return ApiError::internal(format!(
             "{method} {} has no scope: refused until it is given one",
             matched.as_str()
@@ -111,11 +117,11 @@ pub async fn authorize(
     if let RouteScope::Needs(needed) = scope
         && let Err(refused) = caller.require(needed)
     {
-        let refused = Err::<(), _>(CoreError::from(refused));
-        if let Some(op) = op.filter(|op| op.changes_host()) {
-            state.host.audit().record(&caller, op.name(), request.uri().path(), &refused);
+        let refused = CoreError::from(refused);
+        if let Some(action) = audited {
+            state.host.audit().record_outcome(&caller, action, request.uri().path(), refused.code());
         }
-        return refused.map_err(ApiError::from).unwrap_err().into_response();
+        return ApiError::from(refused).into_response();
     }
     request.extensions_mut().insert(caller);
     next.run(request).await
@@ -177,8 +183,9 @@ fn unauthorized(msg: &str) -> ApiError {
     ApiError::new(ErrorKind::Unauthorized, "unauthorized", msg)
 }
 
-/// Writes each route's scope into the OpenAPI document (`x-scope`), from the same table the
-/// layer reads; a route without one is left without, for the scope-matrix test to name.
+/// Writes each route's scope into the OpenAPI document (`x-scope`), and the audit trail's name
+/// for it where it changes a host (`x-audited`), from the same table the layer reads; a route
+/// without a scope is left without, for the scope-matrix test to name.
 pub struct ScopesInDocument;
 
 impl utoipa::Modify for ScopesInDocument {
@@ -191,9 +198,12 @@ impl utoipa::Modify for ScopesInDocument {
                 ("delete", &mut item.delete),
             ];
             for (method, op) in ops {
-                let (Some(op), Some((scope, _))) = (op.as_mut(), route_scope(method, path)) else { continue };
+                let (Some(op), Some((scope, audited))) = (op.as_mut(), route_scope(method, path)) else { continue };
                 let ext = op.extensions.get_or_insert_with(Default::default);
                 ext.insert("x-scope".into(), scope.name().into());
+                if let Some(action) = audited {
+                    ext.insert("x-audited".into(), action.into());
+                }
             }
         }
     }

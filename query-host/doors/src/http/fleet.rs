@@ -98,11 +98,29 @@ pub struct FleetRunRequest {
 #[utoipa::path(post, path = "/api/v1/fleet/runs", tag = "fleet", operation_id = "fleet_run", request_body = FleetRunRequest, responses((status = 200, body = FleetRunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn run(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     ApiJson(req): ApiJson<FleetRunRequest>,
 ) -> Result<Response, ApiError> {
-    let fleet = coordinator(&state)?;
+    let target = format!(
+        "rack {} dc {} host {}: {}",
+        req.rack.as_deref().unwrap_or("*"),
+        req.dc.as_deref().unwrap_or("*"),
+        req.host.as_deref().unwrap_or("*"),
+        req.interval
+    );
+    let outcome = fleet_run(&state, req).await;
+    // Runs on other hosts, started from here: recorded as this host's action, however it ended.
+    let code = outcome.as_ref().map_or_else(|e| e.body.code.as_str(), |_| "ok");
+    state.host.audit().record_outcome(&caller.0, FLEET_RUN, &target, code);
+    Ok(fmt.reply(&outcome?))
+}
+
+/// The audit trail's name of a fleet run started through this agent.
+pub const FLEET_RUN: &str = "fleet_run";
+
+async fn fleet_run(state: &Arc<AppState>, req: FleetRunRequest) -> Result<FleetRunView, ApiError> {
+    let fleet = coordinator(state)?;
     let at = req.at.as_deref().map(|t| TimeArg::parse("at", t)).transpose()?.map(TimeArg::unix_ns);
     let order = RunOrderFleet {
         selector: Selector { dc: req.dc, rack: req.rack, host: req.host },
@@ -111,7 +129,7 @@ async fn run(
         samples: req.samples.unwrap_or(loupe_core::runs::DEFAULT_SAMPLES),
         at_unix_ns: at,
     };
-    Ok(fmt.reply(&fleet.run(&order).await?))
+    Ok(fleet.run(&order).await?)
 }
 
 /// A fleet-wide invocation of one of this agent's analyses.
