@@ -15,7 +15,7 @@
 use std::{
     net::{SocketAddr, UdpSocket},
     path::{Path, PathBuf},
-    process::{Child, Command, Output},
+    process::{Child, Command, Output, Stdio},
     thread,
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
@@ -470,6 +470,36 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
         .output()
         .unwrap();
     assert!(!plain.status.success(), "a plain client was served by the TLS bus: {plain:?}");
+    // An agent trusting another CA does not join, and says why in one line.
+    let other = Pki::new(&fleet.dir.path().join("other-ca")).unwrap();
+    let log_path = fleet.dir.path().join("agent-intruder.log");
+    let mut args = fleet.rack.bus_args();
+    let ca_at = args.iter().position(|a| a == "--nats-ca").unwrap() + 1;
+    args[ca_at] = other.pem("ca").display().to_string();
+    let mut intruder = Command::new("ip")
+        .args(["netns", "exec", &fleet.rack.hosts[HOSTS - 1].ns.name, LOUPE, "agent", "--no-http", "--no-timeline"])
+        .args(["--host", "intruder", "--rack", "r1", "--data-dir"])
+        .arg(fleet.dir.path().join("intruder"))
+        .args(&args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let said = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains("cannot connect to NATS")) {
+            break line.to_string();
+        }
+        assert!(Instant::now() < deadline, "the intruder said nothing of its bus: {text}");
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert!(said.contains("invalid peer certificate") && said.contains("--nats-ca"), "{said}");
+    let listed = fleet.fleet_json(&["hosts"]);
+    assert!(!listed.to_string().contains("intruder"), "{listed}");
+    let _ = intruder.kill();
+    let _ = intruder.wait();
 
     // Through an agent's HTTP API as well as NATS: the same registry.
     let via_http = Command::new("ip")

@@ -23,8 +23,9 @@ pub struct Pki {
 }
 
 impl Pki {
-    /// Makes the CA: `ca.pem`, `ca.key`.
+    /// Makes the CA: `ca.pem`, `ca.key` (and `dir` if it is not there).
     pub fn new(dir: &Path) -> Result<Pki> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let pki = Pki { dir: dir.to_path_buf() };
         let (key, pem) = (pki.key("ca"), pki.pem("ca"));
         openssl(&[

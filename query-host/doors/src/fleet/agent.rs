@@ -122,7 +122,12 @@ async fn serve(
         slots: Semaphore::new(MAX_IN_FLIGHT),
     });
     let heartbeat = tokio::spawn(keep_registered(Arc::clone(&ctx), stopped.clone()));
-    info!(host = %place.host, rack = %place.rack, dc = %place.dc, %url, "joined the fleet");
+    match client.connection_state() {
+        async_nats::connection::State::Connected => {
+            info!(host = %place.host, rack = %place.rack, dc = %place.dc, %url, "joined the fleet")
+        }
+        _ => info!(host = %place.host, rack = %place.rack, dc = %place.dc, %url, "joining the fleet once NATS answers"),
+    }
     loop {
         tokio::select! {
             msg = requests.next() => match msg {

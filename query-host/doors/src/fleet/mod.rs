@@ -84,7 +84,61 @@ const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
 /// Connects; with `retry`, returns at once and keeps trying in the background (an agent starts
 /// whether or not NATS is up), otherwise fails after a few seconds with the reason. Either way
 /// a lost connection is re-established (at most a second apart) and subscriptions resume.
+///
+/// With `retry`, one attempt is made first and its failure logged with its whole cause (a TLS
+/// certificate the CA does not sign, a refused connection): the background attempts after it
+/// only report an error's kind.
 pub async fn connect(conn: &Connection, retry: bool) -> Result<async_nats::Client, FleetError> {
+    let urls: Vec<&str> = conn.url.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
+    let addrs: Vec<async_nats::ServerAddr> = urls
+        .iter()
+        .map(|u| u.parse().map_err(|e| FleetError::BadRequest(format!("NATS URL {u:?}: {e}"))))
+        .collect::<Result<_, _>>()?;
+    let first = options(conn).await?.connect(addrs.clone()).await;
+    match first {
+        Ok(client) => Ok(client),
+        Err(e) if retry => {
+            tracing::warn!(
+                url = %conn.url,
+                "fleet: cannot connect to NATS: {} ({}); retrying in the background",
+                causes(&e),
+                hint(conn)
+            );
+            Ok(options(conn).await?.retry_on_initial_connect().connect(addrs).await.map_err(|e| bus_error(conn, &e))?)
+        }
+        Err(e) => Err(bus_error(conn, &e)),
+    }
+}
+
+fn bus_error(conn: &Connection, e: &async_nats::ConnectError) -> FleetError {
+    FleetError::Bus(format!("connecting to NATS at {}: {} ({})", conn.url, causes(e), hint(conn)))
+}
+
+/// An error and its sources, `: `-separated (rustls' reason sits two levels down).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// What to check, for the connection's kind.
+fn hint(conn: &Connection) -> &'static str {
+    if conn.tls.ca.is_some() || conn.url.contains("tls://") {
+        "is nats-server running, is its certificate signed by --nats-ca, and does it want --nats-cert/--nats-key?"
+    } else {
+        "is nats-server running?"
+    }
+}
+
+/// The connection's options, without the initial-connect retry.
+async fn options(conn: &Connection) -> Result<async_nats::ConnectOptions, FleetError> {
     let mut options = async_nats::ConnectOptions::new()
         .name(&conn.name)
         .connection_timeout(Duration::from_secs(3))
@@ -113,18 +167,7 @@ pub async fn connect(conn: &Connection, retry: bool) -> Result<async_nats::Clien
         (None, None) => {}
         _ => return Err(FleetError::BadRequest("give --nats-cert and --nats-key together".into())),
     }
-    if retry {
-        options = options.retry_on_initial_connect();
-    }
-    let urls: Vec<&str> = conn.url.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
-    let addrs: Vec<async_nats::ServerAddr> = urls
-        .iter()
-        .map(|u| u.parse().map_err(|e| FleetError::BadRequest(format!("NATS URL {u:?}: {e}"))))
-        .collect::<Result<_, _>>()?;
-    options
-        .connect(addrs)
-        .await
-        .map_err(|e| FleetError::Bus(format!("connecting to NATS at {} (is nats-server running?): {e}", conn.url)))
+    Ok(options)
 }
 
 /// The largest message the server accepts.
