@@ -12,8 +12,11 @@
 //! which it has; errors come back as the same [`CoreError`] from each (a remote one keeps the
 //! server's kind, code and words), so output and exit code are the same.
 //!
+//! Each line also names the scope a caller needs (`access`): the core checks it for every door
+//! and the HTTP API's one authorization layer and OpenAPI document (`x-scope`) read it here.
+//!
 //! Adding an operation: a line here (and its argument and answer types in `orders`/`model`),
-//! its implementation in the core, its CLI command. The control socket and `--server` reach it
+//! its implementation in the core (`Host`, and its line in `ActingFor`), its CLI command. The control socket and `--server` reach it
 //! at once; a REST route of its own (`Http::Get`/`Post`) only if the web UI or other clients
 //! want one.
 
