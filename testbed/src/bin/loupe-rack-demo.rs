@@ -73,7 +73,10 @@ fn main() -> Result<()> {
         let log = std::fs::File::create(dir.join(format!("agent-{}.log", h.name)))?;
         let listen = format!("10.78.0.{}:7878", i + 1);
         let mut agent = rack.agent(i, &loupe, &dir.join(&h.name), "demo", "local");
-        agent.args(["--listen", &listen, "--no-timeline", "--intervals", "1ms,10ms", "--period", "30s"]);
+        // Plain HTTP on the rack's private management network (a lab on one machine; beyond
+        // loopback the agent wants TLS otherwise), so a browser here opens it without a CA.
+        agent.args(["--listen", &listen, "--insecure-plaintext"]);
+        agent.args(["--no-timeline", "--intervals", "1ms,10ms", "--period", "30s"]);
         if i == 0 {
             agent.args(["--off-cpu", "--off-cpu-max-per-second", "50"]);
         }

@@ -161,6 +161,7 @@ function activeCard(a: ActiveProbe, signal: AbortSignal): HTMLElement {
     kv([
       ['target', h('span', { class: 'mono' }, targetText(a))],
       ['functions', h('span', { class: 'mono' }, a.functions.join(', '))],
+      ['team', h('span', { class: 'mono' }, a.team || '—')],
       ['started (UTC)', h('span', { class: 'mono' }, rfc3339(str(a.started_unix_ns), 6))],
       ['ends (UTC)', ends ? h('span', { class: 'mono' }, rfc3339(ends, 6)) : 'when stopped (at most an hour)'],
       ['timed', a.sample_every > 1 ? `1 in ${count(a.sample_every)} outermost calls` : 'every call'],
@@ -193,7 +194,7 @@ function stopButton(a: ActiveProbe, signal: AbortSignal): HTMLElement {
   return h('div', { class: 'actions' }, btn, out);
 }
 
-/** Sessions running on the agent, each with its stop button. */
+/** Sessions running on the agent, each with the team that owns it and its stop button. */
 export function activeTable(active: ActiveProbe[], signal: AbortSignal): HTMLElement {
   return tableWrap(
     h(
@@ -205,7 +206,7 @@ export function activeTable(active: ActiveProbe[], signal: AbortSignal): HTMLEle
         h(
           'tr',
           null,
-          ...['Handle', 'Started (UTC)', 'Length', 'Target', 'Functions', 'Timed', ''].map((t, i) => h('th', { scope: 'col', class: i === 2 ? 'num' : null }, t)),
+          ...['Handle', 'Team', 'Started (UTC)', 'Length', 'Target', 'Functions', 'Timed', ''].map((t, i) => h('th', { scope: 'col', class: i === 3 ? 'num' : null }, t)),
         ),
       ),
       h(
@@ -218,6 +219,8 @@ export function activeTable(active: ActiveProbe[], signal: AbortSignal): HTMLEle
             'tr',
             { 'data-handle': str(a.handle) },
             h('th', { scope: 'row', class: 'mono' }, str(a.handle)),
+            // Only this team (or an admin) may stop it.
+            h('td', { class: 'mono' }, a.team || '—'),
             h('td', { class: 'mono' }, rfc3339(start, 6)),
             h('td', { class: 'num' }, length === null ? 'until stopped' : duration(length)),
             h('td', { class: 'mono' }, targetText(a)),
