@@ -1,9 +1,9 @@
 //! Who is calling and what they may do, as one layer over every route: a bearer token names a
 //! team and its scopes (`loupe token add TEAM --scopes …`); each route needs the scope the
 //! operation list names for its operation ([`route_scope`]), or the one written here for the
-//! routes that are not host operations (the fleet's, the store's totals). A route with no scope
-//! is refused (fail closed), and the OpenAPI document says each route's scope (`x-scope`), which
-//! the scope-matrix test reads. `POST /api/v1/call` only needs a valid token here: the operation
+//! routes that are not host operations (the fleet's, the store's totals). The server does not
+//! start with a route that has no scope ([`check_every_route`]: fail closed), and the OpenAPI
+//! document says each route's scope (`x-scope`), which the scope-matrix test reads. `POST /api/v1/call` only needs a valid token here: the operation
 //! inside it is checked, like every operation, by the core ([`loupe_core::ActingFor`]).
 //!
 //! Without a token, a `--no-auth` server (loopback only) serves every scope but `admin`: any
@@ -100,13 +100,9 @@ pub async fn authorize(
 ) -> Response {
     let Some(matched) = matched else { return next.run(request).await };
     let method = method_name(request.method());
-    let Some((scope, audited)) = route_scope(method, matched.as_str()) else {
-        return ApiError::internal(format!(
-            "{method} {} has no scope: refused until it is given one",
-            matched.as_str()
-        ))
-        .into_response();
-    };
+    // Every handler has a scope (`check_every_route`, at start); a method no handler takes is
+    // the router's 405 to answer.
+    let Some((scope, audited)) = route_scope(method, matched.as_str()) else { return next.run(request).await };
     if scope == RouteScope::Public {
         return next.run(request).await;
     }
@@ -127,13 +123,13 @@ pub async fn authorize(
     next.run(request).await
 }
 
+/// A method as the table names it; HEAD is answered by the GET handler, so it needs GET's scope.
 fn method_name(method: &Method) -> &'static str {
     match *method {
-        Method::GET => "get",
+        Method::GET | Method::HEAD => "get",
         Method::POST => "post",
         Method::PUT => "put",
         Method::DELETE => "delete",
-        Method::HEAD => "head",
         _ => "other",
     }
 }
@@ -181,6 +177,27 @@ impl FromRequestParts<Arc<AppState>> for Caller {
 
 fn unauthorized(msg: &str) -> ApiError {
     ApiError::new(ErrorKind::Unauthorized, "unauthorized", msg)
+}
+
+/// Panics, naming them, if any route of the document (which lists every handler: they are all
+/// registered through it) has no scope: the server does not start with a route nobody decided
+/// who may use.
+pub fn check_every_route(doc: &utoipa::openapi::OpenApi) {
+    let mut missing = Vec::new();
+    for (path, item) in &doc.paths.paths {
+        let ops = [("get", &item.get), ("put", &item.put), ("post", &item.post), ("delete", &item.delete)];
+        for (method, op) in ops {
+            if op.is_some() && route_scope(method, path).is_none() {
+                missing.push(format!("{method} {path}"));
+            }
+        }
+        let others = [&item.patch, &item.head, &item.options, &item.trace];
+        assert!(others.iter().all(|o| o.is_none()), "{path}: a method the scope table does not name");
+    }
+    assert!(
+        missing.is_empty(),
+        "routes without a scope (give them one in http/auth.rs or api/src/ops.rs): {missing:?}"
+    );
 }
 
 /// Writes each route's scope into the OpenAPI document (`x-scope`), and the audit trail's name

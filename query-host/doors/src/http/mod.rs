@@ -198,6 +198,7 @@ pub fn routes() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(utoipa_axum::routes!(metrics::metrics))
         .split_for_parts();
     // After the routes are in: they edit their operations.
+    auth::check_every_route(&doc);
     utoipa::Modify::modify(&CommonErrors, &mut doc);
     utoipa::Modify::modify(&auth::ScopesInDocument, &mut doc);
     (router, doc)
