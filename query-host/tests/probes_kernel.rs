@@ -530,24 +530,7 @@ fn the_agent_owns_probes_through_its_socket_and_its_http_api() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let exe = build_nf(dir.path(), Build::Plain);
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut agent = Command::new(LOUPE)
-        .args(["agent", "--no-stacks", "--no-auth", "--listen", &listen, "--data-dir"])
-        .arg(&data)
-        .arg("--timeline-dir")
-        .arg(dir.path().join("timelines"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://{listen}/api/v1");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while ureq::get(&format!("{base}/health")).call().is_err() {
-        assert!(Instant::now() < deadline, "agent did not come up");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let (mut agent, base) = start_agent(dir.path(), &data, &["--no-auth"]);
     // Through the control socket: `loupe probe` hands the session to the agent.
     let nf = Nf::start(&exe, dir.path(), &["--packets", "200"]);
     let pid = nf.pid.to_string();
@@ -591,6 +574,31 @@ fn the_agent_owns_probes_through_its_socket_and_its_http_api() {
     assert!(agent.wait().unwrap().success());
 }
 
+/// `loupe agent` (no stacks, its HTTP API on a free loopback port, `extra` options) on `data`;
+/// the child and its API's base URL, once it answers.
+fn start_agent(dir: &Path, data: &Path, extra: &[&str]) -> (Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let agent = Command::new(LOUPE)
+        .args(["agent", "--no-stacks", "--listen", &listen, "--data-dir"])
+        .arg(data)
+        .arg("--timeline-dir")
+        .arg(dir.join("timelines"))
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://{listen}/api/v1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ureq::get(&format!("{base}/health")).call().is_err() {
+        assert!(Instant::now() < deadline, "agent did not come up");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    (agent, base)
+}
+
 /// `loupe token add TEAM --scopes SCOPES`: the token.
 fn token(data: &Path, team: &str, scopes: &str) -> String {
     let out =
@@ -622,24 +630,7 @@ fn teams_own_their_probe_sessions_and_a_token_without_probe_attaches_nothing() {
     let exe = build_nf(dir.path(), Build::Plain);
     let (a, b) = (token(&data, "team-a", "read,probe"), token(&data, "team-b", "read,probe"));
     let reader = token(&data, "readers", "read,invoke,upload");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut agent = Command::new(LOUPE)
-        .args(["agent", "--no-stacks", "--listen", &listen, "--data-dir"])
-        .arg(&data)
-        .arg("--timeline-dir")
-        .arg(dir.path().join("timelines"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://{listen}/api/v1");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while ureq::get(&format!("{base}/health")).call().is_err() {
-        assert!(Instant::now() < deadline, "agent did not come up");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let (mut agent, base) = start_agent(dir.path(), &data, &[]);
     let nf = Nf::start(&exe, dir.path(), &["--packets", "200"]);
     let order = serde_json::json!({"pids": [nf.pid], "functions": ["parse"], "budget_percent": 100.0});
     // Without `probe`: 403 naming the scope, and the kernel holds no new link.
@@ -690,7 +681,7 @@ fn teams_own_their_probe_sessions_and_a_token_without_probe_attaches_nothing() {
         ("team-a", "stop_probe", "ok"),
     ];
     assert_eq!(trail, want.map(|(t, a, o)| (t.to_string(), a.to_string(), o.to_string())));
-    let metrics = ureq::get(&format!("http://{listen}/metrics")).call().unwrap().body_mut().read_to_string().unwrap();
+    let metrics = ureq::get(&base.replace("/api/v1", "/metrics")).call().unwrap().body_mut().read_to_string().unwrap();
     assert!(
         metrics.contains(r#"loupe_audited_actions_total{action="start_probe",outcome="missing_scope_probe"} 1"#),
         "{metrics}"
