@@ -26,7 +26,7 @@ const targetDir = process.env.CARGO_TARGET_DIR ? resolve(process.env.CARGO_TARGE
 /** A binary of the workspace: `$env` if set, else `<target>/release/<name>`. */
 export const releaseBin = (env, name) => process.env[env] ?? join(targetDir, 'release', name);
 export const LOUPE = releaseBin('LOUPE_BIN', 'loupe');
-const SYNTH = releaseBin('LOUPE_SYNTH_BIN', 'loupe-synth');
+export const SYNTH = releaseBin('LOUPE_SYNTH_BIN', 'loupe-synth');
 /** The timeline crate's test writer (`cargo build --release -p loupe-timeline --bin loupe-tl-testwriter`). */
 const TL_WRITER = releaseBin('LOUPE_TL_WRITER_BIN', 'loupe-tl-testwriter');
 /** Where the udf-sdk components are: the testbed's one locator says (`loupe-synth --wasm-dir`). */
@@ -191,6 +191,20 @@ export async function newPage({ width = 1280, height = 720, dark = false } = {})
   });
   page.on('pageerror', (err) => consoleErrors.push(`[${page.url()}] pageerror: ${err.stack ?? err}`));
   return page;
+}
+
+/**
+ * A page in a browser of its own, with Playwright context `options` (e.g. `ignoreHTTPSErrors`);
+ * its console and page errors collected in `page.consoleErrors`. `close` ends the browser.
+ */
+export async function newPageIn(options) {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  const own = await browser.newContext({ viewport: { width: 1280, height: 720 }, ...options });
+  const page = await own.newPage();
+  page.consoleErrors = [];
+  page.on('console', (msg) => msg.type() === 'error' && page.consoleErrors.push(`${msg.text()} (${msg.location()?.url ?? ''})`));
+  page.on('pageerror', (err) => page.consoleErrors.push(`pageerror: ${err.stack ?? err}`));
+  return { page, close: () => browser.close() };
 }
 
 /** Navigates inside the app (hash change) and waits for the view to finish. */

@@ -23,6 +23,7 @@ import './views/timeline.mjs';
 import './views/probes.mjs';
 import './views/nofleet.mjs';
 import './views/narrow.mjs';
+import './views/https.mjs';
 
 before(setup);
 after(teardown);
