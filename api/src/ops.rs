@@ -84,6 +84,12 @@ macro_rules! host_operations {
             /// nodes under `min_share` of the samples.
             profile / Profile (query: loupe_store::ProfileQuery, min_share: f64)
                 -> crate::model::ProfileView => Http::Get("/api/v1/profile"), Scope::Read;
+            /// What changed between the query's range and a baseline range (`base`) with the same
+            /// filters: the selection's flame graph with the baseline's samples on each path
+            /// (nodes under `min_share` of the selection left out), functions by change of share,
+            /// and those only one side has.
+            profile_diff / ProfileDiff (query: loupe_store::ProfileQuery, base: loupe_store::TimeRange, min_share: f64)
+                -> crate::model::ProfileDiffView => Http::Get("/api/v1/profile/diff"), Scope::Read;
             /// The same profile as gzipped pprof, of samples taken at `frequency` Hz.
             pprof / Pprof (query: loupe_store::ProfileQuery, frequency: u64)
                 -> Vec<u8> => Http::Get("/api/v1/profile/pprof"), Scope::Read;

@@ -355,6 +355,13 @@ pub struct ProfileArgs {
     /// Rows of the text table.
     #[arg(long, default_value_t = 25)]
     pub top: usize,
+    /// Compare with this baseline range (same filters): what changed, as shares of each side's
+    /// samples. E.g. the hour before, or the same time yesterday.
+    #[arg(long, allow_hyphen_values = true, requires = "base_to")]
+    pub base_from: Option<TimeArg>,
+    /// End of the baseline range, exclusive.
+    #[arg(long, allow_hyphen_values = true, requires = "base_from")]
+    pub base_to: Option<TimeArg>,
 }
 
 #[derive(Debug, Subcommand)]

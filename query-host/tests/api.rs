@@ -211,6 +211,8 @@ fn reads_match_the_cli_in_json_and_msgpack() {
         ("/api/v1/runs/{id}", "get"),
         ("/api/v1/profile", "get"),
         ("/api/v1/profile/pprof", "get"),
+        // Answered with a known change in tests/api.rs::a_diff_names_what_changed.
+        ("/api/v1/profile/diff", "get"),
         ("/api/v1/pids", "get"),
         // Answered with real timeline events in tests/timeline_agent.rs.
         ("/api/v1/timeline", "get"),
@@ -535,4 +537,59 @@ fn server_token_without_scopes(data: &std::path::Path, team: &str) -> String {
     }
     std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
     token
+}
+
+/// The diff of two ranges with a known change (`fill_changed`: `hash` doubled in share, `new_path`
+/// new, `old_path` gone, `copy` halved): the API and the CLI say exactly that, and the flame graph
+/// is the changed range's with the baseline's samples on each path.
+#[test]
+fn a_diff_names_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path());
+    fill_changed(dir.path());
+    let d = dir.path().to_str().unwrap();
+    let (after, base) = (CHANGE_AFTER, CHANGE_BASE);
+    let args = |json: bool| {
+        let mut a = vec!["profile".to_string(), "--pid".into(), "400".into()];
+        for (flag, v) in [("--from", after.0), ("--to", after.1), ("--base-from", base.0), ("--base-to", base.1)] {
+            a.extend([flag.to_string(), v.to_string()]);
+        }
+        a.extend(if json { vec!["--json".to_string()] } else { vec![] });
+        a.extend(["--data-dir".to_string(), d.to_string()]);
+        a
+    };
+    let cli = cli_json(&args(true).iter().map(String::as_str).collect::<Vec<_>>());
+    let server = Server::start(dir.path(), &[]);
+    let http = Http::new(&server.url, Some(&server.token("perf")));
+    let q = format!("from={}&to={}&base_from={}&base_to={}&pid=400", after.0, after.1, base.0, base.1);
+    let api = http.get(&format!("/api/v1/profile/diff?{q}")).json();
+    assert_eq!(api, cli, "the API and the CLI");
+    assert_eq!((api["samples"].as_u64(), api["base_samples"].as_u64()), (Some(400), Some(400)));
+    assert_eq!(api["new"], json!(["new_path"]));
+    assert_eq!(api["gone"], json!(["old_path"]));
+    let f = |name: &str| api["functions"].as_array().unwrap().iter().find(|f| f["name"] == name).unwrap().clone();
+    assert_eq!(f("hash")["total_ratio"], 2.0, "doubled");
+    assert!((f("hash")["self_change"].as_f64().unwrap() - 0.25).abs() < 1e-9);
+    assert_eq!(f("copy")["total_ratio"], 0.5, "halved");
+    assert!((f("old_path")["self_change"].as_f64().unwrap() + 0.25).abs() < 1e-9, "gone: its whole share");
+    assert_eq!(f("main")["total_ratio"], 1.0, "on every stack both times");
+    let main = &api["flamegraph"]["children"][0];
+    assert_eq!(
+        (main["name"].as_str(), main["value"].as_u64(), main["base"].as_u64()),
+        (Some("main"), Some(400), Some(400))
+    );
+    let work = main["children"].as_array().unwrap().iter().find(|c| c["name"] == "work").unwrap();
+    assert_eq!((work["value"].as_u64(), work["base"].as_u64()), (Some(300), Some(300)));
+    assert!(main["children"].as_array().unwrap().iter().all(|c| c["name"] != "old_path"), "the selection's shape");
+    // The text says it too; a bad baseline is refused as a bad time, naming it.
+    let text = String::from_utf8(loupe(&args(false).iter().map(String::as_str).collect::<Vec<_>>()).stdout).unwrap();
+    assert!(text.contains("only in the range: new_path") && text.contains("only in the baseline: old_path"), "{text}");
+    assert!(text.lines().any(|l| l.contains("+25.0%") && l.ends_with("hash")), "{text}");
+    http.get(&format!("/api/v1/profile/diff?from={}&base_from=soon&base_to=now", after.0)).assert_error(
+        400,
+        "bad_time",
+        "base_from",
+    );
+    http.get("/api/v1/profile/diff?from=0").assert_error(400, "bad_query", "base_from");
+    server.stop();
 }

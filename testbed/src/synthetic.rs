@@ -175,6 +175,63 @@ pub fn fill_known(dir: &Path) -> (u64, u64) {
     (a, b)
 }
 
+/// A known change between two 30-s ranges of pid 400 ("changed"): [`CHANGE_BASE`] holds
+/// 100 × `hash` ← `work` ← `main`, 100 × `old_path` ← `main`, 200 × `copy` ← `work` ← `main`;
+/// [`CHANGE_AFTER`] holds 200 × `hash` (its share doubled, 25 % → 50 %), 100 × `new_path`
+/// (new), 100 × `copy` (halved), and no `old_path` (gone). Each side 400 samples, in 3 batches.
+pub fn changed_samples() -> [Vec<StackSample>; 2] {
+    let side = |start: u64, mix: &[(&[&str], u32)]| {
+        let mut out = Vec::new();
+        let mut k = 0u64;
+        for (names, n) in mix {
+            for _ in 0..*n {
+                out.push(StackSample {
+                    time_unix_ns: start + (k % 300) * 100 * MS,
+                    cpu: (k % 2) as u32,
+                    pid: 400,
+                    tid: 400,
+                    comm: "changed".into(),
+                    cgroup_id: 1,
+                    idle: false,
+                    frames: frames(names),
+                });
+                k += 1;
+            }
+        }
+        out.sort_by_key(|s| s.time_unix_ns);
+        out
+    };
+    [
+        side(
+            CHANGE_BASE.0,
+            &[(&["hash", "work", "main"], 100), (&["old_path", "main"], 100), (&["copy", "work", "main"], 200)],
+        ),
+        side(
+            CHANGE_AFTER.0,
+            &[(&["hash", "work", "main"], 200), (&["new_path", "main"], 100), (&["copy", "work", "main"], 100)],
+        ),
+    ]
+}
+
+/// The baseline range of [`changed_samples`]: T0 + 600 s … + 630 s.
+pub const CHANGE_BASE: (u64, u64) = (T0 + 600 * SEC, T0 + 630 * SEC);
+/// The changed range: T0 + 660 s … + 690 s.
+pub const CHANGE_AFTER: (u64, u64) = (T0 + 660 * SEC, T0 + 690 * SEC);
+
+/// Adds [`changed_samples`] to the store in `dir`, each side in 10-s batches.
+pub fn fill_changed(dir: &Path) {
+    let store = open_kept(dir);
+    for side in changed_samples() {
+        let start = side[0].time_unix_ns - side[0].time_unix_ns % (10 * SEC);
+        for b in 0..3 {
+            let (from, to) = (start + b * 10 * SEC, start + (b + 1) * 10 * SEC);
+            let batch: Vec<_> = side.iter().filter(|s| (from..to).contains(&s.time_unix_ns)).cloned().collect();
+            store.put_samples(&batch, 0, CHANGE_AFTER.1).unwrap();
+        }
+    }
+    store.flush().unwrap();
+}
+
 /// Waits off the CPU with known weights, in the samples' minute: pid 100 ("svc") waits in
 /// `read_config` ← `main` 3 × 10 ms, each kept (1 in 1); pid 200 ("batch") in `lock_table` ←
 /// `main` 2 × 5 ms, each kept 1 in 4 (so 40 ms in all). The off-CPU profile: 30 ms and 40 ms.

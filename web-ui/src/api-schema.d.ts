@@ -275,6 +275,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/profile/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What changed between the range and a baseline range with the same filters (`loupe profile
+         *     --base-from … --base-to … --json`): the range's flame graph with the baseline's samples on
+         *     each path, functions by change of their share of each side's samples, and those only one side
+         *     has (`new`, `gone`).
+         */
+        get: operations["profile_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/profile/pprof": {
         parameters: {
             query?: never;
@@ -625,6 +647,21 @@ export interface components {
             summary: string;
             version: string;
         };
+        /** @description A node of the selection's flame graph with the baseline's samples on the same path. */
+        DiffNode: {
+            /**
+             * Format: int64
+             * @description Baseline samples through this path.
+             */
+            base: number;
+            children?: components["schemas"]["DiffNode"][];
+            name: string;
+            /**
+             * Format: int64
+             * @description Selection samples through this path.
+             */
+            value: number;
+        };
         /** @description An error as every door sends it. */
         ErrorBody: {
             /** @description Stable machine-readable code (`bad_range`, `time_limit`, `not_owner`, …). */
@@ -835,6 +872,40 @@ export interface components {
              * @description The common start instant every host counted slot 0 from (Unix ns).
              */
             start_unix_ns: number;
+        };
+        /** @description One function on both sides: counts, and shares of each side's samples. */
+        FunctionChange: {
+            /** Format: int64 */
+            base_self: number;
+            /** Format: int64 */
+            base_total: number;
+            name: string;
+            /**
+             * Format: int64
+             * @description Selection samples where it is the leaf.
+             */
+            self: number;
+            /**
+             * Format: double
+             * @description Its `self` share of the selection less its `self` share of the baseline (−1 to 1).
+             */
+            self_change: number;
+            /**
+             * Format: int64
+             * @description Selection samples where it is anywhere on the stack.
+             */
+            total: number;
+            /**
+             * Format: double
+             * @description The same of `total`.
+             */
+            total_change: number;
+            /**
+             * Format: double
+             * @description Its `total` share of the selection over that of the baseline; `null` when the baseline
+             *     does not have it.
+             */
+            total_ratio?: number | null;
         };
         FunctionCount: {
             name: string;
@@ -1066,6 +1137,43 @@ export interface components {
             slowest: components["schemas"]["CallTreeView"][];
             /** Format: int64 */
             start_unix_ns: number;
+        };
+        /** @description The comparison of two ranges' profiles with the same filters. */
+        ProfileDiffView: {
+            /**
+             * Format: int64
+             * @description The baseline's.
+             */
+            base_samples: number;
+            /**
+             * @description The selection's flame graph; each node also holds the baseline's samples on the same
+             *     path (`base`).
+             */
+            flamegraph: components["schemas"]["DiffNode"];
+            /**
+             * @description Functions on either side, by how much their share of `self` changed (largest change
+             *     either way first), then of `total`.
+             */
+            functions: components["schemas"]["FunctionChange"][];
+            /** @description Functions the baseline has and the selection has not, widest first. */
+            gone: string[];
+            /**
+             * @description What every count is (`on_cpu` samples, `off_cpu` nanoseconds waited), on both sides.
+             * @example on_cpu
+             */
+            kind: string;
+            /** @description Functions the selection has and the baseline has not, widest first. */
+            new: string[];
+            /**
+             * Format: int64
+             * @description Selection nodes left out for holding less than `min_share` of its samples.
+             */
+            pruned_nodes: number;
+            /**
+             * Format: int64
+             * @description The selection's samples (or ns waited, off the CPU): what its shares are of.
+             */
+            samples: number;
         };
         /** @description `loupe profile --json`. */
         ProfileView: {
@@ -2494,6 +2602,110 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProfileView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    profile_diff: {
+        parameters: {
+            query: {
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
+                from?: string;
+                /** @description End (exclusive), same forms. Default: the end of time. */
+                to?: string;
+                pid?: number;
+                /** @description Exact command name. */
+                comm?: string;
+                cpu?: number;
+                /** @description Include samples of idle CPUs. */
+                idle?: boolean;
+                /**
+                 * @description `on_cpu` (default): where threads ran, in samples. `off_cpu`: where they waited off the
+                 *     CPU, in nanoseconds (an agent started with `--off-cpu`).
+                 * @example off_cpu
+                 */
+                kind?: string;
+                /** @description Sampling frequency the samples were taken at, in Hz (pprof's period; default 10). */
+                frequency?: number;
+                /**
+                 * @description Leave out of the flame graph the nodes with less than this share of the samples (0 to 1;
+                 *     e.g. 0.0001, a tenth of a pixel at 1,000 pixels wide): their samples stay in their
+                 *     parents' width and `pruned_nodes` says how many went. Functions and modules stay whole.
+                 *     Default 0: everything. (JSON only; pprof is always whole.)
+                 */
+                min_share?: number;
+                /**
+                 * @description Start of the baseline (inclusive), in the forms `from` takes: e.g. the same length just
+                 *     before the selection, or the same time yesterday.
+                 */
+                base_from: string;
+                /** @description End of the baseline (exclusive). */
+                base_to: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProfileDiffView"];
                 };
             };
             400: {

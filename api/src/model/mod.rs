@@ -3,6 +3,7 @@
 //! analyses' cursors. Plain data: no I/O here, and nothing above it is imported.
 
 pub mod analysis;
+pub mod diff;
 pub mod error;
 pub mod fleet;
 pub mod host;
@@ -15,6 +16,7 @@ pub use analysis::{
     AnalysisOutput, Cell, Column, Description, InvokeResponse, LogLine, ParamKind, ParamSpec, ResultKind, Series,
     UdfMeta, Uploaded,
 };
+pub use diff::{DiffNode, FunctionChange, ProfileDiffView};
 pub use error::{ErrorBody, ErrorKind};
 pub use fleet::{
     FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetMiss, FleetPlace, FleetRunHost, FleetRunView,

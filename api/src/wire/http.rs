@@ -31,6 +31,28 @@ impl RangeQuery {
     }
 }
 
+/// `GET /api/v1/profile/diff`'s baseline, beside the selection's `from`/`to` and the profile's
+/// filters (which apply to both).
+#[derive(Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BaseQuery {
+    /// Start of the baseline (inclusive), in the forms `from` takes: e.g. the same length just
+    /// before the selection, or the same time yesterday.
+    pub base_from: String,
+    /// End of the baseline (exclusive).
+    pub base_to: String,
+}
+
+impl BaseQuery {
+    /// `[base_from, base_to)`, or a `bad_time` / `bad_range` error naming them.
+    pub fn range(&self) -> CoreResult<TimeRange> {
+        crate::time::range(
+            Some(TimeArg::parse("base_from", &self.base_from)?),
+            Some(TimeArg::parse("base_to", &self.base_to)?),
+        )
+    }
+}
+
 /// `GET /api/v1/runs` beside its range.
 #[derive(Default, Serialize, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

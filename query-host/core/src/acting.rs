@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 
 use super::{CoreError, CoreResult, Host, ImportOutcome, ProbeOrder, RunFilter, RunOrder, profiles::pprof_of};
 use loupe_api::model::{
-    ActiveProbeView, DayView, ProbeList, ProbeView, ProfileView, RunListEntry, RunView, SymbolizeReport,
-    TimelineEventsPage, TimelineSummary,
+    ActiveProbeView, DayView, ProbeList, ProbeView, ProfileDiffView, ProfileView, RunListEntry, RunView,
+    SymbolizeReport, TimelineEventsPage, TimelineSummary,
 };
 
 /// The host, as one caller may use it: `H` is a `&Host` (a door, per call) or a host it owns
@@ -98,6 +98,10 @@ impl<H: Deref<Target = Host>> HostApi for ActingFor<H> {
 
     fn profile(&self, query: ProfileQuery, min_share: f64) -> CoreResult<ProfileView> {
         self.call(Op::Profile, reads, || self.host.profile_view(&query, min_share))
+    }
+
+    fn profile_diff(&self, query: ProfileQuery, base: TimeRange, min_share: f64) -> CoreResult<ProfileDiffView> {
+        self.call(Op::ProfileDiff, reads, || self.host.profile_diff(&query, base, min_share))
     }
 
     fn pprof(&self, query: ProfileQuery, frequency: u64) -> CoreResult<Vec<u8>> {

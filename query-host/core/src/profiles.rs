@@ -1,5 +1,6 @@
 //! Stack samples as a core service: profiles of a range (hot functions and flame graph), the
-//! same as pprof, the PIDs that were sampled, and naming stored frames later.
+//! same as pprof, what changed against a baseline range, the PIDs that were sampled, and naming
+//! stored frames later.
 
 use std::{collections::BTreeSet, path::PathBuf};
 
@@ -13,7 +14,7 @@ use crate::ingest::symbolize::later::name_stored_frames;
 use loupe_api::{
     clock::now_unix_ns,
     formats::pprof,
-    model::{ProfileView, SymbolizeReport},
+    model::{ProfileDiffView, ProfileView, SymbolizeReport},
 };
 
 /// pprof of a profile of `kind`: of CPU samples taken at `frequency_hz`, each sample stands for
@@ -76,6 +77,24 @@ impl Host {
         let profile = self.store.indexed_profile(query)?;
         self.check_waits(query, profile.samples)?;
         Ok(ProfileView::pruned_indexed(&profile, min_share).of_kind(query.kind))
+    }
+
+    /// The profile of `query` against the same filters over `base` ([`ProfileDiffView`]): both
+    /// read as the store's [`loupe_store::IndexedProfile`]. A PID sampled in neither range is an
+    /// error; one sampled in only one of them is what the comparison is for.
+    pub fn profile_diff(&self, query: &ProfileQuery, base: TimeRange, min_share: f64) -> CoreResult<ProfileDiffView> {
+        if !(0.0..=1.0).contains(&min_share) {
+            return Err(CoreError::BadShare(min_share));
+        }
+        let base_query = ProfileQuery { range: base, ..query.clone() };
+        let (now, before) = (self.store.indexed_profile(query)?, self.store.indexed_profile(&base_query)?);
+        if let Some(pid) = query.pid
+            && now.samples == 0
+            && before.samples == 0
+        {
+            return Err(CoreError::NoSamples(pid));
+        }
+        Ok(ProfileDiffView::new(&now, &before, query.kind, min_share))
     }
 
     /// PIDs with samples in a range.

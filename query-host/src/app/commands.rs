@@ -251,6 +251,13 @@ pub fn profile(args: ProfileArgs, remote: &RemoteArgs) -> Result<()> {
     let query =
         ProfileQuery { range, pid: args.pid, comm: args.comm.clone(), cpu: args.cpu, include_idle: args.idle, kind };
     let host = open(&args.store, remote, Vec::new())?;
+    if let (Some(from), Some(to)) = (args.base_from, args.base_to) {
+        if args.pprof.is_some() {
+            bail!("a comparison has no pprof form: drop --pprof, or --base-from/--base-to");
+        }
+        let diff = host.profile_diff(query, loupe_core::time::range(Some(from), Some(to))?, 0.0)?;
+        return if args.json { print_json(&diff) } else { print_text(&render::profile::diff(&diff, args.top)) };
+    }
     let view = host.profile(query.clone(), 0.0)?;
     if let Some(path) = &args.pprof {
         let bytes = host.pprof(query, args.frequency)?;

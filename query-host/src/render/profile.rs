@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use loupe_store::SampleKind;
 
-use loupe_api::model::{ProfileView, SymbolizeReport};
+use loupe_api::model::{ProfileDiffView, ProfileView, SymbolizeReport};
 
 /// `rows` functions, hottest first, with self and total shares; then as many modules. A
 /// profile of waits off the CPU says its counts in milliseconds waited.
@@ -49,6 +49,46 @@ fn table<'a>(out: &mut String, whole: u64, ns: bool, what: &str, rows: impl Iter
     for (own, total, name) in rows {
         let _ = writeln!(out, "{:>10} {:>6.1}% {:>10} {:>6.1}%  {name}", cell(own), pct(own), cell(total), pct(total));
     }
+}
+
+/// `loupe profile --base-from … --base-to …`: both sides' totals, the functions whose share
+/// changed most (in percentage points of each side's samples), and the functions only one side
+/// has.
+pub fn diff(view: &ProfileDiffView, rows: usize) -> String {
+    let unit = if view.kind == SampleKind::OffCpu { "ns waited" } else { "samples" };
+    let mut out = format!(
+        "{} {unit} in the range against {} in the baseline; shares are of each side's own\n",
+        view.samples, view.base_samples
+    );
+    let _ = writeln!(out, "{:>8} {:>8} {:>9} {:>9}  function", "self Δ", "total Δ", "total ×", "self");
+    for f in view.functions.iter().take(rows) {
+        let ratio = match f.total_ratio {
+            Some(r) => format!("{r:.2}"),
+            None => "new".to_string(),
+        };
+        let ratio = if f.total == 0 { "gone".to_string() } else { ratio };
+        let _ = writeln!(
+            out,
+            "{:>+7.1}% {:>+7.1}% {:>9} {:>9}  {}",
+            100.0 * f.self_change,
+            100.0 * f.total_change,
+            ratio,
+            f.self_samples,
+            f.name
+        );
+    }
+    let list = |names: &[String]| {
+        let shown: Vec<&str> = names.iter().take(rows).map(String::as_str).collect();
+        let more = names.len().saturating_sub(rows);
+        if more > 0 { format!("{} (and {more} more)", shown.join(", ")) } else { shown.join(", ") }
+    };
+    if !view.new.is_empty() {
+        let _ = writeln!(out, "only in the range: {}", list(&view.new));
+    }
+    if !view.gone.is_empty() {
+        let _ = writeln!(out, "only in the baseline: {}", list(&view.gone));
+    }
+    out
 }
 
 /// What `loupe symbolize` named, per module.

@@ -8,7 +8,7 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use loupe_api::wire::http::{DEFAULT_FREQUENCY, ListQuery, ProfileParams, ShowQuery, StartRun, StartedRun};
+use loupe_api::wire::http::{BaseQuery, DEFAULT_FREQUENCY, ListQuery, ProfileParams, ShowQuery, StartRun, StartedRun};
 use loupe_store::RunId;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -20,7 +20,7 @@ use super::{
     extract::{ApiJson, ApiQuery, Range, RangeQuery},
     negotiate::Format,
 };
-use loupe_api::model::{DayView, ErrorBody, Health, ProfileView, RunListEntry, RunView, StatsView};
+use loupe_api::model::{DayView, ErrorBody, Health, ProfileDiffView, ProfileView, RunListEntry, RunView, StatsView};
 use loupe_api::ops::HostApi;
 use loupe_core::CoreError;
 
@@ -32,6 +32,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(list_runs, start_run))
         .routes(routes!(get_run))
         .routes(routes!(profile))
+        .routes(routes!(profile_diff))
         .routes(routes!(profile_pprof))
         .routes(routes!(pids))
 }
@@ -114,6 +115,24 @@ async fn profile(
     let q = p.query(range);
     let min_share = p.min_share.unwrap_or(0.0);
     Ok(fmt.reply(&acting(&state, caller, move |api| api.profile(q, min_share)).await?))
+}
+
+/// What changed between the range and a baseline range with the same filters (`loupe profile
+/// --base-from … --base-to … --json`): the range's flame graph with the baseline's samples on
+/// each path, functions by change of their share of each side's samples, and those only one side
+/// has (`new`, `gone`).
+#[utoipa::path(get, path = "/api/v1/profile/diff", tag = "profiles", params(RangeQuery, ProfileParams, BaseQuery), responses((status = 200, body = ProfileDiffView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn profile_diff(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    fmt: Format,
+    Range(range): Range,
+    ApiQuery(p): ApiQuery<ProfileParams>,
+    ApiQuery(b): ApiQuery<BaseQuery>,
+) -> Result<Response, ApiError> {
+    let (q, base) = (p.query(range), b.range()?);
+    let min_share = p.min_share.unwrap_or(0.0);
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.profile_diff(q, base, min_share)).await?))
 }
 
 /// The same profile as gzipped pprof (`go tool pprof` reads it).

@@ -1,0 +1,289 @@
+//! What changed between a selection and a baseline: the differential flame graph and the
+//! functions by change (`loupe profile --base-from … --base-to …`, `GET /api/v1/profile/diff`).
+//!
+//! Both sides are compared as shares of their own samples, so a baseline twice as long (or a
+//! busier hour) does not read as "everything doubled": a function is *more* when it holds a
+//! larger share of the selection's samples than of the baseline's. The flame graph keeps the
+//! selection's shape (what ran then), each node carrying the baseline's samples along the same
+//! path; paths that only the baseline has are not in it, and the functions only one side has are
+//! listed by name (`new`, `gone`). Built as [`super::profile`]'s flame graph is: without
+//! recursion, at most [`MAX_FLAME_DEPTH`] levels, narrow nodes left out by share.
+
+use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
+use loupe_store::{Frame, IndexedProfile, SampleKind};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::profile::{FunctionCount, MAX_FLAME_DEPTH, ProfileView, TRUNCATED};
+
+/// The comparison of two ranges' profiles with the same filters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProfileDiffView {
+    /// What every count is (`on_cpu` samples, `off_cpu` nanoseconds waited), on both sides.
+    #[schema(value_type = String, example = "on_cpu")]
+    pub kind: SampleKind,
+    /// The selection's samples (or ns waited, off the CPU): what its shares are of.
+    pub samples: u64,
+    /// The baseline's.
+    pub base_samples: u64,
+    /// Functions on either side, by how much their share of `self` changed (largest change
+    /// either way first), then of `total`.
+    pub functions: Vec<FunctionChange>,
+    /// Functions the selection has and the baseline has not, widest first.
+    pub new: Vec<String>,
+    /// Functions the baseline has and the selection has not, widest first.
+    pub gone: Vec<String>,
+    /// The selection's flame graph; each node also holds the baseline's samples on the same
+    /// path (`base`).
+    pub flamegraph: DiffNode,
+    /// Selection nodes left out for holding less than `min_share` of its samples.
+    pub pruned_nodes: u64,
+}
+
+/// One function on both sides: counts, and shares of each side's samples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FunctionChange {
+    pub name: String,
+    /// Selection samples where it is the leaf.
+    #[serde(rename = "self")]
+    pub self_samples: u64,
+    /// Selection samples where it is anywhere on the stack.
+    pub total: u64,
+    pub base_self: u64,
+    pub base_total: u64,
+    /// Its `self` share of the selection less its `self` share of the baseline (−1 to 1).
+    pub self_change: f64,
+    /// The same of `total`.
+    pub total_change: f64,
+    /// Its `total` share of the selection over that of the baseline; `null` when the baseline
+    /// does not have it.
+    pub total_ratio: Option<f64>,
+}
+
+/// A node of the selection's flame graph with the baseline's samples on the same path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DiffNode {
+    pub name: String,
+    /// Selection samples through this path.
+    pub value: u64,
+    /// Baseline samples through this path.
+    pub base: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(no_recursion)]
+    pub children: Vec<DiffNode>,
+}
+
+type Map<K, V> = HashMap<K, V, RandomState>;
+
+struct Node<'a> {
+    name: &'a str,
+    value: u64,
+    base: u64,
+    children: Map<&'a str, usize>,
+}
+
+impl ProfileDiffView {
+    /// `selection` against `base` (both of `kind`), selection nodes under `min_share` of its
+    /// samples left out.
+    pub fn new(selection: &IndexedProfile, base: &IndexedProfile, kind: SampleKind, min_share: f64) -> ProfileDiffView {
+        // The functions' counts (their flame graphs, pruned to the root, are not used).
+        let (now, before) = (ProfileView::pruned_indexed(selection, 1.0), ProfileView::pruned_indexed(base, 1.0));
+        let (samples, base_samples) = (now.samples, before.samples);
+        let by_name: Map<&str, &FunctionCount> = before.functions.iter().map(|f| (f.name.as_str(), f)).collect();
+        let mut functions: Vec<FunctionChange> = now
+            .functions
+            .iter()
+            .map(|f| {
+                let b = by_name.get(f.name.as_str());
+                let (base_self, base_total) = b.map_or((0, 0), |b| (b.self_samples, b.total));
+                change(f.name.clone(), (f.self_samples, f.total), (base_self, base_total), samples, base_samples)
+            })
+            .collect();
+        let in_now: Map<&str, ()> = now.functions.iter().map(|f| (f.name.as_str(), ())).collect();
+        let gone_counts: Vec<&FunctionCount> =
+            before.functions.iter().filter(|f| !in_now.contains_key(f.name.as_str())).collect();
+        functions.extend(
+            gone_counts
+                .iter()
+                .map(|f| change(f.name.clone(), (0, 0), (f.self_samples, f.total), samples, base_samples)),
+        );
+        functions.sort_by(|a, b| {
+            (b.self_change.abs(), b.total_change.abs())
+                .partial_cmp(&(a.self_change.abs(), a.total_change.abs()))
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let mut new: Vec<&FunctionCount> =
+            now.functions.iter().filter(|f| !by_name.contains_key(f.name.as_str())).collect();
+        new.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.name.cmp(&b.name)));
+        let mut gone = gone_counts;
+        gone.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.name.cmp(&b.name)));
+        let (flamegraph, pruned_nodes) = tree(selection, base, min_share);
+        ProfileDiffView {
+            kind,
+            samples,
+            base_samples,
+            functions,
+            new: new.into_iter().map(|f| f.name.clone()).collect(),
+            gone: gone.into_iter().map(|f| f.name.clone()).collect(),
+            flamegraph,
+            pruned_nodes,
+        }
+    }
+}
+
+fn change(name: String, (s, t): (u64, u64), (bs, bt): (u64, u64), samples: u64, base_samples: u64) -> FunctionChange {
+    let share = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
+    let (now_total, base_total_share) = (share(t, samples), share(bt, base_samples));
+    FunctionChange {
+        name,
+        self_samples: s,
+        total: t,
+        base_self: bs,
+        base_total: bt,
+        self_change: share(s, samples) - share(bs, base_samples),
+        total_change: now_total - base_total_share,
+        total_ratio: (base_total_share > 0.0).then(|| now_total / base_total_share),
+    }
+}
+
+/// Both profiles' stacks in one arena (root first), the baseline's counted only along paths
+/// the selection has; then nested as the selection's flame graph.
+fn tree<'a>(selection: &'a IndexedProfile, base: &'a IndexedProfile, min_share: f64) -> (DiffNode, u64) {
+    let mut arena = vec![Node { name: "all", value: 0, base: 0, children: Map::default() }];
+    for (stack, count) in &selection.stacks {
+        arena[0].value = arena[0].value.saturating_add(*count);
+        let mut at = 0;
+        for name in path(selection.frames_of(stack)) {
+            let next = arena.len();
+            let child = *arena[at].children.entry(name).or_insert(next);
+            if child == next {
+                arena.push(Node { name, value: 0, base: 0, children: Map::default() });
+            }
+            arena[child].value = arena[child].value.saturating_add(*count);
+            at = child;
+        }
+    }
+    for (stack, count) in &base.stacks {
+        arena[0].base = arena[0].base.saturating_add(*count);
+        let mut at = 0;
+        for name in path(base.frames_of(stack)) {
+            let Some(&child) = arena[at].children.get(name) else { break };
+            arena[child].base = arena[child].base.saturating_add(*count);
+            at = child;
+        }
+    }
+    let min_value = (arena[0].value as f64 * min_share.max(0.0)).ceil().max(1.0) as u64;
+    nest(arena, min_value)
+}
+
+/// A stack's names root first, cut at the flame graph's depth bound as `[truncated]`.
+fn path<'a>(frames: impl DoubleEndedIterator<Item = &'a Frame> + ExactSizeIterator) -> impl Iterator<Item = &'a str> {
+    let cut = (frames.len() > MAX_FLAME_DEPTH).then_some(TRUNCATED);
+    frames.rev().take(MAX_FLAME_DEPTH - usize::from(cut.is_some())).map(|f| f.function.as_str()).chain(cut)
+}
+
+/// The arena as nested nodes (widest first), without recursion: children always come after
+/// their parents, so building from the last index down finds each child done before its parent.
+fn nest(arena: Vec<Node<'_>>, min_value: u64) -> (DiffNode, u64) {
+    let mut kept = vec![false; arena.len()];
+    kept[0] = true;
+    for (i, node) in arena.iter().enumerate() {
+        if kept[i] {
+            for &c in node.children.values() {
+                kept[c] = arena[c].value >= min_value;
+            }
+        }
+    }
+    let mut built: Vec<Option<DiffNode>> = (0..arena.len()).map(|_| None).collect();
+    for (i, node) in arena.iter().enumerate().rev() {
+        if !kept[i] {
+            continue;
+        }
+        let mut children: Vec<DiffNode> =
+            node.children.values().filter(|&&c| kept[c]).map(|&c| built[c].take().expect("built")).collect();
+        children.sort_by(|a, b| b.value.cmp(&a.value).then_with(|| a.name.cmp(&b.name)));
+        built[i] = Some(DiffNode { name: node.name.to_string(), value: node.value, base: node.base, children });
+    }
+    let pruned = kept.iter().filter(|&&k| !k).count() as u64;
+    (built[0].take().expect("the root"), pruned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stacks written root first; held leaf first, each frame once, as the store holds them.
+    fn profile(stacks: &[(&[&str], u64)]) -> IndexedProfile {
+        let mut p = IndexedProfile::default();
+        for (names, n) in stacks {
+            let stack = names
+                .iter()
+                .rev()
+                .map(|name| match p.frames.iter().position(|f| f.function.as_str() == *name) {
+                    Some(i) => i as u32,
+                    None => {
+                        p.frames.push(Frame::user(*name, "m"));
+                        (p.frames.len() - 1) as u32
+                    }
+                })
+                .collect();
+            p.stacks.push((stack, *n));
+            p.samples += n;
+        }
+        p
+    }
+
+    /// A baseline twice as long with the same mix reads as no change; one function doubled in
+    /// share, one new, one gone read as exactly that.
+    #[test]
+    fn shares_not_counts_decide_what_changed() {
+        let base =
+            profile(&[(&["main", "work", "hash"], 200), (&["main", "work", "copy"], 200), (&["main", "old"], 400)]);
+        let same =
+            profile(&[(&["main", "work", "hash"], 100), (&["main", "work", "copy"], 100), (&["main", "old"], 200)]);
+        let d = ProfileDiffView::new(&same, &base, SampleKind::OnCpu, 0.0);
+        assert!(d.functions.iter().all(|f| f.self_change.abs() < 1e-12 && f.total_change.abs() < 1e-12), "{d:?}");
+        assert!(d.new.is_empty() && d.gone.is_empty());
+
+        let now =
+            profile(&[(&["main", "work", "hash"], 200), (&["main", "work", "copy"], 100), (&["main", "fresh"], 100)]);
+        let d = ProfileDiffView::new(&now, &base, SampleKind::OnCpu, 0.0);
+        assert_eq!(d.new, ["fresh"]);
+        assert_eq!(d.gone, ["old"]);
+        let f = |n: &str| d.functions.iter().find(|f| f.name == n).unwrap();
+        assert!((f("hash").self_change - (0.5 - 0.25)).abs() < 1e-12);
+        assert_eq!(f("hash").total_ratio, Some(2.0));
+        assert!((f("old").self_change + 0.5).abs() < 1e-12, "gone: its whole share lost");
+        assert_eq!(f("fresh").total_ratio, None);
+        assert_eq!(d.functions[0].name, "old", "the largest change first");
+        // The tree is the selection's: `old` is not in it; `work` carries both sides.
+        let main = &d.flamegraph.children[0];
+        assert_eq!((main.name.as_str(), main.value, main.base), ("main", 400, 800));
+        let work = main.children.iter().find(|c| c.name == "work").unwrap();
+        assert_eq!((work.value, work.base), (300, 400));
+        assert!(main.children.iter().all(|c| c.name != "old"));
+        let fresh = main.children.iter().find(|c| c.name == "fresh").unwrap();
+        assert_eq!((fresh.value, fresh.base), (100, 0));
+    }
+
+    #[test]
+    fn a_stack_past_the_depth_bound_is_cut_and_narrow_nodes_are_pruned() {
+        let deep: Vec<String> = (0..MAX_FLAME_DEPTH + 50).map(|i| format!("f{i}")).collect();
+        let deep: Vec<&str> = deep.iter().map(String::as_str).collect();
+        let now = profile(&[(&deep, 1), (&["main", "wide"], 99)]);
+        let d = ProfileDiffView::new(&now, &now, SampleKind::OnCpu, 0.0);
+        let mut depth = 0;
+        let mut at = &d.flamegraph;
+        while let Some(c) = at.children.iter().find(|c| c.name.starts_with('f') || c.name == TRUNCATED) {
+            depth += 1;
+            at = c;
+        }
+        assert_eq!((depth, at.name.as_str()), (MAX_FLAME_DEPTH, TRUNCATED));
+        let pruned = ProfileDiffView::new(&now, &now, SampleKind::OnCpu, 0.05);
+        assert_eq!(pruned.flamegraph.children.len(), 1, "the 1-sample path under 5 % is left out");
+        assert!(pruned.pruned_nodes > 0);
+    }
+}
