@@ -62,8 +62,11 @@ const OTHER_ROUTES: &[(&str, &str, RouteScope)] = &[
     ("get", "/api/v1/fleet/hosts/{host}/profile", RouteScope::Needs(Scope::Read)),
 ];
 
+/// The audit trail's name of a fleet run started through this agent (`POST /api/v1/fleet/runs`).
+pub const FLEET_RUN: &str = "fleet_run";
+
 /// Routes that are not host operations but change hosts: the audit trail's name of each.
-const OTHER_AUDITED: &[(&str, &str, &str)] = &[("post", "/api/v1/fleet/runs", super::fleet::FLEET_RUN)];
+const OTHER_AUDITED: &[(&str, &str, &str)] = &[("post", "/api/v1/fleet/runs", FLEET_RUN)];
 
 /// A route's scope, and the action the audit trail records it as (if it changes a host).
 type Table = HashMap<(&'static str, &'static str), (RouteScope, Option<&'static str>)>;

@@ -18,7 +18,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     AppState,
-    auth::Caller,
+    auth::{self, Caller},
     error::ApiError,
     extract::{ApiJson, ApiQuery, Range, RangeQuery},
     negotiate::Format,
@@ -112,12 +112,9 @@ async fn run(
     let outcome = fleet_run(&state, req).await;
     // Runs on other hosts, started from here: recorded as this host's action, however it ended.
     let code = outcome.as_ref().map_or_else(|e| e.body.code.as_str(), |_| "ok");
-    state.host.audit().record_outcome(&caller.0, FLEET_RUN, &target, code);
+    state.host.audit().record_outcome(&caller.0, auth::FLEET_RUN, &target, code);
     Ok(fmt.reply(&outcome?))
 }
-
-/// The audit trail's name of a fleet run started through this agent.
-pub const FLEET_RUN: &str = "fleet_run";
 
 async fn fleet_run(state: &Arc<AppState>, req: FleetRunRequest) -> Result<FleetRunView, ApiError> {
     let fleet = coordinator(state)?;
