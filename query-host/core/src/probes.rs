@@ -93,7 +93,7 @@ impl ProbeManager {
         }
         let mut run = ProbeRun::start(&spec, options)?;
         let handle = self.next.fetch_add(1, Ordering::Relaxed);
-        let view = ActiveProbeView { team: team.to_string(), ..active_view(handle, &run, order, &options, length) };
+        let view = active_view(handle, &run, order, &options, length, team);
         let stop = Arc::new(AtomicBool::new(false));
         let result = Arc::new(Mutex::new(None));
         let thread = {
@@ -170,6 +170,7 @@ fn active_view(
     order: &ProbeOrder,
     options: &ProbeOptions,
     length: Duration,
+    team: &str,
 ) -> ActiveProbeView {
     let started = run.started_unix_ns();
     ActiveProbeView {
@@ -181,7 +182,7 @@ fn active_view(
         functions: run.functions().iter().map(|f| f.name.clone()).collect(),
         sample_every: options.sample_every,
         calls: options.record_calls,
-        team: String::new(),
+        team: team.to_string(),
     }
 }
 
