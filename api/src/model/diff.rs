@@ -7,16 +7,16 @@
 //! selection's shape (what ran then), each node carrying the baseline's samples along the same
 //! path; paths that only the baseline has are not in it, and the functions only one side has are
 //! listed by name (`new`, `gone`). Built as [`super::profile`]'s flame graph is: without
-//! recursion, at most [`MAX_FLAME_DEPTH`] levels, narrow nodes left out by share.
+//! recursion, at most [`super::profile::MAX_FLAME_DEPTH`] levels, narrow nodes left out by share.
 
 use std::collections::HashMap;
 
 use foldhash::fast::RandomState;
-use loupe_store::{Frame, IndexedProfile, SampleKind};
+use loupe_store::{IndexedProfile, SampleKind};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::profile::{FunctionCount, MAX_FLAME_DEPTH, ProfileView, TRUNCATED};
+use super::profile::{ArenaNode, FunctionCount, ProfileView, nest, root_first};
 
 /// The comparison of two ranges' profiles with the same filters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -76,13 +76,6 @@ pub struct DiffNode {
 }
 
 type Map<K, V> = HashMap<K, V, RandomState>;
-
-struct Node<'a> {
-    name: &'a str,
-    value: u64,
-    base: u64,
-    children: Map<&'a str, usize>,
-}
 
 impl ProfileDiffView {
     /// `selection` against `base` (both of `kind`), selection nodes under `min_share` of its
@@ -149,71 +142,47 @@ fn change(name: String, (s, t): (u64, u64), (bs, bt): (u64, u64), samples: u64, 
     }
 }
 
-/// Both profiles' stacks in one arena (root first), the baseline's counted only along paths
-/// the selection has; then nested as the selection's flame graph.
-fn tree<'a>(selection: &'a IndexedProfile, base: &'a IndexedProfile, min_share: f64) -> (DiffNode, u64) {
-    let mut arena = vec![Node { name: "all", value: 0, base: 0, children: Map::default() }];
+/// The selection's stacks in a flame graph's arena, the baseline's counted (beside it, by node)
+/// only along paths the selection has; then nested as the selection's flame graph.
+fn tree(selection: &IndexedProfile, base: &IndexedProfile, min_share: f64) -> (DiffNode, u64) {
+    let mut arena = vec![ArenaNode::new("all")];
     for (stack, count) in &selection.stacks {
         arena[0].value = arena[0].value.saturating_add(*count);
         let mut at = 0;
-        for name in path(selection.frames_of(stack)) {
+        for name in root_first(selection.frames_of(stack)) {
             let next = arena.len();
             let child = *arena[at].children.entry(name).or_insert(next);
             if child == next {
-                arena.push(Node { name, value: 0, base: 0, children: Map::default() });
+                arena.push(ArenaNode::new(name));
             }
             arena[child].value = arena[child].value.saturating_add(*count);
             at = child;
         }
     }
+    let mut base_of = vec![0u64; arena.len()];
     for (stack, count) in &base.stacks {
-        arena[0].base = arena[0].base.saturating_add(*count);
+        base_of[0] = base_of[0].saturating_add(*count);
         let mut at = 0;
-        for name in path(base.frames_of(stack)) {
+        for name in root_first(base.frames_of(stack)) {
             let Some(&child) = arena[at].children.get(name) else { break };
-            arena[child].base = arena[child].base.saturating_add(*count);
+            base_of[child] = base_of[child].saturating_add(*count);
             at = child;
         }
     }
     let min_value = (arena[0].value as f64 * min_share.max(0.0)).ceil().max(1.0) as u64;
-    nest(arena, min_value)
-}
-
-/// A stack's names root first, cut at the flame graph's depth bound as `[truncated]`.
-fn path<'a>(frames: impl DoubleEndedIterator<Item = &'a Frame> + ExactSizeIterator) -> impl Iterator<Item = &'a str> {
-    let cut = (frames.len() > MAX_FLAME_DEPTH).then_some(TRUNCATED);
-    frames.rev().take(MAX_FLAME_DEPTH - usize::from(cut.is_some())).map(|f| f.function.as_str()).chain(cut)
-}
-
-/// The arena as nested nodes (widest first), without recursion: children always come after
-/// their parents, so building from the last index down finds each child done before its parent.
-fn nest(arena: Vec<Node<'_>>, min_value: u64) -> (DiffNode, u64) {
-    let mut kept = vec![false; arena.len()];
-    kept[0] = true;
-    for (i, node) in arena.iter().enumerate() {
-        if kept[i] {
-            for &c in node.children.values() {
-                kept[c] = arena[c].value >= min_value;
-            }
-        }
-    }
-    let mut built: Vec<Option<DiffNode>> = (0..arena.len()).map(|_| None).collect();
-    for (i, node) in arena.iter().enumerate().rev() {
-        if !kept[i] {
-            continue;
-        }
-        let mut children: Vec<DiffNode> =
-            node.children.values().filter(|&&c| kept[c]).map(|&c| built[c].take().expect("built")).collect();
-        children.sort_by(|a, b| b.value.cmp(&a.value).then_with(|| a.name.cmp(&b.name)));
-        built[i] = Some(DiffNode { name: node.name.to_string(), value: node.value, base: node.base, children });
-    }
-    let pruned = kept.iter().filter(|&&k| !k).count() as u64;
-    (built[0].take().expect("the root"), pruned)
+    nest(&arena, min_value, |i, children| DiffNode {
+        name: arena[i].name.to_string(),
+        value: arena[i].value,
+        base: base_of[i],
+        children,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::profile::{MAX_FLAME_DEPTH, TRUNCATED};
+    use loupe_store::Frame;
 
     /// Stacks written root first; held leaf first, each frame once, as the store holds them.
     fn profile(stacks: &[(&[&str], u64)]) -> IndexedProfile {

@@ -155,11 +155,26 @@ type Map<K, V> = HashMap<K, V, RandomState>;
 type Set<K> = HashSet<K, RandomState>;
 
 /// A node while the tree is built: children by name, so a level of 300,000 callees costs a
-/// hash lookup per frame, not a scan.
-struct ArenaNode<'a> {
-    name: &'a str,
-    value: u64,
-    children: Map<&'a str, usize>,
+/// hash lookup per frame, not a scan. (The differential flame graph builds the same arena.)
+pub(super) struct ArenaNode<'a> {
+    pub(super) name: &'a str,
+    pub(super) value: u64,
+    pub(super) children: Map<&'a str, usize>,
+}
+
+impl<'a> ArenaNode<'a> {
+    pub(super) fn new(name: &'a str) -> Self {
+        ArenaNode { name, value: 0, children: Map::default() }
+    }
+}
+
+/// A stack's function names root first (the outermost caller is the last frame), cut at
+/// [`MAX_FLAME_DEPTH`]: beyond it the rest of the stack becomes one `[truncated]` node.
+pub(super) fn root_first<'a>(
+    frames: impl DoubleEndedIterator<Item = &'a Frame> + ExactSizeIterator,
+) -> impl Iterator<Item = &'a str> {
+    let cut = (frames.len() > MAX_FLAME_DEPTH).then_some(TRUNCATED);
+    frames.rev().take(MAX_FLAME_DEPTH - usize::from(cut.is_some())).map(|f| f.function.as_str()).chain(cut)
 }
 
 /// One stack's frames, leaf first, however the profile holds them.
@@ -210,7 +225,7 @@ impl ProfileView {
         let mut functions: Map<&str, (u64, u64)> = Map::default();
         let mut modules: Map<&str, (u64, u64)> = Map::default();
         let mut seen_modules: Set<&str> = Set::default();
-        let mut arena = vec![ArenaNode { name: "all", value: 0, children: Map::default() }];
+        let mut arena = vec![ArenaNode::new("all")];
         // Functions already counted in this stack (a set: a damaged stack may be very deep).
         let mut seen: Set<&str> = Set::default();
         let mut user_stacks = UserStacks::default();
@@ -244,19 +259,15 @@ impl ProfileView {
                     e.1 = e.1.saturating_add(count);
                 }
             }
-            // Root first: the outermost caller is the last frame. Beyond the depth bound the
-            // rest of the stack becomes one `[truncated]` node.
-            let cut = (frames.len() > MAX_FLAME_DEPTH).then_some(TRUNCATED);
-            let names = frames.rev().take(MAX_FLAME_DEPTH).map(|f| f.function.as_str());
             let mut at = 0;
-            for name in names.take(MAX_FLAME_DEPTH - usize::from(cut.is_some())).chain(cut) {
+            for name in root_first(frames) {
                 let next = arena.len();
                 let child = *arena[at].children.entry(name).or_insert(next);
                 if child == next {
                     if arena.len() >= max_nodes {
                         return Err(TooManyNodes { limit: max_nodes });
                     }
-                    arena.push(ArenaNode { name, value: 0, children: Map::default() });
+                    arena.push(ArenaNode::new(name));
                 }
                 arena[child].value = arena[child].value.saturating_add(count);
                 at = child;
@@ -274,7 +285,11 @@ impl ProfileView {
         modules.sort_by(|a, b| (b.self_samples, b.total, &a.name).cmp(&(a.self_samples, a.total, &b.name)));
         // Samples a node needs to stay: at least one, whatever the share.
         let min_value = (arena[0].value as f64 * min_share.max(0.0)).ceil().max(1.0) as u64;
-        let (flamegraph, pruned_nodes) = nest(arena, min_value);
+        let (flamegraph, pruned_nodes) = nest(&arena, min_value, |i, children| FlameNode {
+            name: arena[i].name.to_string(),
+            value: arena[i].value,
+            children,
+        });
         user_stacks.cut =
             cut.into_iter().map(|(reason, samples)| StackEnd { reason: reason.to_string(), samples }).collect();
         user_stacks.cut.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.reason.cmp(&b.reason)));
@@ -283,12 +298,12 @@ impl ProfileView {
     }
 }
 
-/// The arena as nested nodes, children sorted widest first, leaving out every node (and what
-/// is below it) with fewer than `min_value` samples; returns how many were left out. Without
-/// recursion: a child is always pushed after its parent, so which nodes stay is decided from
-/// the first index up, and building from the last index down finds every child finished
-/// before its parent needs it.
-fn nest(arena: Vec<ArenaNode<'_>>, min_value: u64) -> (FlameNode, u64) {
+/// The arena as nested nodes — `make(i, children)` builds node `i` from its children, already
+/// sorted widest first — leaving out every node (and what is below it) with fewer than
+/// `min_value` samples; returns the root and how many were left out. Without recursion: a child
+/// is always pushed after its parent, so which nodes stay is decided from the first index up,
+/// and building from the last index down finds every child finished before its parent needs it.
+pub(super) fn nest<T>(arena: &[ArenaNode<'_>], min_value: u64, mut make: impl FnMut(usize, Vec<T>) -> T) -> (T, u64) {
     let mut kept = vec![false; arena.len()];
     kept[0] = true;
     for (i, node) in arena.iter().enumerate() {
@@ -298,19 +313,15 @@ fn nest(arena: Vec<ArenaNode<'_>>, min_value: u64) -> (FlameNode, u64) {
             }
         }
     }
-    let mut built: Vec<Option<FlameNode>> = (0..arena.len()).map(|_| None).collect();
+    let mut built: Vec<Option<T>> = (0..arena.len()).map(|_| None).collect();
     for (i, node) in arena.iter().enumerate().rev() {
         if !kept[i] {
             continue;
         }
-        let mut children: Vec<FlameNode> = node
-            .children
-            .values()
-            .filter(|&&c| kept[c])
-            .map(|&c| built[c].take().expect("children come after parents"))
-            .collect();
-        children.sort_by(|a, b| b.value.cmp(&a.value).then_with(|| a.name.cmp(&b.name)));
-        built[i] = Some(FlameNode { name: node.name.to_string(), value: node.value, children });
+        let mut order: Vec<usize> = node.children.values().copied().filter(|&c| kept[c]).collect();
+        order.sort_by(|&a, &b| arena[b].value.cmp(&arena[a].value).then_with(|| arena[a].name.cmp(arena[b].name)));
+        let children = order.into_iter().map(|c| built[c].take().expect("children come after parents")).collect();
+        built[i] = Some(make(i, children));
     }
     let pruned = kept.iter().filter(|&&k| !k).count() as u64;
     (built[0].take().expect("the root"), pruned)

@@ -46,30 +46,26 @@ impl ClientTls {
     fn config(&self) -> anyhow::Result<TlsConfig> {
         use anyhow::Context;
         let read = |p: &Path| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+        // The certificates of a PEM file (a file that is not PEM, or holds none, is an error).
+        let certs = |flag: &str, path: &Path| -> anyhow::Result<Vec<ureq::tls::Certificate<'static>>> {
+            let certs = parse_pem(&read(path)?)
+                .filter_map(|item| match item {
+                    Ok(PemItem::Certificate(c)) => Some(Ok(c)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .with_context(|| format!("{flag} {}: not PEM", path.display()))?;
+            anyhow::ensure!(!certs.is_empty(), "{flag} {}: no certificate in it", path.display());
+            Ok(certs)
+        };
         let roots = match &self.cacert {
-            Some(path) => {
-                let certs = parse_pem(&read(path)?)
-                    .filter_map(|item| match item {
-                        Ok(PemItem::Certificate(c)) => Some(Ok(c)),
-                        Ok(_) => None,
-                        Err(e) => Some(Err(e)),
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-                    .with_context(|| format!("--cacert {}: not PEM", path.display()))?;
-                anyhow::ensure!(!certs.is_empty(), "--cacert {}: no certificate in it", path.display());
-                RootCerts::new_with_certs(&certs)
-            }
+            Some(path) => RootCerts::new_with_certs(&certs("--cacert", path)?),
             None => system_roots(),
         };
         let client = match (&self.cert, &self.key) {
             (Some(cert), Some(key)) => {
-                let chain = parse_pem(&read(cert)?)
-                    .filter_map(|item| match item {
-                        Ok(PemItem::Certificate(c)) => Some(c),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>();
-                anyhow::ensure!(!chain.is_empty(), "--client-cert {}: no certificate in it", cert.display());
+                let chain = certs("--client-cert", cert)?;
                 let key = PrivateKey::from_pem(&read(key)?)
                     .with_context(|| format!("--client-key {}: no PEM private key in it", key.display()))?;
                 Some(ClientCert::new_with_certs(&chain, key))
