@@ -108,6 +108,16 @@ macro_rules! host_operations {
             /// Timeline events in time order, a page at a time (`after`: the previous page's `next`).
             timeline_events / TimelineEvents (query: loupe_store::TimelineQuery, after: Option<String>, limit: Option<usize>)
                 -> crate::model::TimelineEventsPage => Http::Get("/api/v1/timeline/events"), Scope::Read;
+            /// Everything recorded in a span of time, lane by lane on one axis: each run's slots,
+            /// each CPU's samples and waits, each thread's probe calls, each program's timeline
+            /// events; a lane past the order's item limit as per-column summaries.
+            window / Window (order: crate::orders::WindowOrder)
+                -> crate::model::WindowView => Http::Get("/api/v1/window"), Scope::Read;
+            /// The window as a Chrome/Perfetto trace (JSON Trace Event format): samples and timeline
+            /// events as instants per thread, probe calls and iterations as slices, traffic as
+            /// counter tracks.
+            export_trace / ExportTrace (order: crate::orders::WindowOrder)
+                -> Vec<u8> => Http::Get("/api/v1/window/trace"), Scope::Read;
             /// Attaches a probe session and answers at once with its handle.
             start_probe / StartProbe (order: crate::orders::ProbeOrder)
                 -> crate::model::ActiveProbeView => Http::Post("/api/v1/probes"), Scope::Probe;

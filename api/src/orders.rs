@@ -33,6 +33,29 @@ pub struct RunFilter {
     pub iface: Option<String>,
 }
 
+/// What a window shows (`GET /api/v1/window`, `loupe window`, `loupe export trace`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WindowOrder {
+    /// A finite range: both ends given.
+    pub range: TimeRange,
+    /// Columns a summarized lane is cut into: the chart's width in pixels (100 to 8192).
+    pub columns: u32,
+    /// Items per lane before it is summarized (default [`WINDOW_LANE_ITEMS`], at most
+    /// [`MAX_WINDOW_LANE_ITEMS`]).
+    pub lane_items: Option<u32>,
+    /// The traffic series to send (names as in [`crate::model::SeriesSet::NAMES`]); empty:
+    /// `in_bytes` and `out_bytes`.
+    pub series: Vec<String>,
+}
+
+/// Columns a window is drawn in unless asked otherwise.
+pub const WINDOW_COLUMNS: u32 = 1000;
+/// Items (samples, calls, events) per lane before it is summarized, unless asked otherwise:
+/// 10 minutes of one CPU at 10 Hz is 6,000 samples.
+pub const WINDOW_LANE_ITEMS: u32 = 20_000;
+/// The most items per lane a caller may ask for (what `loupe export trace` asks).
+pub const MAX_WINDOW_LANE_ITEMS: u32 = 2_000_000;
+
 /// An on-demand run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunOrder {

@@ -136,6 +136,12 @@ pub enum Command {
     /// Programs' application timelines: events and their lags.
     #[command(subcommand)]
     Timeline(TimelineCommand),
+    /// One span of time on one axis: each run's traffic, each CPU's samples, each thread's
+    /// probe calls, each program's timeline events (what the web UI's window view draws).
+    Window(WindowArgs),
+    /// Write stored data out in other tools' formats.
+    #[command(subcommand)]
+    Export(ExportCommand),
     /// Probe named functions of running processes: per-call latency (uprobes), then store it.
     Probe(ProbeArgs),
     /// Stored and running probe sessions: list, show, stop.
@@ -362,6 +368,43 @@ pub struct ProfileArgs {
     /// End of the baseline range, exclusive.
     #[arg(long, allow_hyphen_values = true, requires = "base_from")]
     pub base_to: Option<TimeArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct WindowArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The span: both ends (e.g. `--from -10m --to now`).
+    #[command(flatten)]
+    pub range: RangeArgs,
+    /// Columns of a summarized lane (the chart's width in pixels).
+    #[arg(long, default_value_t = loupe_api::orders::WINDOW_COLUMNS)]
+    pub columns: u32,
+    /// Items per lane before it is summarized (default 20,000).
+    #[arg(long)]
+    pub lane_items: Option<u32>,
+    /// Traffic series, comma-separated (default in_bytes,out_bytes).
+    #[arg(long, value_delimiter = ',')]
+    pub series: Vec<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// A span of time as a Chrome/Perfetto trace (JSON Trace Event format): open it in the
+    /// Perfetto UI or chrome://tracing. Samples and timeline events become instants per thread,
+    /// probe calls and iterations slices, traffic counter tracks.
+    Trace {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The span: both ends.
+        #[command(flatten)]
+        range: RangeArgs,
+        /// Where to write the trace.
+        #[arg(long, short = 'o')]
+        output: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

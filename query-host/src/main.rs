@@ -4,7 +4,7 @@ use clap::Parser;
 use loupe_doors as doors;
 use loupe_query_host::{
     app::{agent, commands, fleet, probes, serve, tokens, udf, zero_pages},
-    cli::{Cli, Command, ImportCommand, RunsCommand},
+    cli::{Cli, Command, ExportCommand, ImportCommand, RunsCommand},
 };
 use tracing_subscriber::EnvFilter;
 
@@ -31,6 +31,10 @@ fn main() {
         Command::Profile(args) => commands::profile(args, remote),
         Command::Symbolize(args) => commands::symbolize(args, remote),
         Command::Timeline(cmd) => commands::timeline(cmd, remote),
+        Command::Window(args) => commands::window(args, remote),
+        Command::Export(ExportCommand::Trace { store, range, output }) => {
+            commands::export_trace(&store, range, &output, remote)
+        }
         Command::Probe(args) => probes::probe(args, remote),
         Command::Probes(cmd) => probes::probes(cmd, remote),
         Command::Serve(args) => serve::main(args),

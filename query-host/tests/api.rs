@@ -214,6 +214,9 @@ fn reads_match_the_cli_in_json_and_msgpack() {
         // Answered with a known change in tests/api.rs::a_diff_names_what_changed.
         ("/api/v1/profile/diff", "get"),
         ("/api/v1/pids", "get"),
+        // Answered over every kind of data in tests/api.rs::a_window_holds_every_lane_….
+        ("/api/v1/window", "get"),
+        ("/api/v1/window/trace", "get"),
         // Answered with real timeline events in tests/timeline_agent.rs.
         ("/api/v1/timeline", "get"),
         ("/api/v1/timeline/events", "get"),
@@ -591,5 +594,184 @@ fn a_diff_names_what_changed() {
         "base_from",
     );
     http.get("/api/v1/profile/diff?from=0").assert_error(400, "bad_query", "base_from");
+    server.stop();
+}
+
+/// Counts of `items` by key.
+fn counts<K: Ord>(items: impl IntoIterator<Item = K>) -> std::collections::BTreeMap<K, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for k in items {
+        *out.entry(k).or_default() += 1;
+    }
+    out
+}
+
+#[test]
+fn a_window_holds_every_lane_as_the_store_has_it_and_exports_as_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, run_b) = fill(dir.path());
+    let probes = fill_probes(dir.path(), DEFAULT_SEED);
+    fill_waits(dir.path());
+    fill_timeline(dir.path());
+    let (from, to) = (T0 + 60 * SEC, T0 + 65 * SEC);
+    let server = Server::start(dir.path(), &[]);
+    let http = Http::new(&server.url, Some(&server.token("sre")));
+    let w = http.get(&format!("/api/v1/window?from={from}&to={to}")).json();
+    let col = |v: &Value, k: &str| v[k].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect::<Vec<u64>>();
+
+    // Traffic: run B's first 500 slots of 10 ms, as the run's own page has them.
+    let run = http.get(&format!("/api/v1/runs/{run_b}")).json();
+    let lane = w["traffic"].as_array().unwrap().iter().find(|l| l["run"] == run_b).expect("run B's lane");
+    assert_eq!((lane["first_slot"].as_u64(), lane["offset_ns"].as_i64()), (Some(0), Some(0)));
+    let in_bytes = lane["series"].as_array().unwrap().iter().find(|s| s["name"] == "in_bytes").unwrap();
+    assert_eq!(col(in_bytes, "values"), col(&run["metrics"], "in_bytes")[..500]);
+    assert_eq!(w["traffic"].as_array().unwrap().len(), 1, "run A ended a minute before");
+
+    // CPUs: every non-idle sample of the range, on its CPU, with its process and stack.
+    let want = counts(
+        samples().into_iter().flatten().filter(|s| !s.idle && (from..to).contains(&s.time_unix_ns)).map(|s| s.cpu),
+    );
+    let cpus = w["cpus"].as_array().unwrap();
+    let got = cpus.iter().map(|c| (c["cpu"].as_u64().unwrap() as u32, c["samples"].as_u64().unwrap())).collect();
+    assert_eq!(want, got);
+    let (procs, stacks, fns) = (&w["processes"], &w["stacks"], &w["functions"]);
+    let mut hot = 0;
+    for c in cpus {
+        let t = &c["ticks"];
+        assert_eq!(t["summarized"], false);
+        assert_eq!(col(t, "t_ns").len() as u64, c["samples"].as_u64().unwrap());
+        assert!(col(t, "t_ns").iter().all(|&o| o < to - from), "offsets inside the window");
+        for (p, s) in col(t, "process").into_iter().zip(col(t, "stack")) {
+            let leaf = &fns[stacks[s as usize][0].as_u64().unwrap() as usize]["name"];
+            if leaf == "hot_leaf" {
+                assert_eq!((&procs[p as usize]["pid"], &procs[p as usize]["comm"]), (&json!(100), &json!("svc")));
+                hot += 1;
+            }
+        }
+    }
+    let profile = http.get(&format!("/api/v1/profile?from={from}&to={to}")).json();
+    let hot_self = profile["functions"].as_array().unwrap().iter().find(|f| f["name"] == "hot_leaf").unwrap();
+    assert_eq!(hot_self["self"], hot, "the ticks' stacks are the profile's");
+    let want_waits = waits().iter().filter(|w| (from..to).contains(&w.sample.time_unix_ns)).count() as u64;
+    let wait_count: u64 = cpus.iter().map(|c| c["waits"].as_u64().unwrap()).sum();
+    assert!(want_waits > 0);
+    assert_eq!(
+        (wait_count, cpus.iter().map(|c| col(&c["wait_spans"], "dur_ns").len() as u64).sum()),
+        (want_waits, want_waits)
+    );
+
+    // Probe calls: per thread, those of the session that began in the window, nested by depth.
+    let session = http.get(&format!("/api/v1/probes/{}?calls=true", probes[1])).json();
+    let calls = session["calls"].as_array().unwrap();
+    let want = counts(
+        calls
+            .iter()
+            .filter(|c| (from..to).contains(&c["entry_unix_ns"].as_u64().unwrap()))
+            .map(|c| c["tid"].as_u64().unwrap()),
+    );
+    let threads = w["probes"].as_array().unwrap();
+    let got = threads.iter().map(|t| (t["tid"].as_u64().unwrap(), t["calls"].as_u64().unwrap())).collect();
+    assert_eq!(want, got);
+    assert_eq!(want.len(), 2, "the session's two threads");
+    for t in threads {
+        let (ts, durs, depth) = (col(t, "t_ns"), col(t, "dur_ns"), col(t, "depth"));
+        assert!(ts.windows(2).all(|p| p[0] <= p[1]), "entry order");
+        assert!(depth.contains(&0) && depth.iter().any(|&d| d > 0), "outer and nested calls");
+        // Slow: at or past the function's slow_ns.
+        for ((f, d), slow) in col(t, "function").into_iter().zip(&durs).zip(t["slow"].as_array().unwrap()) {
+            let limit = w["probe_functions"][f as usize]["slow_ns"].as_u64().unwrap();
+            assert_eq!(slow.as_bool().unwrap(), *d >= limit);
+        }
+        assert!(t["slow"].as_array().unwrap().iter().any(|s| s == true), "the 10× forwards are slow");
+    }
+
+    // Timeline: 500 iterations of pktloop in 5 s, each event with its definition's names.
+    let programs = w["programs"].as_array().unwrap();
+    assert_eq!(programs.len(), 1);
+    let p = &programs[0];
+    assert_eq!(
+        (p["pid"].as_u64(), p["events"].as_u64(), p["summarized"].as_bool()),
+        (Some(500), Some(1500), Some(false))
+    );
+    let names: Vec<&str> = p["definitions"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    let rx = names.iter().position(|n| *n == "rx_batch").unwrap();
+    assert_eq!(p["definitions"][rx]["arg_names"], json!(["packets", "bytes"]));
+    let listed = http.get(&format!("/api/v1/timeline?from={from}&to={to}")).json();
+    assert_eq!(listed["events"].as_array().unwrap().iter().map(|e| e["count"].as_u64().unwrap()).sum::<u64>(), 1500);
+    let (events, args) = (col(p, "event"), col(p, "args"));
+    let i = events.iter().position(|&e| e as usize == rx).unwrap() + 3 * 7; // the 8th iteration's rx_batch
+    assert_eq!(&args[i * 4..i * 4 + 2], &[7, 7 * 64], "packets and bytes of iteration 7");
+
+    // A small lane limit: every lane summarized, its columns summing to the same counts.
+    let s = http.get(&format!("/api/v1/window?from={from}&to={to}&lane_items=10&columns=500")).json();
+    for (c, full) in s["cpus"].as_array().unwrap().iter().zip(cpus) {
+        assert_eq!(c["ticks"]["summarized"], true);
+        assert_eq!(col(&c["ticks"], "column_count").iter().sum::<u64>(), full["samples"].as_u64().unwrap());
+        assert_eq!(col(&c["ticks"], "column_count").len(), 500);
+        assert!(col(&c["ticks"], "t_ns").is_empty());
+    }
+    let sp = &s["programs"][0];
+    assert_eq!((sp["summarized"].as_bool(), col(sp, "column_count").iter().sum::<u64>()), (Some(true), 1500));
+    // The longest level-0 lag: `loop`'s, the 9 ms from a 1-ms iteration's end to the next start.
+    assert_eq!(col(sp, "column_max_lag_ns").into_iter().max(), Some(9 * MS));
+    let st = &s["probes"][0];
+    assert_eq!(col(st, "column_count").iter().sum::<u64>(), st["calls"].as_u64().unwrap());
+
+    // MessagePack carries the same; the CLI says the same.
+    let mp = http.get_with(&format!("/api/v1/window?from={from}&to={to}"), &[("Accept", "application/msgpack")]);
+    assert_eq!(rmp_serde::from_slice::<Value>(&mp.body).unwrap(), w);
+    let d = dir.path().to_str().unwrap();
+    let (f, t) = (from.to_string(), to.to_string());
+    assert_eq!(cli_json(&["window", "--from", &f, "--to", &t, "--json", "--data-dir", d]), w);
+
+    // Bad windows: refused, saying why.
+    http.get(&format!("/api/v1/window?from={from}")).assert_error(400, "bad_window", "both ends");
+    http.get(&format!("/api/v1/window?from={from}&to={to}&columns=5")).assert_error(400, "bad_window", "columns");
+    http.get(&format!("/api/v1/window?from={from}&to={to}&series=nope")).assert_error(400, "bad_window", "in_bytes");
+    http.get(&format!("/api/v1/window?from={from}&to={to}&lane_items=0")).assert_error(400, "bad_limit", "limit 0");
+
+    // The trace: well formed, and per thread as many samples, calls and events as the store has.
+    let trace_path = dir.path().join("trace.json");
+    let out =
+        loupe(&["export", "trace", "--from", &f, "--to", &t, "-o", trace_path.to_str().unwrap(), "--data-dir", d]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let file = std::fs::read(&trace_path).unwrap();
+    let api = http.get(&format!("/api/v1/window/trace?from={from}&to={to}"));
+    assert_eq!((api.status, &api.body), (200, &file), "the API's trace is the CLI's");
+    let trace: loupe_api::formats::trace::Trace = serde_json::from_slice(&file).expect("a trace file");
+    assert_eq!(trace.display_time_unit, "ns");
+    assert_eq!(trace.other_data["from_unix_ns"], from.to_string());
+    let mut open = std::collections::HashMap::new();
+    for e in &trace.trace_events {
+        let ts = e.ts.unwrap_or(0.0);
+        match e.ph.as_str() {
+            "M" => assert!(e.args.as_ref().is_some_and(|a| a["name"].is_string()), "metadata names something"),
+            "i" => assert_eq!(e.s.as_deref(), Some("t"), "instants on their thread"),
+            "X" => assert!(e.dur.is_some_and(|d| d >= 0.0)),
+            "b" => assert!(open.insert(e.id.unwrap(), ts).is_none(), "async ids unique"),
+            "e" => assert!(open.remove(&e.id.unwrap()).is_some_and(|b| b <= ts), "an end after its begin"),
+            "C" => assert!(e.args.as_ref().is_some_and(|a| a["value"].is_u64())),
+            other => panic!("phase {other}"),
+        }
+        assert!(e.ph == "M" || (0.0..(to - from) as f64 / 1e3).contains(&ts) || e.ph == "b", "ts {ts} of {}", e.ph);
+    }
+    assert!(open.is_empty(), "every async slice ends");
+    let by =
+        |cat: &str, ph: &str| counts(trace.trace_events.iter().filter(|e| e.cat == cat && e.ph == ph).map(|e| e.tid));
+    let samples_per_tid = counts(
+        samples().into_iter().flatten().filter(|s| !s.idle && (from..to).contains(&s.time_unix_ns)).map(|s| s.tid),
+    );
+    assert_eq!(by("sample", "i"), samples_per_tid);
+    let calls_per_tid: std::collections::BTreeMap<u32, u64> = want.iter().map(|(&t, &n)| (t as u32, n)).collect();
+    assert_eq!(by("probe", "X"), calls_per_tid);
+    assert_eq!(by("timeline", "i"), [(501, 1500)].into());
+    assert_eq!(
+        by("iteration", "b").values().sum::<u64>(),
+        999,
+        "each loop_end, and each loop but the first, has a lag"
+    );
+    assert_eq!(by("traffic", "C").values().sum::<u64>(), 1000, "two series of 500 slots");
+    let rx = trace.trace_events.iter().find(|e| e.name == "rx_batch").unwrap();
+    assert!(rx.args.as_ref().unwrap().get("packets").is_some(), "arguments by name");
     server.stop();
 }

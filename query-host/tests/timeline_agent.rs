@@ -165,11 +165,20 @@ fn agent_stores_every_event_with_its_lag_and_retires_the_ring() {
     for name in ["loop_start", "step", "loop_end"] {
         let e = list["events"].as_array().unwrap().iter().find(|e| e["name"] == name).unwrap();
         assert_eq!(e["count"], n, "{name}");
+        assert_eq!(e["arg_names"], serde_json::json!(["i"]), "{name}: its definition's argument names");
     }
+    let defs: Vec<&str> =
+        source["definitions"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert_eq!(defs, ["loop_end", "loop_start", "step"]);
+    assert_eq!(
+        (&source["definitions"][2]["level"], &source["definitions"][2]["arg_names"][0]),
+        (&1.into(), &"i".into())
+    );
     // loop_end's lag is the iteration: since loop_start (the previous event of level ≤ 0).
     let shown = loupe(&["timeline", "show", "--pid", &pid, "--limit", "3000"], &data);
     let events = shown["events"].as_array().unwrap();
     assert_eq!(events.len(), 3000);
+    assert!(events.iter().all(|e| e["arg_names"] == serde_json::json!(["i"])), "every event names its argument");
     let mut checked = 0;
     for w in events.windows(3) {
         if w[0]["name"] == "loop_start" && w[2]["name"] == "loop_end" && w[0]["args"][0] == w[2]["args"][0] {
@@ -221,6 +230,10 @@ fn agent_stores_every_event_with_its_lag_and_retires_the_ring() {
     let slow = rows.iter().position(|r| r[0] == "slow #1").expect("a slowest iteration");
     assert_eq!(rows[slow][8], stats["lag_max_ns"]);
     assert_eq!((&rows[slow - 1][0], &rows[slow - 1][4]), (&Value::from("  in #1"), &Value::from("step")));
+    // … with its argument named through the sandbox's `timeline-definitions`.
+    let i = rows[slow - 1][12].as_str().expect("an args cell");
+    assert!(i.strip_prefix("i=").is_some_and(|v| v.parse::<u64>().is_ok()), "step's args: {i:?}");
+    assert_eq!(lags[12], "i", "the lags row names the arguments");
     server.stop();
 }
 

@@ -31,6 +31,7 @@ fn record(w: &mut Written, s: &TimelineSource, evs: &[TimelineEvent], lost: u64)
             name: d.name.clone(),
             level: d.level,
             args: e.args,
+            arg_names: d.arg_names.clone(),
             lag_ns: e.lag_ns,
         });
     }
@@ -232,6 +233,13 @@ fn sources_list_processes_with_counts_and_losses() {
     let got: BTreeMap<_, _> =
         got.into_iter().map(|s| ((s.pid, s.start_ticks, s.comm.clone()), (s.events, s.lost))).collect();
     assert_eq!(got, w.sources);
+    // pid 100 defined "flush" later: its one summary lists the events of both definitions.
+    let all = store.timeline_sources(TimeRange::ALL).unwrap();
+    let loop100 = all.iter().find(|s| s.pid == 100).unwrap();
+    let mut want = packet_loop_source(100, "pktloop").events;
+    want.push(TimelineEventDef { name: "flush".into(), level: 1, rate: 9, arg_names: vec!["bytes".into()] });
+    want.sort_by(|a, b| a.name.cmp(&b.name));
+    assert_eq!(loop100.definitions, want);
     // Dictionary: pid 100 has two sources (definitions changed), stored once each.
     assert_eq!(store.timeline_stats_totals().unwrap().sources, 4);
     assert!(store.timeline_sources(TimeRange::new(0, T0).unwrap()).unwrap().is_empty());

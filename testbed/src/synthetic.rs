@@ -8,7 +8,7 @@ use std::path::Path;
 
 use loupe_store::{
     ConnCounts, Counter, CpuColumns, Frame, NewRun, OffCpuSample, ProbeCall, ProbeFunction, ProbeSession, Retention,
-    RunSource, StackSample, Store,
+    RunSource, StackSample, Store, TimelineEvent, TimelineEventDef, TimelineSource,
 };
 
 /// 2026-11-23T00:00:00Z.
@@ -228,6 +228,55 @@ pub fn fill_changed(dir: &Path) {
             let batch: Vec<_> = side.iter().filter(|s| (from..to).contains(&s.time_unix_ns)).cloned().collect();
             store.put_samples(&batch, 0, CHANGE_AFTER.1).unwrap();
         }
+    }
+    store.flush().unwrap();
+}
+
+/// The program that logs a timeline in the samples' minute: pid [`TIMELINE_PID`], "pktloop".
+pub const TIMELINE_PID: u32 = 500;
+/// Where its events start: T0 + 60 s, one iteration every 10 ms for 10 s.
+pub const TIMELINE_START: u64 = T0 + 60 * SEC;
+
+/// A packet loop's timeline: per iteration i (every 10 ms from [`TIMELINE_START`], 1,000 of
+/// them, thread 501), `loop` (level 0, no arguments) at its start, `rx_batch` (level 1,
+/// `packets` = i % 32, `bytes` = 64 × that) 100 µs later and `loop_end` (level 0, `packets`)
+/// 1 ms after the start — 2 ms for every 100th iteration (its lag says so). Stored in batches
+/// of 100 iterations (1 s).
+pub fn timeline() -> (TimelineSource, Vec<TimelineEvent>) {
+    let def = |name: &str, level, args: &[&str]| TimelineEventDef {
+        name: name.into(),
+        level,
+        rate: 9,
+        arg_names: args.iter().map(|a| a.to_string()).collect(),
+    };
+    let source = TimelineSource {
+        pid: TIMELINE_PID,
+        start_ticks: 4242,
+        comm: "pktloop".into(),
+        events: vec![def("loop", 0, &[]), def("rx_batch", 1, &["packets", "bytes"]), def("loop_end", 0, &["packets"])],
+    };
+    let mut events = Vec::new();
+    let mut last_end: Option<u64> = None;
+    for i in 0..1000u64 {
+        let t = TIMELINE_START + i * 10 * MS;
+        let long = if i % 100 == 99 { 2 * MS } else { MS };
+        let packets = i % 32;
+        let ev =
+            |time, event, args, lag| TimelineEvent { time_unix_ns: time, tid: 501, cpu: 0, event, args, lag_ns: lag };
+        events.push(ev(t, 0, [0; 4], last_end.map(|e| t - e)));
+        events.push(ev(t + 100_000, 1, [packets, packets * 64, 0, 0], Some(100_000)));
+        events.push(ev(t + long, 2, [packets, 0, 0, 0], Some(long)));
+        last_end = Some(t + long);
+    }
+    (source, events)
+}
+
+/// Adds [`timeline`] to the store at `dir`.
+pub fn fill_timeline(dir: &Path) {
+    let store = open_kept(dir);
+    let (source, events) = timeline();
+    for chunk in events.chunks(300) {
+        store.put_timeline(&source, chunk, 0, TIMELINE_START + 20 * SEC).unwrap();
     }
     store.flush().unwrap();
 }

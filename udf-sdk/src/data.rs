@@ -5,8 +5,8 @@ use std::{collections::BTreeMap, ops::Deref};
 
 use crate::bindings::loupe::udf::data as host;
 use crate::{
-    Frame, HostInfo, Run, Sample, SampleColumns, SampleFilter, SeriesSet, TimeRange, TimelineEvent, TimelineFilter,
-    Wait,
+    Frame, HostInfo, Run, Sample, SampleColumns, SampleFilter, SeriesSet, TimeRange, TimelineDefinition, TimelineEvent,
+    TimelineFilter, Wait,
 };
 
 /// Ids sent to `data.stacks` / `data.comms` in one call at most.
@@ -103,10 +103,49 @@ impl TimelineQuery {
         self
     }
 
+    /// The definitions of the events this query yields (one host call): per program, each
+    /// event's level and the names of its arguments —
+    /// [`TimelineDefinitions::arg_names`] names an event's `args`.
+    pub fn definitions(&self) -> Result<TimelineDefinitions, String> {
+        Ok(host::timeline_definitions(self.range, &self.filter)?.into_iter().collect())
+    }
+
     /// Opens the host cursor (one host call), or the host's reason why not.
     pub fn open(self) -> Result<TimelineEvents, String> {
         let cursor = host::open_timeline(self.range, &self.filter)?;
         Ok(Batched::new(cursor))
+    }
+}
+
+/// Event definitions by (pid, event name); see [`TimelineQuery::definitions`].
+#[derive(Clone, Debug, Default)]
+pub struct TimelineDefinitions(BTreeMap<(u32, String), TimelineDefinition>);
+
+impl FromIterator<TimelineDefinition> for TimelineDefinitions {
+    fn from_iter<I: IntoIterator<Item = TimelineDefinition>>(defs: I) -> Self {
+        TimelineDefinitions(defs.into_iter().map(|d| ((d.pid, d.name.clone()), d)).collect())
+    }
+}
+
+impl TimelineDefinitions {
+    /// The definition of `event`'s event in its program, if the host had one.
+    pub fn of(&self, event: &TimelineEvent) -> Option<&TimelineDefinition> {
+        self.0.get(&(event.pid, event.name.clone()))
+    }
+
+    /// The names of `event`'s arguments (empty when it has none or is not defined here).
+    pub fn arg_names(&self, event: &TimelineEvent) -> &[String] {
+        self.of(event).map_or(&[], |d| &d.arg_names)
+    }
+
+    /// `event`'s named arguments as `(name, value)`.
+    pub fn named_args<'a>(&'a self, event: &'a TimelineEvent) -> impl Iterator<Item = (&'a str, u64)> + 'a {
+        self.arg_names(event).iter().zip(&event.args).map(|(n, v)| (n.as_str(), *v))
+    }
+
+    /// Every definition, by pid then name.
+    pub fn iter(&self) -> impl Iterator<Item = &TimelineDefinition> {
+        self.0.values()
     }
 }
 

@@ -101,8 +101,8 @@ pub mod types {
 pub use bindings::loupe::udf::data::{HostInfo, Level};
 pub use data::{
     Batched, CommDictionary, Comms, Dictionary, IdCache, NextBatch, OptionalText, RunQuery, Runs, SampleBatch,
-    SampleQuery, Samples, StackDictionary, Stacks, TimelineEvents, TimelineQuery, WaitQuery, Waits, host_info, runs,
-    samples, timeline, waits,
+    SampleQuery, Samples, StackDictionary, Stacks, TimelineDefinitions, TimelineEvents, TimelineQuery, WaitQuery,
+    Waits, host_info, runs, samples, timeline, waits,
 };
 pub use output::Flamegraph;
 pub use params::Params;
@@ -113,7 +113,7 @@ pub use types::ParamSpec as Param;
 pub use types::{
     Cell, Column, CpuMetrics, Description, Frame, LatencyBucket, Metrics, Output, ParamKind, ParamValue, Point,
     ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleColumns, SampleFilter, Series, SeriesSet,
-    Table, TimeRange, TimelineEvent, TimelineFilter, Wait, WeightedStack,
+    Table, TimeRange, TimelineDefinition, TimelineEvent, TimelineFilter, Wait, WeightedStack,
 };
 
 /// One analysis: implement it on a unit struct and export it with [`export_analysis!`].

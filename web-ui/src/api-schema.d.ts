@@ -466,6 +466,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/window": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything recorded in a span of time on one axis (`loupe window --json`): each run's slots,
+         *     each CPU's samples and waits, each thread's probe calls, each program's timeline events;
+         *     lanes past `lane_items` as per-column summaries. Times in lanes are ns after `from_unix_ns`.
+         *     MessagePack with `Accept: application/msgpack`.
+         */
+        get: operations["window"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/window/trace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The window as a Chrome/Perfetto trace (JSON Trace Event format; `loupe export trace`): open it
+         *     in the Perfetto UI or `chrome://tracing`.
+         */
+        get: operations["window_trace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -611,6 +653,26 @@ export interface components {
             name: string;
             unit: string;
         };
+        /**
+         * @description What one CPU ran: a tick per stack sample (idle left out), and the waits off the CPU that
+         *     began there (recorded with `--off-cpu`).
+         */
+        CpuLane: {
+            /** Format: int32 */
+            cpu: number;
+            /**
+             * Format: int64
+             * @description Samples in the window (all of them, summarized or not).
+             */
+            samples: number;
+            ticks: components["schemas"]["Ticks"];
+            wait_spans: components["schemas"]["Spans"];
+            /**
+             * Format: int64
+             * @description Waits that began on this CPU in the window.
+             */
+            waits: number;
+        };
         CpuView: {
             /** Format: int32 */
             cpu: number;
@@ -671,12 +733,58 @@ export interface components {
             /** @description Lines the analysis logged before it failed, when there are any. */
             log?: string[];
         };
+        /** @description One trace event; fields a phase does not use are left out. */
+        Event: {
+            args?: Record<string, never> | null;
+            cat?: string;
+            /**
+             * Format: double
+             * @description Microseconds (`X`).
+             */
+            dur?: number | null;
+            /**
+             * Format: int64
+             * @description Pairs an async slice's begin and end.
+             */
+            id?: number | null;
+            name: string;
+            /**
+             * @description The phase: `M` metadata, `i` instant, `X` complete slice, `b`/`e` async slice begin and
+             *     end, `C` counter.
+             */
+            ph: string;
+            /** Format: int32 */
+            pid: number;
+            /** @description Instants: `t`, scoped to their thread. */
+            s?: string | null;
+            /** Format: int32 */
+            tid: number;
+            /**
+             * Format: double
+             * @description Microseconds after the window's start.
+             */
+            ts?: number | null;
+        };
+        /**
+         * @description One event as its program defined it: its place in the loop → phase → step hierarchy
+         *     (`level` 0–9), how often it is logged (`rate` 0–9, 9 every time) and its arguments' names.
+         */
+        EventDefinitionView: {
+            arg_names: string[];
+            /** Format: int32 */
+            level: number;
+            name: string;
+            /** Format: int32 */
+            rate: number;
+        };
         /**
          * @description One event of one program over a range. A lag is the time since the previous event of
          *     equal or lower level on the same thread (the lag of a loop's last event is the iteration's
          *     latency); percentiles are within 1.6 %, the maximum exact.
          */
         EventStatsView: {
+            /** @description The names of its arguments (≤ 4). */
+            arg_names: string[];
             comm: string;
             /** Format: int64 */
             count: number;
@@ -994,6 +1102,10 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
+        NamedSeries: {
+            name: string;
+            values: number[];
+        };
         /** @enum {string} */
         ParamKind: "unsigned" | "float" | "text" | "flag";
         ParamSpec: {
@@ -1005,6 +1117,17 @@ export interface components {
             description: string;
             kind: components["schemas"]["ParamKind"];
             name: string;
+        };
+        /**
+         * @description One probed function of one session, and the duration from which its calls count as slow
+         *     (the session's p99, as measured).
+         */
+        ProbeFunctionRef: {
+            name: string;
+            /** Format: int64 */
+            session: number;
+            /** Format: int64 */
+            slow_ns: number;
         };
         /** @description One probed function over a session. */
         ProbeFunctionView: {
@@ -1213,6 +1336,33 @@ export interface components {
              */
             user_stacks?: components["schemas"]["UserStacks"];
         };
+        /**
+         * @description One program's timeline events in the window. A level-0 event with a lag ends an iteration
+         *     that began `lag` before it (breath to breath).
+         */
+        ProgramLane: {
+            /** @description Four per event. */
+            args: number[];
+            column_count: number[];
+            /**
+             * @description Summarized: per column, the longest lag of a level-0 event that ended there — an
+             *     iteration, or the wait between two when the loop logs its start at level 0 too (0: none).
+             */
+            column_max_lag_ns: number[];
+            comm: string;
+            /** @description What `event` indexes: name, level, argument names. */
+            definitions: components["schemas"]["EventDefinitionView"][];
+            event: number[];
+            /** Format: int64 */
+            events: number;
+            /** @description The lag of each event (`null`: none). */
+            lag_ns: (number | null)[];
+            /** Format: int32 */
+            pid: number;
+            summarized: boolean;
+            t_ns: number[];
+            tid: number[];
+        };
         /** @enum {string} */
         ResultKind: "table" | "series" | "flamegraph" | "text";
         /** @description One run in a list: `loupe runs list --json`, `GET /api/v1/runs`. */
@@ -1257,6 +1407,17 @@ export interface components {
             /** @description `[time_unix_ns, value]` pairs. */
             points: number[][];
             unit: string;
+        };
+        /** @description Spans off the CPU as columns, or per window column how many began there and the longest. */
+        Spans: {
+            column_count: number[];
+            column_max_ns: number[];
+            dur_ns: number[];
+            process: number[];
+            stack: number[];
+            summarized: boolean;
+            t_ns: number[];
+            tid: number[];
         };
         StackEnd: {
             /** @description `truncated: no unwind info`, `frame-pointer walk`, … */
@@ -1329,10 +1490,47 @@ export interface components {
              */
             total_bytes: number;
         };
+        /** @description One thread's probe calls that began in the window, in entry order; `depth` nests them. */
+        ThreadCalls: {
+            /** Format: int64 */
+            calls: number;
+            column_count: number[];
+            column_max_ns: number[];
+            depth: number[];
+            dur_ns: number[];
+            /** @description Index into the window's `probe_functions`. */
+            function: number[];
+            /** Format: int32 */
+            pid: number;
+            slow: boolean[];
+            summarized: boolean;
+            t_ns: number[];
+            /** Format: int32 */
+            tid: number;
+        };
+        /**
+         * @description Samples as columns (`summarized` false), or per window column how many and the process
+         *     with the most of them.
+         */
+        Ticks: {
+            /** @description Summarized: samples per column. */
+            column_count: number[];
+            /** @description Summarized: per column, the process with the most samples (`u32::MAX` when none). */
+            column_process: number[];
+            /** @description Index into the window's `processes`. */
+            process: number[];
+            /** @description Index into the window's `stacks`. */
+            stack: number[];
+            summarized: boolean;
+            t_ns: number[];
+            tid: number[];
+        };
         /** @description An instant in a body: a string in any form the API takes, or Unix ns as a number. */
         TimeValue: number | string;
         TimelineEventView: {
-            /** @description The event's four arguments (their names are in its definition). */
+            /** @description The names the program gave its arguments. */
+            arg_names: string[];
+            /** @description The event's four arguments; the first `arg_names.len()` are named, the rest zero. */
             args: number[];
             comm: string;
             /** Format: int32 */
@@ -1358,6 +1556,8 @@ export interface components {
         /** @description One program's events in a range. */
         TimelineSourceView: {
             comm: string;
+            /** @description The events the program defined, by name. */
+            definitions: components["schemas"]["EventDefinitionView"][];
             /** Format: int64 */
             events: number;
             /** Format: int64 */
@@ -1378,6 +1578,37 @@ export interface components {
             events: components["schemas"]["EventStatsView"][];
             /** @description Programs with events in the range, by first event. */
             sources: components["schemas"]["TimelineSourceView"][];
+        };
+        /** @description A trace file (what [`to_json`] writes; its shape in the OpenAPI document). */
+        Trace: {
+            displayTimeUnit: string;
+            /**
+             * @description `source`, `from_unix_ns`, `to_unix_ns` (decimal strings), `summarized` (lanes with no
+             *     items to export), `notes`.
+             */
+            otherData: Record<string, never>;
+            traceEvents: components["schemas"]["Event"][];
+        };
+        /** @description One run's slots inside the window, at their full resolution. */
+        TrafficLane: {
+            /**
+             * Format: int32
+             * @description The run's index of the first slot shown.
+             */
+            first_slot: number;
+            host: string;
+            iface: string;
+            /** Format: int64 */
+            interval_ns: number;
+            /**
+             * Format: int64
+             * @description Where that slot starts, in ns after the window's start (negative: before it).
+             */
+            offset_ns: number;
+            /** Format: int64 */
+            run: number;
+            /** @description The series asked for (default `in_bytes` and `out_bytes`), one value per slot shown. */
+            series: components["schemas"]["NamedSeries"][];
         };
         /** @description What `GET /api/v1/udfs` lists for each analysis. */
         UdfMeta: {
@@ -1416,6 +1647,68 @@ export interface components {
              * @description Of those, stacks that reach their root.
              */
             whole: number;
+        };
+        WindowFunction: {
+            kernel: boolean;
+            module: string;
+            name: string;
+        };
+        /** @description What a lane holds before it is summarized instead. */
+        WindowLimits: {
+            /** Format: int32 */
+            calls_per_lane: number;
+            /** Format: int32 */
+            events_per_lane: number;
+            /** Format: int32 */
+            runs: number;
+            /**
+             * Format: int32
+             * @description Stack samples (and, apart, waits) per CPU lane.
+             */
+            samples_per_lane: number;
+        };
+        WindowProcess: {
+            comm: string;
+            /** Format: int32 */
+            pid: number;
+        };
+        /** @description Everything of `[from_unix_ns, to_unix_ns)`. */
+        WindowView: {
+            /**
+             * Format: int32
+             * @description Summarized lanes have this many columns, each `(to - from) / columns` ns wide.
+             */
+            columns: number;
+            /** @description One lane per CPU with samples or waits in the window, by CPU. */
+            cpus: components["schemas"]["CpuLane"][];
+            /** Format: int64 */
+            from_unix_ns: number;
+            functions: components["schemas"]["WindowFunction"][];
+            limits: components["schemas"]["WindowLimits"];
+            /** @description Anything cut short, for the user (e.g. timeline events past the most one window reads). */
+            notes: string[];
+            /** @description The probed functions `function` columns index, per session. */
+            probe_functions: components["schemas"]["ProbeFunctionRef"][];
+            /** @description Per probed thread, its recorded calls in the window (sessions recorded with `--calls`). */
+            probes: components["schemas"]["ThreadCalls"][];
+            /** @description The processes lanes name (`process` columns index this), by pid. */
+            processes: components["schemas"]["WindowProcess"][];
+            /** @description Per program that logged timeline events in the window. */
+            programs: components["schemas"]["ProgramLane"][];
+            /**
+             * Format: int32
+             * @description Runs overlapping the window past `limits.runs`, left out (the latest).
+             */
+            runs_left_out: number;
+            /**
+             * @description The stacks exact samples and waits name (`stack` columns index this): function indexes
+             *     into `functions`, leaf first.
+             */
+            stacks: number[][];
+            /** Format: int64 */
+            to_unix_ns: number;
+            /** @description Per run overlapping the window (oldest first), its slots inside it. */
+            traffic: components["schemas"]["TrafficLane"][];
         };
     };
     responses: never;
@@ -3689,6 +3982,166 @@ export interface operations {
             };
             /** @description concurrency limit */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    window: {
+        parameters: {
+            query?: {
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
+                from?: string;
+                /** @description End (exclusive), same forms. Default: the end of time. */
+                to?: string;
+                /**
+                 * @description The chart's width in pixels: summarized lanes have this many columns (100 to 8192;
+                 *     default 1000).
+                 */
+                columns?: number;
+                /**
+                 * @description Items (samples, calls, events) per lane before it is summarized (default 20,000; at most
+                 *     2,000,000; the trace asks the most by default).
+                 */
+                lane_items?: number;
+                /** @description Traffic series to send, comma-separated (default `in_bytes,out_bytes`). */
+                series?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WindowView"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description overloaded or shutting down; retry */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    window_trace: {
+        parameters: {
+            query?: {
+                /** @description Start (inclusive): RFC 3339, Unix ns, `now`, or `-1h`. Default: the beginning. */
+                from?: string;
+                /** @description End (exclusive), same forms. Default: the end of time. */
+                to?: string;
+                /**
+                 * @description The chart's width in pixels: summarized lanes have this many columns (100 to 8192;
+                 *     default 1000).
+                 */
+                columns?: number;
+                /**
+                 * @description Items (samples, calls, events) per lane before it is summarized (default 20,000; at most
+                 *     2,000,000; the trace asks the most by default).
+                 */
+                lane_items?: number;
+                /** @description Traffic series to send, comma-separated (default `in_bytes,out_bytes`). */
+                series?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Trace"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description missing, unknown or revoked token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the token lacks the route's scope (`x-scope`), or the session or analysis is another team's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request took too long */
+            408: {
                 headers: {
                     [name: string]: unknown;
                 };

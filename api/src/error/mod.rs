@@ -35,6 +35,8 @@ pub enum CoreError {
     BadLimit { limit: usize, max: usize },
     #[error("bad cursor '{0}': pass the `next` of the previous page as it was given")]
     BadCursor(String),
+    #[error("bad window: {0}")]
+    BadWindow(String),
     #[error("the agent does not sample '{iface}' (it samples {known:?})")]
     UnknownIface { iface: String, known: Vec<String> },
     #[error("name the interface: one of {known:?}")]
@@ -99,7 +101,7 @@ impl CoreError {
             | StartTooFar { .. }
             | BadFrequency
             | BadShare(_) => ErrorKind::Invalid,
-            BadLimit { .. } | BadCursor(_) => ErrorKind::Invalid,
+            BadLimit { .. } | BadCursor(_) | BadWindow(_) => ErrorKind::Invalid,
             UnknownIface { .. } | IfaceRequired { .. } => ErrorKind::Invalid,
             NoRun(_) | NoSamples(_) | NoProbeSession(_) | NoActiveProbe(_) | NoAgent => ErrorKind::NotFound,
             Refused(_) => ErrorKind::Forbidden,
@@ -150,6 +152,7 @@ impl CoreError {
             BadFrequency => "bad_frequency",
             BadShare(_) => "bad_share",
             BadLimit { .. } => "bad_limit",
+            BadWindow(_) => "bad_window",
             BadCursor(_) => "bad_cursor",
             UnknownIface { .. } | IfaceRequired { .. } => "bad_iface",
             NoRun(_) => "not_found",

@@ -8,3 +8,4 @@ pub mod hex;
 pub mod millisampler;
 pub mod msgpack;
 pub mod pprof;
+pub mod trace;

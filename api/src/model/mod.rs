@@ -11,6 +11,7 @@ pub mod probe;
 pub mod profile;
 pub mod run;
 pub mod timeline;
+pub mod window;
 
 pub use analysis::{
     AnalysisOutput, Cell, Column, Description, InvokeResponse, LogLine, ParamKind, ParamSpec, ResultKind, Series,
@@ -27,4 +28,10 @@ pub use probe::{
 };
 pub use profile::{FlameNode, FunctionCount, ModuleCount, ModuleNaming, ProfileView, SymbolizeReport};
 pub use run::{ClockView, CpuView, Metrics, RunListEntry, RunView, SeriesSet};
-pub use timeline::{EventStatsView, TimelineEventView, TimelineEventsPage, TimelineSourceView, TimelineSummary};
+pub use timeline::{
+    EventDefinitionView, EventStatsView, TimelineEventView, TimelineEventsPage, TimelineSourceView, TimelineSummary,
+};
+pub use window::{
+    CpuLane, NamedSeries, ProbeFunctionRef, ProgramLane, Spans, ThreadCalls, Ticks, TrafficLane, WindowFunction,
+    WindowLimits, WindowProcess, WindowView,
+};

@@ -25,6 +25,18 @@ pub struct TimelineSourceView {
     pub events: u64,
     /// Records the program wrote that were overwritten in its ring before the agent read them.
     pub lost: u64,
+    /// The events the program defined, by name.
+    pub definitions: Vec<EventDefinitionView>,
+}
+
+/// One event as its program defined it: its place in the loop → phase → step hierarchy
+/// (`level` 0–9), how often it is logged (`rate` 0–9, 9 every time) and its arguments' names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct EventDefinitionView {
+    pub name: String,
+    pub level: u8,
+    pub rate: u8,
+    pub arg_names: Vec<String>,
 }
 
 /// One event of one program over a range. A lag is the time since the previous event of
@@ -36,6 +48,8 @@ pub struct EventStatsView {
     pub comm: String,
     pub name: String,
     pub level: u8,
+    /// The names of its arguments (≤ 4).
+    pub arg_names: Vec<String>,
     pub count: u64,
     pub lag_p50_ns: Option<u64>,
     pub lag_p99_ns: Option<u64>,
@@ -59,7 +73,9 @@ pub struct TimelineEventView {
     pub comm: String,
     pub name: String,
     pub level: u8,
-    /// The event's four arguments (their names are in its definition).
+    /// The event's four arguments; the first `arg_names.len()` are named, the rest zero.
     pub args: [u64; 4],
+    /// The names the program gave its arguments.
+    pub arg_names: Vec<String>,
     pub lag_ns: Option<u64>,
 }

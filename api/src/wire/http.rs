@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::{
     error::CoreResult,
-    orders::{DEFAULT_SAMPLES, RunFilter, RunOrder},
+    orders::{DEFAULT_SAMPLES, RunFilter, RunOrder, WINDOW_COLUMNS, WindowOrder},
     time::{TimeArg, parse_interval, parse_range},
 };
 
@@ -115,6 +115,36 @@ impl ProfileParams {
             cpu: self.cpu,
             include_idle: self.idle,
             kind: self.kind,
+        }
+    }
+}
+
+/// `GET /api/v1/window` and `/api/v1/window/trace` beside their range (both ends needed).
+#[derive(Default, Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WindowParams {
+    /// The chart's width in pixels: summarized lanes have this many columns (100 to 8192;
+    /// default 1000).
+    pub columns: Option<u32>,
+    /// Items (samples, calls, events) per lane before it is summarized (default 20,000; at most
+    /// 2,000,000; the trace asks the most by default).
+    pub lane_items: Option<u32>,
+    /// Traffic series to send, comma-separated (default `in_bytes,out_bytes`).
+    pub series: Option<String>,
+}
+
+impl WindowParams {
+    /// The order, with `lane_items` defaulting to `default_items`.
+    pub fn order(&self, range: TimeRange, default_items: Option<u32>) -> WindowOrder {
+        WindowOrder {
+            range,
+            columns: self.columns.unwrap_or(WINDOW_COLUMNS),
+            lane_items: self.lane_items.or(default_items),
+            series: self
+                .series
+                .as_deref()
+                .map(|s| s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect())
+                .unwrap_or_default(),
         }
     }
 }

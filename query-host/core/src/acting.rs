@@ -10,9 +10,10 @@ use std::{collections::BTreeSet, ops::Deref, path::PathBuf, time::Duration};
 
 use loupe_api::{
     access::Caller,
-    formats::base64::Base64,
-    model::{InvokeResponse, UdfMeta, Uploaded},
+    formats::{base64::Base64, trace},
+    model::{InvokeResponse, UdfMeta, Uploaded, WindowView},
     ops::{HostApi, Op},
+    orders::WindowOrder,
     wire::control::{PROBE_STOP, RUN_MARGIN},
 };
 use loupe_store::{NewRun, ProfileQuery, RunId, TimeRange, TimelineQuery};
@@ -102,6 +103,14 @@ impl<H: Deref<Target = Host>> HostApi for ActingFor<H> {
 
     fn profile_diff(&self, query: ProfileQuery, base: TimeRange, min_share: f64) -> CoreResult<ProfileDiffView> {
         self.call(Op::ProfileDiff, reads, || self.host.profile_diff(&query, base, min_share))
+    }
+
+    fn window(&self, order: WindowOrder) -> CoreResult<WindowView> {
+        self.call(Op::Window, reads, || self.host.window(&order))
+    }
+
+    fn export_trace(&self, order: WindowOrder) -> CoreResult<Vec<u8>> {
+        self.call(Op::ExportTrace, reads, || Ok(trace::to_json(&self.host.window(&order)?)))
     }
 
     fn pprof(&self, query: ProfileQuery, frequency: u64) -> CoreResult<Vec<u8>> {

@@ -24,6 +24,7 @@ pub mod profiles;
 pub mod runs;
 pub mod timeline;
 pub mod tokens;
+pub mod window;
 
 use std::time::Instant;
 

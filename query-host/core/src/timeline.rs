@@ -9,7 +9,9 @@ use super::{
     error::{CoreError, CoreResult},
 };
 use loupe_api::formats::hex;
-use loupe_api::model::{EventStatsView, TimelineEventView, TimelineEventsPage, TimelineSourceView, TimelineSummary};
+use loupe_api::model::{
+    EventDefinitionView, EventStatsView, TimelineEventView, TimelineEventsPage, TimelineSourceView, TimelineSummary,
+};
 
 /// Events per page unless asked otherwise.
 pub const DEFAULT_PAGE: usize = 1000;
@@ -32,6 +34,11 @@ impl Host {
                 last_unix_ns: s.last_unix_ns,
                 events: s.events,
                 lost: s.lost,
+                definitions: s
+                    .definitions
+                    .into_iter()
+                    .map(|d| EventDefinitionView { name: d.name, level: d.level, rate: d.rate, arg_names: d.arg_names })
+                    .collect(),
             })
             .collect();
         let events = self
@@ -43,6 +50,7 @@ impl Host {
                 comm: e.comm,
                 name: e.name,
                 level: e.level,
+                arg_names: e.arg_names,
                 count: e.count,
                 lag_p50_ns: e.lag_p50_ns,
                 lag_p99_ns: e.lag_p99_ns,
@@ -77,6 +85,7 @@ impl Host {
                     name: e.name,
                     level: e.level,
                     args: e.args,
+                    arg_names: e.arg_names,
                     lag_ns: e.lag_ns,
                 })
                 .collect(),

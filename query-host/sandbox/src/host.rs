@@ -218,6 +218,40 @@ impl loupe::udf::data::Host for DataHost {
         Ok(Ok(self.table.push(TimelineCursor { query, after: None, done: false })?))
     }
 
+    fn timeline_definitions(
+        &mut self,
+        range: wit::TimeRange,
+        filter: wit::TimelineFilter,
+    ) -> wasmtime::Result<Result<Vec<wit::TimelineDefinition>, String>> {
+        let range = match self.range(range) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        let sources = match self.store.timeline_sources(range) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let mut out = Vec::new();
+        for s in sources {
+            if filter.pid.is_some_and(|p| p != s.pid) || filter.comm.as_ref().is_some_and(|c| *c != s.comm) {
+                continue;
+            }
+            for d in s.definitions {
+                if filter.event.as_ref().is_none_or(|n| *n == d.name) {
+                    let (pid, comm) = (s.pid, s.comm.clone());
+                    out.push(wit::TimelineDefinition {
+                        pid,
+                        comm,
+                        name: d.name,
+                        level: d.level,
+                        arg_names: d.arg_names,
+                    });
+                }
+            }
+        }
+        Ok(Ok(out))
+    }
+
     fn open_probes(&mut self, range: wit::TimeRange) -> wasmtime::Result<Result<Resource<ProbeCursor>, String>> {
         self.open_probe_cursor(range)
     }

@@ -4,11 +4,16 @@
 //! agent's control socket, or a remote host's API (`--server`) — `open` picks it, and the
 //! commands do not know which: each answers with the same types and the same errors.
 
-use std::{fs, io::Write, str::FromStr, time::Instant};
+use std::{fs, io::Write, path::Path, str::FromStr, time::Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use ipnet::IpNet;
-use loupe_api::{access::Caller, ops::HostApi, wire::control::IMPORT_CHUNK};
+use loupe_api::{
+    access::Caller,
+    ops::HostApi,
+    orders::{MAX_WINDOW_LANE_ITEMS, WINDOW_COLUMNS, WindowOrder},
+    wire::control::IMPORT_CHUNK,
+};
 use loupe_bpf::parse_prefix;
 use loupe_store::{ProfileQuery, RunId, SampleKind, StoreError, TimelineQuery};
 use serde::Serialize;
@@ -16,8 +21,8 @@ use serde::Serialize;
 use super::{open_store, progress, stop_on_signals};
 use crate::{
     cli::{
-        DaysArgs, ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RemoteArgs, RunArgs, SampleArgs, ShowArgs,
-        StoreArgs, SymbolizeArgs, TimelineCommand,
+        DaysArgs, ExportArgs, Format, ImportArgs, ListArgs, ProfileArgs, RangeArgs, RemoteArgs, RunArgs, SampleArgs,
+        ShowArgs, StoreArgs, SymbolizeArgs, TimelineCommand, WindowArgs,
     },
     render,
 };
@@ -240,6 +245,32 @@ pub fn timeline(cmd: TimelineCommand, remote: &RemoteArgs) -> Result<()> {
         }
     }
     if args.json { print_json(&page) } else { print_text(&render::timeline::events(&page)) }
+}
+
+/// `loupe window`: every lane of a span of time, counted (or whole with `--json`).
+pub fn window(args: WindowArgs, remote: &RemoteArgs) -> Result<()> {
+    let order = WindowOrder {
+        range: range(args.range.from, args.range.to)?,
+        columns: args.columns,
+        lane_items: args.lane_items,
+        series: args.series,
+    };
+    let view = open(&args.store, remote, Vec::new())?.window(order)?;
+    if args.json { print_json(&view) } else { print_text(&render::window::summary(&view)) }
+}
+
+/// `loupe export trace`: the window, every item, as a trace file.
+pub fn export_trace(store: &StoreArgs, span: RangeArgs, output: &Path, remote: &RemoteArgs) -> Result<()> {
+    let order = WindowOrder {
+        range: range(span.from, span.to)?,
+        columns: WINDOW_COLUMNS,
+        lane_items: Some(MAX_WINDOW_LANE_ITEMS),
+        series: Vec::new(),
+    };
+    let bytes = open(store, remote, Vec::new())?.export_trace(order)?;
+    fs::write(output, &bytes).with_context(|| format!("writing {}", output.display()))?;
+    eprintln!("wrote {} ({} bytes): open it in the Perfetto UI or chrome://tracing", output.display(), bytes.len());
+    Ok(())
 }
 
 pub fn profile(args: ProfileArgs, remote: &RemoteArgs) -> Result<()> {

@@ -8,3 +8,4 @@ pub mod probe;
 pub mod profile;
 pub mod run;
 pub mod timeline;
+pub mod window;

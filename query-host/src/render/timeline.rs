@@ -52,6 +52,15 @@ pub fn summary(s: &TimelineSummary) -> String {
     out
 }
 
+/// An event's arguments as `name=value`: the named ones, then any other that is not zero
+/// (as `arg<i>`).
+fn args(names: &[String], values: &[u64; 4]) -> String {
+    let named = values.iter().zip(names).map(|(v, n)| format!("{n}={v}"));
+    let rest =
+        values.iter().enumerate().skip(names.len()).filter(|(_, v)| **v != 0).map(|(i, v)| format!("arg{i}={v}"));
+    named.chain(rest).collect::<Vec<_>>().join(" ")
+}
+
 /// `loupe timeline show`: one event per line, indented by level.
 pub fn events(page: &TimelineEventsPage) -> String {
     let mut out = String::new();
@@ -59,14 +68,14 @@ pub fn events(page: &TimelineEventsPage) -> String {
         let indent = "  ".repeat(usize::from(e.level.min(9)));
         let _ = writeln!(
             out,
-            "{}  {:>7}/{:<7} cpu{:<3} {indent}{:<24} lag {:>12} µs  args {:?}",
+            "{}  {:>7}/{:<7} cpu{:<3} {indent}{:<24} lag {:>12} µs  {}",
             format_unix_ns(e.time_unix_ns),
             e.pid,
             e.tid,
             e.cpu,
             e.name,
             us(e.lag_ns),
-            e.args
+            args(&e.arg_names, &e.args)
         );
     }
     if page.next.is_some() {

@@ -64,6 +64,8 @@ pub struct StoredEvent {
     pub name: String,
     pub level: u8,
     pub args: [u64; 4],
+    /// The names the program gave the arguments (≤ 4; `args` past them are zero).
+    pub arg_names: Vec<String>,
     pub lag_ns: Option<u64>,
 }
 
@@ -93,6 +95,8 @@ pub struct EventStats {
     pub comm: String,
     pub name: String,
     pub level: u8,
+    /// The names of its arguments, from its definition.
+    pub arg_names: Vec<String>,
     pub count: u64,
     pub lag_p50_ns: Option<u64>,
     pub lag_p99_ns: Option<u64>,
@@ -109,6 +113,9 @@ pub struct TimelineSourceSummary {
     pub last_unix_ns: u64,
     pub events: u64,
     pub lost: u64,
+    /// The events the process defined (name, level, rate, argument names), by name: a
+    /// process that defined more events later has one list with all of them.
+    pub definitions: Vec<TimelineEventDef>,
 }
 
 /// What [`crate::Store::put_timeline`] stored.

@@ -46,6 +46,18 @@ impl Sources {
     }
 }
 
+/// Per (pid, comm, event name, level): the lags summed so far and the event's argument names.
+type Groups = BTreeMap<(u32, String, String, u8), (SumHist, Vec<String>)>;
+
+/// The group of source `s`'s event `e`, made on first use.
+fn group<'a>(groups: &'a mut Groups, s: &TimelineSource, e: u32) -> &'a mut SumHist {
+    let d = &s.events[e as usize];
+    &mut groups
+        .entry((s.pid, s.comm.clone(), d.name.clone(), d.level))
+        .or_insert_with(|| (SumHist::default(), d.arg_names.clone()))
+        .0
+}
+
 fn stored(s: &TimelineSource, e: &codec::Ev) -> StoredEvent {
     let d = &s.events[e.event as usize];
     StoredEvent {
@@ -57,6 +69,7 @@ fn stored(s: &TimelineSource, e: &codec::Ev) -> StoredEvent {
         name: d.name.clone(),
         level: d.level,
         args: e.args,
+        arg_names: d.arg_names.clone(),
         lag_ns: e.lag,
     }
 }
@@ -125,7 +138,7 @@ impl Store {
         inner.ensure_tl_dict()?;
         let (from, to) = (q.range.from_unix_ns, q.range.to_unix_ns);
         let span = inner.tl_totals()?.max_span_ns;
-        let mut groups: BTreeMap<(u32, String, String, u8), SumHist> = BTreeMap::new();
+        let mut groups = Groups::new();
         let mut sources = Sources::default();
         inner.for_each_tl_batch(from.saturating_sub(span), to, |start, id, row| {
             if row.events == 0 || row.end < from {
@@ -133,10 +146,6 @@ impl Store {
             }
             let (s, sel) = sources.of(inner, q, &row, id)?;
             let Some(sel) = sel else { return Ok(true) };
-            let key = |e: u32| {
-                let d = &s.events[e as usize];
-                (s.pid, s.comm.clone(), d.name.clone(), d.level)
-            };
             if from <= start && row.end < to {
                 let hists = codec::decode_hists(&row.hists.0)
                     .map_err(|d| inner.corrupt(format!("timeline batch {id} histograms"), d))?;
@@ -148,13 +157,13 @@ impl Store {
                         ));
                     };
                     if want {
-                        groups.entry(key(*e)).or_default().add(h);
+                        group(&mut groups, s, *e).add(h);
                     }
                 }
             } else {
                 for e in inner.read_tl_block(start, id, s)? {
                     if e.time >= from && e.time < to && sel[e.event as usize] {
-                        groups.entry(key(e.event)).or_default().add_lag(e.lag);
+                        group(&mut groups, s, e.event).add_lag(e.lag);
                     }
                 }
             }
@@ -162,12 +171,13 @@ impl Store {
         })?;
         Ok(groups
             .into_iter()
-            .filter(|(_, h)| h.count > 0)
-            .map(|((pid, comm, name, level), h)| EventStats {
+            .filter(|(_, (h, _))| h.count > 0)
+            .map(|((pid, comm, name, level), (h, arg_names))| EventStats {
                 pid,
                 comm,
                 name,
                 level,
+                arg_names,
                 count: h.count,
                 lag_p50_ns: h.quantile(0.5),
                 lag_p99_ns: h.quantile(0.99),
@@ -178,7 +188,8 @@ impl Store {
 
     /// Per process (pid, start ticks, comm): the batches that overlap `range` — their first
     /// and last event, events and lost counts (whole batches: a batch the range cuts counts
-    /// wholly). A batch that only reports losses counts at its time.
+    /// wholly). A batch that only reports losses counts at its time. Each with the events the
+    /// process defined.
     pub fn timeline_sources(&self, range: TimeRange) -> Result<Vec<TimelineSourceSummary>, StoreError> {
         range.check()?;
         let inner = &*self.inner;
@@ -200,7 +211,13 @@ impl Store {
                 last_unix_ns: row.end,
                 events: 0,
                 lost: 0,
+                definitions: Vec::new(),
             });
+            for d in &s.events {
+                if let Err(at) = e.definitions.binary_search_by(|o| o.name.cmp(&d.name)) {
+                    e.definitions.insert(at, d.clone());
+                }
+            }
             e.first_unix_ns = e.first_unix_ns.min(start);
             e.last_unix_ns = e.last_unix_ns.max(row.end);
             e.events += row.events;

@@ -1,6 +1,6 @@
 //! `loupe-synth --data-dir D [--wide-stacks N] [--seed S]`: fills a data dir with the testbed's
-//! synthetic data (see `loupe_testbed::synthetic`: runs, stack samples, and three probe sessions
-//! of a packet loop made from the seed) so a `loupe serve` over it has known answers — for the
+//! synthetic data (see `loupe_testbed::synthetic`: runs, stack samples, waits, three probe
+//! sessions of a packet loop made from the seed, and a program's timeline) so a `loupe serve` over it has known answers — for the
 //! web UI's browser tests and for trying the UI without an agent.
 //!
 //! `loupe-synth --wasm-dir` prints where the udf-sdk components are (`loupe_testbed::wasm`), so
@@ -44,5 +44,6 @@ fn main() {
     let wide = if wide > 0 { loupe_testbed::synthetic::fill_wide_profile(&dir, wide, 3) } else { 0 };
     loupe_testbed::synthetic::fill_probes(&dir, seed);
     loupe_testbed::synthetic::fill_waits(&dir);
+    loupe_testbed::synthetic::fill_timeline(&dir);
     println!("{{\"run_a\": {a}, \"run_b\": {b}, \"wide_samples\": {wide}}}");
 }

@@ -8,7 +8,9 @@ use axum::{
     http::{StatusCode, header},
     response::{IntoResponse, Response},
 };
-use loupe_api::wire::http::{BaseQuery, DEFAULT_FREQUENCY, ListQuery, ProfileParams, ShowQuery, StartRun, StartedRun};
+use loupe_api::wire::http::{
+    BaseQuery, DEFAULT_FREQUENCY, ListQuery, ProfileParams, ShowQuery, StartRun, StartedRun, WindowParams,
+};
 use loupe_store::RunId;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -20,8 +22,11 @@ use super::{
     extract::{ApiJson, ApiQuery, Range, RangeQuery},
     negotiate::Format,
 };
-use loupe_api::model::{DayView, ErrorBody, Health, ProfileDiffView, ProfileView, RunListEntry, RunView, StatsView};
+use loupe_api::model::{
+    DayView, ErrorBody, Health, ProfileDiffView, ProfileView, RunListEntry, RunView, StatsView, WindowView,
+};
 use loupe_api::ops::HostApi;
+use loupe_api::orders::MAX_WINDOW_LANE_ITEMS;
 use loupe_core::CoreError;
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
@@ -35,6 +40,8 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(profile_diff))
         .routes(routes!(profile_pprof))
         .routes(routes!(pids))
+        .routes(routes!(window))
+        .routes(routes!(window_trace))
 }
 
 /// Liveness and what this server is. Needs no token.
@@ -150,6 +157,43 @@ async fn profile_pprof(
         [
             (header::CONTENT_TYPE, "application/octet-stream"),
             (header::CONTENT_DISPOSITION, "attachment; filename=\"loupe.pb.gz\""),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// Everything recorded in a span of time on one axis (`loupe window --json`): each run's slots,
+/// each CPU's samples and waits, each thread's probe calls, each program's timeline events;
+/// lanes past `lane_items` as per-column summaries. Times in lanes are ns after `from_unix_ns`.
+/// MessagePack with `Accept: application/msgpack`.
+#[utoipa::path(get, path = "/api/v1/window", tag = "window", params(RangeQuery, WindowParams), responses((status = 200, body = WindowView), (status = 400, body = ErrorBody)))]
+async fn window(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    fmt: Format,
+    Range(range): Range,
+    ApiQuery(p): ApiQuery<WindowParams>,
+) -> Result<Response, ApiError> {
+    let order = p.order(range, None);
+    Ok(fmt.reply(&acting(&state, caller, move |api| api.window(order)).await?))
+}
+
+/// The window as a Chrome/Perfetto trace (JSON Trace Event format; `loupe export trace`): open it
+/// in the Perfetto UI or `chrome://tracing`.
+#[utoipa::path(get, path = "/api/v1/window/trace", tag = "window", params(RangeQuery, WindowParams), responses((status = 200, content_type = "application/json", body = loupe_api::formats::trace::Trace), (status = 400, body = ErrorBody)))]
+async fn window_trace(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Range(range): Range,
+    ApiQuery(p): ApiQuery<WindowParams>,
+) -> Result<Response, ApiError> {
+    let order = p.order(range, Some(MAX_WINDOW_LANE_ITEMS));
+    let bytes = acting(&state, caller, move |api| api.export_trace(order)).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CONTENT_DISPOSITION, "attachment; filename=\"loupe-trace.json\""),
         ],
         bytes,
     )

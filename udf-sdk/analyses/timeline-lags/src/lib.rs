@@ -15,7 +15,9 @@
 
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 
-use loupe_udf::{Analysis, Context, Description, Output, Param, ResultKind, Table, TimelineEvent, row};
+use loupe_udf::{
+    Analysis, Context, Description, Output, Param, ResultKind, Table, TimelineDefinitions, TimelineEvent, row,
+};
 
 /// Events remembered per thread for the breakdown of a slow iteration.
 pub const WINDOW: usize = 256;
@@ -108,10 +110,17 @@ pub struct Ev {
     pub name: String,
     pub level: u8,
     pub lag: Option<u64>,
+    /// Its arguments as `name=value`, by their definition's names (and `arg<i>=value` for
+    /// any other that is not zero).
+    pub args: String,
 }
 
-impl From<&TimelineEvent> for Ev {
-    fn from(e: &TimelineEvent) -> Self {
+impl Ev {
+    fn new(e: &TimelineEvent, defs: &TimelineDefinitions) -> Self {
+        let names = defs.arg_names(e);
+        let named = names.iter().zip(&e.args).map(|(n, v)| format!("{n}={v}"));
+        let rest = e.args.iter().enumerate().skip(names.len()).filter(|(_, v)| **v != 0);
+        let args = named.chain(rest.map(|(i, v)| format!("arg{i}={v}"))).collect::<Vec<_>>().join(" ");
         Ev {
             time: e.time_ns,
             pid: e.pid,
@@ -120,6 +129,7 @@ impl From<&TimelineEvent> for Ev {
             name: e.name.clone(),
             level: e.level,
             lag: e.lag_ns,
+            args,
         }
     }
 }
@@ -133,6 +143,7 @@ pub struct Report {
     recent: HashMap<(u32, u32), VecDeque<Ev>>,
     top: usize,
     iteration: Option<String>,
+    defs: TimelineDefinitions,
 }
 
 impl Report {
@@ -140,10 +151,16 @@ impl Report {
         Report { top, iteration, ..Default::default() }
     }
 
+    /// Names the events' arguments by these definitions.
+    pub fn with_definitions(mut self, defs: TimelineDefinitions) -> Self {
+        self.defs = defs;
+        self
+    }
+
     pub fn add(&mut self, e: &TimelineEvent) {
         let lags = self.stats.entry((e.pid, e.comm.clone(), e.name.clone(), e.level)).or_default();
         lags.add(e.lag_ns);
-        let ev = Ev::from(e);
+        let ev = Ev::new(e, &self.defs);
         let is_iteration = match &self.iteration {
             Some(name) => *name == e.name,
             None => e.level == 0,
@@ -183,8 +200,10 @@ impl Report {
             .column("lag_ns", "ns")
             .column("lag_p50_ns", "ns")
             .column("lag_p99_ns", "ns")
-            .column("lag_max_ns", "ns");
+            .column("lag_max_ns", "ns")
+            .column("args", "");
         for ((pid, comm, name, level), lags) in &self.stats {
+            let names = self.defs.iter().find(|d| d.pid == *pid && d.name == *name).map(|d| d.arg_names.join(" "));
             t.push_row(row![
                 "lags",
                 *pid,
@@ -197,7 +216,8 @@ impl Report {
                 (),
                 lags.quantile(0.5),
                 lags.quantile(0.99),
-                lags.max
+                lags.max,
+                names.unwrap_or_default()
             ]);
         }
         let mut slow = self.slowest.into_vec();
@@ -206,7 +226,21 @@ impl Report {
             let what = format!("slow #{}", i + 1);
             for e in s.inside.iter().chain(std::iter::once(&s.event)) {
                 let label = if std::ptr::eq(e, &s.event) { what.clone() } else { format!("  in #{}", i + 1) };
-                t.push_row(row![label, e.pid, &e.comm, e.tid, &e.name, e.level, (), e.time, e.lag, (), (), ()]);
+                t.push_row(row![
+                    label,
+                    e.pid,
+                    &e.comm,
+                    e.tid,
+                    &e.name,
+                    e.level,
+                    (),
+                    e.time,
+                    e.lag,
+                    (),
+                    (),
+                    (),
+                    &e.args
+                ]);
             }
         }
         t
@@ -228,9 +262,9 @@ impl Analysis for TimelineLags {
     fn run(ctx: &Context) -> Result<Output, String> {
         let top = usize::try_from(ctx.params.u64("top")?.min(1000)).unwrap_or(1000);
         let iteration = ctx.params.nonempty_text("iteration")?.map(str::to_string);
-        let events =
-            ctx.timeline().pid(ctx.params.nonzero_u32("pid")?).comm(ctx.params.nonempty_text("comm")?).open()?;
-        let mut report = Report::new(top, iteration);
+        let query = ctx.timeline().pid(ctx.params.nonzero_u32("pid")?).comm(ctx.params.nonempty_text("comm")?);
+        let mut report = Report::new(top, iteration).with_definitions(query.definitions()?);
+        let events = query.open()?;
         for e in events {
             report.add(&e);
         }
@@ -285,7 +319,14 @@ mod tests {
 
     #[test]
     fn slowest_iterations_carry_the_events_inside_them() {
-        let mut r = Report::new(2, Some("loop_end".into()));
+        let lookup = loupe_udf::TimelineDefinition {
+            pid: 7,
+            comm: "pktloop".into(),
+            name: "lookup".into(),
+            level: 1,
+            arg_names: vec!["key".into()],
+        };
+        let mut r = Report::new(2, Some("loop_end".into())).with_definitions([lookup].into_iter().collect());
         // Three iterations on thread 1 (lags 100, 900, 300); thread 2's events never mix in.
         let mut t = 1_000;
         for (i, slow_step) in [10u64, 800, 200].into_iter().enumerate() {
@@ -307,6 +348,8 @@ mod tests {
         assert_eq!(slow[0].inside[1].lag, Some(800), "the slow step is there with its lag");
         let stats = &r.stats[&(7, "pktloop".to_string(), "lookup".to_string(), 1)];
         assert_eq!((stats.count, stats.max), (3, Some(800)));
+        assert_eq!(slow[0].inside[1].args, "key=0", "named by its definition");
+        assert_eq!(slow[0].inside[0].args, "", "no names, all zero");
         let table = r.table();
         assert_eq!(table.rows.len(), 5 + 3 + 3, "5 event kinds, then 2 iterations of 3 rows");
     }
