@@ -163,6 +163,9 @@ pub enum Command {
     Fleet(FleetCommand),
     /// Print the HTTP API's OpenAPI document (what /api/v1/openapi.json serves).
     Openapi,
+    /// The demo's application (`agent --demo` starts it): a request loop that logs a timeline.
+    #[command(hide = true)]
+    DemoApp,
 }
 
 #[derive(Debug, Args)]

@@ -3,7 +3,7 @@
 use clap::Parser;
 use loupe_doors as doors;
 use loupe_query_host::{
-    app::{agent, commands, fleet, probes, serve, tokens, udf, zero_pages},
+    app::{agent, commands, demo_app, fleet, probes, serve, tokens, udf, zero_pages},
     cli::{Cli, Command, ExportCommand, ImportCommand, RunsCommand},
 };
 use tracing_subscriber::EnvFilter;
@@ -42,6 +42,7 @@ fn main() {
         Command::Audit(args) => tokens::audit_trail(args),
         Command::Udf(cmd) => udf::main(cmd, remote),
         Command::Fleet(cmd) => fleet::main(cmd, remote),
+        Command::DemoApp => demo_app::main(),
         Command::Openapi => {
             serde_json::to_string_pretty(&doors::http::openapi()).map(|doc| println!("{doc}")).map_err(Into::into)
         }

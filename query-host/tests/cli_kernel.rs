@@ -494,7 +494,8 @@ fn a_run_longer_than_the_request_timeout_answers_408_and_is_stored_later() {
 }
 
 /// `loupe agent --demo` (what `scripts/start` runs) starts complete: the example analyses are
-/// installed, owned by team `demo`, and answer.
+/// installed, owned by team `demo`, and answer; its application logs a timeline (with argument
+/// names) and is probed by the agent within `FIRST_PROBE`, each call recorded.
 #[test]
 fn the_demo_starts_with_the_example_analyses_installed() {
     require_root!();
@@ -503,9 +504,11 @@ fn the_demo_starts_with_the_example_analyses_installed() {
     let port = 18_000 + (std::process::id() % 1000) as u16;
     let listen = format!("127.0.0.1:{port}");
     let mut agent = Command::new(LOUPE)
-        .args(["agent", "--demo", "--no-stacks", "--no-auth", "--duration", "30s", "--listen", &listen])
+        .args(["agent", "--demo", "--no-stacks", "--no-auth", "--duration", "90s", "--listen", &listen])
         .arg("--demo-analyses")
         .arg(&wasm_dir)
+        .arg("--timeline-dir")
+        .arg(dir.path().join("rings"))
         .arg("--data-dir")
         .arg(dir.path())
         .env("RUST_LOG", "warn")
@@ -532,6 +535,30 @@ fn the_demo_starts_with_the_example_analyses_installed() {
         .send(r#"{"params": {"threshold_bps": 1000000}}"#)
         .unwrap();
     assert_eq!(r.status(), 200, "{}", r.body_mut().read_to_string().unwrap());
+    let get = |path: &str| -> Option<Value> {
+        let mut r = http.get(format!("http://{listen}{path}")).call().ok().filter(|r| r.status() == 200)?;
+        Some(serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap())
+    };
+    // The demo's application logs its loop …
+    let events = wait_for(&mut agent, "the demo application's timeline", Duration::from_secs(20), || {
+        let t = get("/api/v1/timeline")?;
+        let e =
+            t["events"].as_array()?.iter().find(|e| e["comm"] == "loupe-demo-app" && e["name"] == "request")?.clone();
+        Some(e)
+    });
+    assert_eq!(events["arg_names"], serde_json::json!(["id", "bytes"]));
+    // … and the agent probes its request handler by itself; stopped here, every call counted.
+    let first = loupe_query_host::app::demo_app::FIRST_PROBE + Duration::from_secs(20);
+    let handle = wait_for(&mut agent, "the demo's probe session", first, || {
+        let p = get("/api/v1/probes")?;
+        p["active"].as_array()?.first().map(|s| s["handle"].as_u64().unwrap())
+    });
+    let mut r = http.post(format!("http://{listen}/api/v1/probes/active/{handle}/stop")).send_empty().unwrap();
+    let stopped: Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+    assert_eq!(stopped["functions"][0]["name"], "loupe_demo_handle", "{stopped}");
+    assert!(stopped["functions"][0]["calls"].as_u64().unwrap() > 0, "{stopped}");
+    let stored = get(&format!("/api/v1/probes/{}?calls=true", stopped["id"])).expect("the stored session");
+    assert!(!stored["calls"].as_array().is_none_or(Vec::is_empty), "call records kept: {stored}");
     sigterm(&agent);
     assert!(agent.wait().unwrap().success());
 }

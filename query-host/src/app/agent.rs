@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use loupe_bpf::{SamplerOptions, StackSampler, parse_prefix};
 use tracing::{info, warn};
 
-use super::{demo, exit_within, open_store, stop_on_signals, wait_for_stop};
+use super::{demo, demo_app, exit_within, open_store, stop_on_signals, wait_for_stop};
 use crate::cli::{AgentArgs, FleetJoinArgs};
 use loupe_api::model::FleetPlace;
 use loupe_core::{
@@ -102,13 +102,20 @@ pub fn main(args: AgentArgs) -> Result<()> {
         None
     };
     // Application timelines: programs' ring files tailed every 50 ms, stored in batches.
+    let timeline_dir = args.timeline_dir.clone().unwrap_or_else(loupe_timeline::timeline_dir);
     let timeline = if args.no_timeline {
         None
     } else {
-        let dir = args.timeline_dir.clone().unwrap_or_else(loupe_timeline::timeline_dir);
+        let dir = timeline_dir.clone();
         let mut collector = TimelineCollector::new(dir, &args.store.data_dir, store.clone());
         let stop = Arc::clone(&shutdown);
         Some(thread::Builder::new().name("loupe-timeline".into()).spawn(move || collector.run(&stop))?)
+    };
+    // The demo's application: a timeline to show, a function to probe.
+    let demo_app = if args.demo {
+        Some(demo_app::DemoApp::start(&timeline_dir, Arc::clone(&host), Arc::clone(&shutdown))?)
+    } else {
+        None
     };
     let control = ControlServer::start(&args.store.data_dir, Arc::clone(&host))?;
     // The fleet: registration and answers on NATS, in the background (NATS may come up later).
@@ -148,6 +155,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
         fleet.stop();
     }
     control.stop();
+    drop(demo_app);
     if let Some(s) = host.scheduler() {
         s.join();
     }

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod commands;
 pub mod demo;
+pub mod demo_app;
 pub mod fleet;
 pub mod probes;
 pub mod progress;
