@@ -281,6 +281,130 @@ pub fn fill_timeline(dir: &Path) {
     store.flush().unwrap();
 }
 
+/// Where [`fill_busy_window`]'s ten minutes start: T0 + 1 h.
+pub const BUSY_START: u64 = T0 + 3600 * SEC;
+/// Its length.
+pub const BUSY_LEN: u64 = 600 * SEC;
+
+/// Ten minutes of a busy 16-CPU host from [`BUSY_START`] (the window view's figure): 96,000 stack
+/// samples (16 CPUs at 10 Hz, 40 processes over 300 stack shapes), 100,000 timeline events
+/// (5 programs of 20,000: a loop of 4 events every 120 ms per program), about 2,000 recorded probe
+/// calls (a packet loop for 0.66 s, 2 threads), and 10 runs (2,000 slots of 1 ms, one a minute).
+/// Returns (samples, events, calls, runs).
+pub fn fill_busy_window(dir: &Path) -> (u64, u64, u64, u64) {
+    let store = open_kept(dir);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let shapes: Vec<Vec<Frame>> = (0..300)
+        .map(|k| {
+            let depth = 4 + (next() % 12) as usize;
+            let mut f: Vec<Frame> = (0..depth)
+                .map(|l| Frame::user(format!("busy{l}::f{}", (k * 7 + l * 3) % (5 + l * 4)), "/usr/bin/busy"))
+                .collect();
+            f.reverse();
+            f
+        })
+        .collect();
+    let mut samples = 0;
+    for batch in 0..60u64 {
+        let start = BUSY_START + batch * 10 * SEC;
+        let mut b = Vec::with_capacity(1600);
+        for tick in 0..100u64 {
+            for cpu in 0..16u32 {
+                let r = next();
+                let pid = 1000 + (r % 40) as u32;
+                b.push(StackSample {
+                    time_unix_ns: start + tick * 100 * MS + u64::from(cpu) * 1000,
+                    cpu,
+                    pid,
+                    tid: pid + ((r >> 8) % 3) as u32,
+                    comm: format!("svc{}", pid % 40),
+                    cgroup_id: 1,
+                    idle: false,
+                    frames: shapes[((r >> 16) % 300) as usize].clone(),
+                });
+            }
+        }
+        samples += b.len() as u64;
+        store.put_samples(&b, 0, start + 10 * SEC).unwrap();
+    }
+    let mut events = 0;
+    for prog in 0..5u32 {
+        let def = |name: &str, level, args: &[&str]| TimelineEventDef {
+            name: name.into(),
+            level,
+            rate: 9,
+            arg_names: args.iter().map(|a| a.to_string()).collect(),
+        };
+        let source = TimelineSource {
+            pid: 2000 + prog,
+            start_ticks: 77 + u64::from(prog),
+            comm: format!("loop{prog}"),
+            events: vec![
+                def("rx", 1, &["packets"]),
+                def("work", 2, &["items", "bytes"]),
+                def("tx", 1, &["packets"]),
+                def("loop_end", 0, &["iteration"]),
+            ],
+        };
+        let mut evs = Vec::with_capacity(20_000);
+        let mut last_end: Option<u64> = None;
+        for i in 0..5000u64 {
+            let t = BUSY_START + i * 120 * MS + u64::from(prog) * 7 * MS;
+            let tid = 2000 + prog * 10;
+            let ev = |time: u64, event, args, lag| TimelineEvent {
+                time_unix_ns: time,
+                tid,
+                cpu: prog,
+                event,
+                args,
+                lag_ns: lag,
+            };
+            let work = 2 * MS + (next() % 3000) * 1000;
+            evs.push(ev(t, 0, [i % 64, 0, 0, 0], last_end.map(|e| t - e)));
+            evs.push(ev(t + 200_000, 1, [i % 8, (i % 8) * 1500, 0, 0], Some(200_000)));
+            evs.push(ev(t + work, 2, [i % 64, 0, 0, 0], Some(work - 200_000)));
+            evs.push(ev(t + work + 100_000, 3, [i, 0, 0, 0], last_end.map(|e| t + work + 100_000 - e)));
+            last_end = Some(t + work + 100_000);
+        }
+        events += evs.len() as u64;
+        for chunk in evs.chunks(4000) {
+            store.put_timeline(&source, chunk, 0, BUSY_START + BUSY_LEN).unwrap();
+        }
+    }
+    let spec = LoopSpec {
+        start_unix_ns: BUSY_START + 100 * SEC,
+        length_ns: 660 * MS,
+        threads: 2,
+        mean_gap_ns: 200_000.0,
+        sample_every: 16,
+        raised: None,
+        record_calls: true,
+        bias_ns: 138,
+    };
+    let session = loop_session(&spec, &mut Rng(DEFAULT_SEED), vec![PROBE_PID], None, "duration");
+    let calls = session.calls.len() as u64;
+    store.put_probe_session(session).unwrap();
+    let mut runs = 0;
+    for m in 0..10u64 {
+        let n = 2000;
+        let ramp: Vec<u64> = (0..n as u64)
+            .map(|i| 20_000 + (i * 37 + m * 101) % 9_000 + if i % 500 < 4 { 400_000 } else { 0 })
+            .collect();
+        let start = BUSY_START + m * 60 * SEC + 5 * SEC;
+        let r = run(start, MS, 2, &ramp, &vec![8_000; n], &vec![20; n], &vec![8; n], &vec![4; n], false);
+        store.put_run(r, start + 2 * SEC).unwrap();
+        runs += 1;
+    }
+    store.flush().unwrap();
+    (samples, events, calls, runs)
+}
+
 /// Waits off the CPU with known weights, in the samples' minute: pid 100 ("svc") waits in
 /// `read_config` ← `main` 3 × 10 ms, each kept (1 in 1); pid 200 ("batch") in `lock_table` ←
 /// `main` 2 × 5 ms, each kept 1 in 4 (so 40 ms in all). The off-CPU profile: 30 ms and 40 ms.

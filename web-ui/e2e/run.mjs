@@ -21,6 +21,7 @@ import './views/profile.mjs';
 import './views/analyses.mjs';
 import './views/timeline.mjs';
 import './views/probes.mjs';
+import './views/window.mjs';
 import './views/nofleet.mjs';
 import './views/narrow.mjs';
 import './views/https.mjs';

@@ -1341,8 +1341,11 @@ export interface components {
          *     that began `lag` before it (breath to breath).
          */
         ProgramLane: {
-            /** @description Four per event. */
-            args: number[];
+            /**
+             * @description The events' arguments as four columns (`args[i][k]`: argument `i` of event `k`); a
+             *     column no event of the lane sets (all zero) is sent empty.
+             */
+            args: number[][];
             column_count: number[];
             /**
              * @description Summarized: per column, the longest lag of a level-0 event that ended there — an

@@ -68,12 +68,19 @@ export class FlameGraph {
   /** A node's value as said: samples, or time waited (an off-CPU profile's values are ns). */
   private readonly amount: (v: number) => string;
 
+  /** A differential flame graph: each node coloured by how its share changed against the baseline. */
+  private readonly diff: { baseTotal: number } | null;
+  private colorOfNode: Uint8Array | null = null;
+  private base: Float64Array | null = null;
+
   /**
    * `missing`: set when the graph is not every call path (narrow ones left out by the
    * server); a search that matches nothing says it, since the function may be in those.
    * `waited`: the values are nanoseconds waited off the CPU, not samples.
+   * `diff`: the nodes carry `base`, the baseline's samples on the same path, of `baseTotal`.
    */
-  constructor(parent: HTMLElement, root: FlameNode, opts: { title?: string; missing?: string; waited?: boolean } = {}) {
+  constructor(parent: HTMLElement, root: FlameNode, opts: { title?: string; missing?: string; waited?: boolean; diff?: { baseTotal: number } } = {}) {
+    this.diff = opts.diff ?? null;
     this.missingNote = opts.missing ?? '';
     this.amount = opts.waited ? (v) => `${duration(v)} waited` : (v) => `${count(v)} samples`;
     const t0 = performance.now();
@@ -173,7 +180,7 @@ export class FlameGraph {
   // ---- layout ----
 
   private flatten(root: FlameNode): void {
-    const t = flattenTree(root);
+    const t = flattenTree(root, !!this.diff);
     this.n = t.n;
     this.depth = t.depth;
     this.x = t.x;
@@ -187,6 +194,11 @@ export class FlameGraph {
     this.total = t.total;
     this.colorOfName = new Uint8Array(this.names.length);
     for (let k = 0; k < this.names.length; k++) this.colorOfName[k] = hash(this.names[k]) % PALETTE;
+    if (this.diff && t.base) {
+      this.base = t.base;
+      this.colorOfNode = new Uint8Array(this.n);
+      for (let k = 0; k < this.n; k++) this.colorOfNode[k] = diffClass(this.val[k] / (this.total || 1), t.base[k] / (this.diff.baseTotal || 1));
+    }
   }
 
   // ---- drawing ----
@@ -306,7 +318,8 @@ export class FlameGraph {
           continue;
         }
         flush();
-        push(px, w, d, k, matched ? (matched[nid] ? HIGHLIGHT : DIMMED) : this.colorOfName[nid]);
+        const colour = this.colorOfNode ? this.colorOfNode[k] : this.colorOfName[nid];
+        push(px, w, d, k, matched ? (matched[nid] ? HIGHLIGHT : DIMMED) : colour);
       }
       flush();
     }
@@ -318,7 +331,8 @@ export class FlameGraph {
     for (let j = 0; j < nr; j++) order[pos[rb[j]]++] = j;
     for (let b = 0; b < BUCKETS; b++) {
       if (start[b] === start[b + 1]) continue;
-      ctx.fillStyle = b === HIGHLIGHT ? colors.highlight : b === DIMMED ? colors.dimmed : b === MERGED ? colors.merged : colors.palette[b];
+      const pal = this.diff ? colors.diff : colors.palette;
+      ctx.fillStyle = b === HIGHLIGHT ? colors.highlight : b === DIMMED ? colors.dimmed : b === MERGED ? colors.merged : pal[b];
       ctx.beginPath();
       for (let o = start[b]; o < start[b + 1]; o++) {
         const j = order[o];
@@ -407,6 +421,8 @@ export class FlameGraph {
       zoomVal < this.total ? ` · ${percent(this.val[k], zoomVal)} of view` : '',
       h('br'),
       `self ${this.amount(this.selfv[k])} (${percent(this.selfv[k], this.total)}) · depth ${this.depth[k]}`,
+      this.base && this.diff ? h('br') : '',
+      this.base && this.diff ? `baseline ${this.amount(this.base[k])} (${percent(this.base[k], this.diff.baseTotal)}) → ${percent(this.val[k], this.total)} now` : '',
     );
     this.tooltip.hidden = false;
     const body = this.tooltip.parentElement!;
@@ -600,6 +616,27 @@ export class FlameGraph {
   }
 }
 
+/** Classes of change a differential graph is coloured in (0 much less … 10 much more). */
+export const DIFF_CLASSES = 11;
+const DIFF_MID = 5;
+
+/**
+ * The class of a node whose share of the samples went from `before` to `now` (both 0–1): the
+ * change relative to the larger share, so a path that doubled reads +50 %, one that is new +100 %,
+ * and a tiny path's noise stays near the middle unless it changed by a large part of itself.
+ */
+export function diffClass(now: number, before: number): number {
+  const larger = Math.max(now, before);
+  if (larger <= 0) return DIFF_MID;
+  const d = (now - before) / larger;
+  return Math.max(0, Math.min(DIFF_CLASSES - 1, Math.round(DIFF_MID + d * DIFF_MID)));
+}
+
+/** The colours of the classes of change, in the current theme (the legend's swatches). */
+export function diffColours(): string[] {
+  return themeColors().diff;
+}
+
 function hash(s: string): number {
   let x = 2166136261;
   for (let i = 0; i < s.length; i++) {
@@ -611,6 +648,7 @@ function hash(s: string): number {
 
 interface FlameColors {
   palette: string[];
+  diff: string[];
   merged: string;
   highlight: string;
   dimmed: string;
@@ -635,8 +673,19 @@ function themeColors(): FlameColors {
     const light = dark ? 42 + ((i * 5) % 14) : 60 + ((i * 5) % 14);
     palette.push(`hsl(${hue} ${sat}% ${light}%)`);
   }
+  // A differential graph's classes, from much less (0, blue) through unchanged (5, grey) to
+  // much more (10, red) — the usual reading (red grew, blue shrank).
+  const diff: string[] = [];
+  for (let c = 0; c < DIFF_CLASSES; c++) {
+    const d = (c - DIFF_MID) / DIFF_MID;
+    const hue = d > 0 ? 4 : 215;
+    const sat = Math.round(8 + 72 * Math.abs(d));
+    const light = dark ? 40 + Math.round(8 * (1 - Math.abs(d))) : 78 - Math.round(22 * Math.abs(d));
+    diff.push(`hsl(${hue} ${sat}% ${light}%)`);
+  }
   const colors: FlameColors = {
     palette,
+    diff,
     merged: dark ? 'hsl(25 35% 36%)' : 'hsl(28 45% 78%)',
     highlight: dark ? 'hsl(190 85% 50%)' : 'hsl(195 90% 62%)',
     dimmed: dark ? 'hsl(220 8% 26%)' : 'hsl(220 10% 86%)',

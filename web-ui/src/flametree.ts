@@ -18,6 +18,8 @@ export interface FlatTree {
   byDepth: Int32Array[];
   maxDepth: number;
   total: number;
+  /** Each node's `base` (a differential flame graph's baseline samples on the same path), if asked. */
+  base: Float64Array | null;
 }
 
 function grow<T extends Float64Array | Int32Array | Uint16Array>(a: T, size: number): T {
@@ -27,8 +29,9 @@ function grow<T extends Float64Array | Int32Array | Uint16Array>(a: T, size: num
 }
 
 /** One pass over the tree (arrays grow by doubling): no separate counting walk. */
-export function flattenTree(root: FlameNode): FlatTree {
+export function flattenTree(root: FlameNode & { base?: number }, withBase = false): FlatTree {
   let cap = 1024;
+  let base = new Float64Array(withBase ? cap : 0);
   let depth = new Uint16Array(cap);
   let xs = new Float64Array(cap);
   let val = new Float64Array(cap);
@@ -41,7 +44,7 @@ export function flattenTree(root: FlameNode): FlatTree {
   // Pre-order with an explicit stack; children pushed right to left so the leftmost comes out
   // first, which keeps every depth's nodes in increasing x.
   let scap = 1024;
-  const stackNode: FlameNode[] = [];
+  const stackNode: (FlameNode & { base?: number })[] = [];
   let stackParent = new Int32Array(scap);
   let stackX = new Float64Array(scap);
   let stackDepth = new Int32Array(scap);
@@ -70,7 +73,9 @@ export function flattenTree(root: FlameNode): FlatTree {
       selfv = grow(selfv, cap);
       parent = grow(parent, cap);
       nameId = grow(nameId, cap);
+      if (withBase) base = grow(base, cap);
     }
+    if (withBase) base[i] = typeof node.base === 'number' ? node.base : num(node.base);
     depth[i] = d;
     xs[i] = x;
     val[i] = v;
@@ -134,5 +139,6 @@ export function flattenTree(root: FlameNode): FlatTree {
     byDepth,
     maxDepth,
     total: val[0] || 0,
+    base: withBase ? base.subarray(0, n) : null,
   };
 }

@@ -15,6 +15,7 @@ import { probesView } from './views/probes';
 import { probeView } from './views/probe';
 import { probeStartView } from './views/probestart';
 import { fleetView } from './views/fleet';
+import { windowView } from './views/window';
 import type { View, ViewCtx } from './view';
 
 
@@ -167,6 +168,7 @@ const nav = h(
   { 'aria-label': 'Main' },
   h('a', { href: '#/', 'data-nav': 'overview' }, 'Overview'),
   h('a', { href: '#/profile', 'data-nav': 'profile' }, 'Profile'),
+  h('a', { href: '#/window', 'data-nav': 'window' }, 'Window'),
   h('a', { href: '#/timeline', 'data-nav': 'timeline' }, 'Timeline'),
   h('a', { href: '#/probes', 'data-nav': 'probes' }, 'Probes'),
   h('a', { href: '#/analyses', 'data-nav': 'analyses' }, 'Analyses'),
@@ -213,6 +215,7 @@ const routes: [RegExp, string, View][] = [
   [/^\/run\/(\d+)$/, 'run', runView],
   [/^\/profile$/, 'profile', profileView],
   [/^\/timeline$/, 'timeline', timelineView],
+  [/^\/window$/, 'window', windowView],
   [/^\/probes$/, 'probes', probesView],
   [/^\/probes\/start$/, 'probe-start', probeStartView],
   [/^\/probes\/(\d+)$/, 'probe', probeView],

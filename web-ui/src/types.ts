@@ -122,6 +122,26 @@ export type ProbeOrder = Schemas['ProbeOrder'];
 /** Compiles only while the start form's body is what the API takes. */
 export type ProbeOrderMatchesApi = Assert<Same<ProbeOrder, NonNullable<paths['/api/v1/probes']['post']['requestBody']>['content']['application/json']>>;
 
+/** One run's slots inside a window (its id exact). */
+export type TrafficLane = Exact<Schemas['TrafficLane'], 'run'>;
+/** One program's timeline events in a window; `args` (four columns) are u64, so `Big`. */
+export type ProgramLane = Omit<Schemas['ProgramLane'], 'args'> & { args: Big[][] };
+/** Compiles only while the API's window args are columns of integers (what `Big[][]` refines). */
+export type WindowArgsMatchApi = Assert<Same<Schemas['ProgramLane']['args'], number[][]>>;
+export type ProbeFunctionRef = Exact<Schemas['ProbeFunctionRef'], 'session'>;
+export type CpuLane = Schemas['CpuLane'];
+export type ThreadCalls = Schemas['ThreadCalls'];
+/** `GET /api/v1/window`: every lane of a span of time; times in lanes are ns after `from_unix_ns`. */
+export type WindowView = Omit<Exact<Schemas['WindowView'], 'from_unix_ns' | 'to_unix_ns'>, 'traffic' | 'programs' | 'probe_functions'> & {
+  traffic: TrafficLane[];
+  programs: ProgramLane[];
+  probe_functions: ProbeFunctionRef[];
+};
+export type DiffNode = Schemas['DiffNode'];
+export type FunctionChange = Schemas['FunctionChange'];
+/** `GET /api/v1/profile/diff`: a range against a baseline. */
+export type ProfileDiff = Schemas['ProfileDiffView'];
+
 /** A host of the fleet as its registration says (`GET /api/v1/fleet/hosts`). */
 export type FleetHost = Exact<Schemas['FleetHost'], 'retained_from_unix_ns' | 'retained_to_unix_ns' | 'joined_unix_ns' | 'heartbeat_unix_ns'>;
 export type FleetHostsView = Omit<Schemas['FleetHostsView'], 'hosts'> & { hosts: FleetHost[] };
@@ -149,6 +169,8 @@ export type EndpointsMatchUi = [
   Assert<Reads<'/api/v1/fleet/runs', 'post', FleetRunView>>,
   Assert<Reads<'/api/v1/pids', 'get', number[]>>,
   Assert<Reads<'/api/v1/profile', 'get', Profile>>,
+  Assert<Reads<'/api/v1/profile/diff', 'get', ProfileDiff>>,
+  Assert<Reads<'/api/v1/window', 'get', WindowView>>,
   Assert<Reads<'/api/v1/timeline', 'get', TimelineSummary>>,
   Assert<Reads<'/api/v1/timeline/events', 'get', TimelineEventsPage>>,
   Assert<Reads<'/api/v1/probes', 'get', ProbeList>>,

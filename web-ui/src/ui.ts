@@ -1,6 +1,6 @@
-// Shared bits of the views: error boxes, loading notes, key/value lists, cards.
+// Shared bits of the views: error boxes, loading notes, key/value lists, cards, downloads.
 
-import { ApiError } from './api';
+import { ApiError, apiBlob, getToken } from './api';
 import { h } from './dom';
 
 /** An API error shown plainly: status, code and the server's sentence (and the analysis' log). */
@@ -47,4 +47,37 @@ export function card(title: string | Node, ...body: (Node | string | null)[]): H
 
 export function tableWrap(table: HTMLElement, label?: string): HTMLElement {
   return h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': label ?? 'table' }, table);
+}
+
+/**
+ * A download of an API answer: a plain link without a token; with one, the file is fetched
+ * with the Authorization header and saved from a Blob. `errors` shows a failed download.
+ */
+export function downloadLink(url: string, file: string, label: string, id: string, errors: HTMLElement): HTMLAnchorElement {
+  return h(
+    'a',
+    {
+      href: url,
+      class: 'button',
+      id,
+      download: file,
+      onclick: async (e: Event) => {
+        if (!getToken()) return;
+        e.preventDefault();
+        errors.replaceChildren();
+        try {
+          const blob = await apiBlob(url);
+          const href = URL.createObjectURL(blob);
+          const a = h('a', { href, download: file, hidden: true });
+          document.body.append(a);
+          a.click();
+          a.remove();
+          setTimeout(() => URL.revokeObjectURL(href), 10_000);
+        } catch (err) {
+          errors.replaceChildren(errorBox(err, `${file} download`));
+        }
+      },
+    },
+    label,
+  );
 }

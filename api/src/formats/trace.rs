@@ -150,8 +150,8 @@ pub fn to_json(w: &WindowView) -> Vec<u8> {
             let def = &lane.definitions[lane.event[i] as usize];
             let t = lane.t_ns[i];
             let mut args = Map::new();
-            for (name, v) in def.arg_names.iter().zip(&lane.args[i * 4..i * 4 + 4]) {
-                args.insert(name.clone(), (*v).into());
+            for (name, col) in def.arg_names.iter().zip(&lane.args) {
+                args.insert(name.clone(), col.get(i).copied().unwrap_or(0).into());
             }
             args.insert("level".into(), def.level.into());
             if let Some(lag) = lane.lag_ns[i] {

@@ -173,8 +173,9 @@ pub struct ProgramLane {
     pub t_ns: Vec<u64>,
     pub tid: Vec<u32>,
     pub event: Vec<u32>,
-    /// Four per event.
-    pub args: Vec<u64>,
+    /// The events' arguments as four columns (`args[i][k]`: argument `i` of event `k`); a
+    /// column no event of the lane sets (all zero) is sent empty.
+    pub args: Vec<Vec<u64>>,
     /// The lag of each event (`null`: none).
     pub lag_ns: Vec<Option<u64>>,
     pub column_count: Vec<u32>,

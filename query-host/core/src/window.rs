@@ -372,7 +372,12 @@ impl Host {
                     lane.t_ns.push(axis.offset(e.time_unix_ns));
                     lane.tid.push(e.tid);
                     lane.event.push(def);
-                    lane.args.extend_from_slice(&e.args);
+                    if lane.args.is_empty() {
+                        lane.args = vec![Vec::new(); 4];
+                    }
+                    for (col, v) in lane.args.iter_mut().zip(e.args) {
+                        col.push(v);
+                    }
                     lane.lag_ns.push(e.lag_ns);
                     continue;
                 }
@@ -406,6 +411,13 @@ impl Host {
             }
         }
         view.programs = lanes.into_values().map(|(l, _)| l).filter(|l| l.events > 0).collect();
+        for lane in &mut view.programs {
+            for col in &mut lane.args {
+                if col.iter().all(|&v| v == 0) {
+                    col.clear();
+                }
+            }
+        }
         Ok(())
     }
 }

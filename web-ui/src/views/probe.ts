@@ -46,6 +46,7 @@ export async function probeView(root: HTMLElement, ctx: ViewCtx): Promise<void> 
       'div',
       { class: 'title-row' },
       h('h1', null, 'Probe session ', h('span', { class: 'mono' }, str(s.id))),
+      h('a', { class: 'button', href: `#/window?from=${start}&to=${end}`, id: 'probe-window-link' }, 'Everything in this window'),
       h('a', { class: 'button', href: `#/profile?from=${start}&to=${end}${pidParam}`, id: 'probe-profile-link' }, 'Profile of this window'),
       h('a', { class: 'button', href: `#/timeline?from=${start}&to=${end}${pidParam}`, id: 'probe-timeline-link' }, 'Timeline of this window'),
       h('a', { class: 'button', href: `#/probes/start?${again.toString()}`, id: 'probe-again-link' }, 'Probe again…'),

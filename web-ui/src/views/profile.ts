@@ -1,7 +1,7 @@
 // Profile of a time range: flame graph (search, zoom), libraries (each module's share), top
 // functions, filters, pprof download.
 
-import { api, apiBlob, apiUrl, getToken } from '../api';
+import { api, apiUrl } from '../api';
 import { field, h } from '../dom';
 import { count, duration, percent } from '../format';
 import { FlameGraph } from '../flame';
@@ -10,7 +10,7 @@ import type { ViewCtx } from '../view';
 import type { FunctionCount, ModuleCount, Profile } from '../types';
 import { rangeText } from '../time';
 import { quickRanges, rangeForm, setFilter } from '../rangeform';
-import { errorBox, kv, loading, tableWrap } from '../ui';
+import { downloadLink, kv, loading, tableWrap } from '../ui';
 
 /**
  * The share of the samples below which a flame-graph node is left out of the fetched profile:
@@ -90,33 +90,7 @@ export async function profileView(root: HTMLElement, ctx: ViewCtx): Promise<void
 
   const pprofUrl = apiUrl('profile/pprof', query);
   const dlError = h('div');
-  const pprofLink = h(
-    'a',
-    {
-      href: pprofUrl,
-      class: 'button',
-      id: 'pprof-download',
-      download: 'loupe.pb.gz',
-      onclick: async (e: Event) => {
-        // With a token the download must carry the Authorization header: fetch it, save a Blob.
-        if (!getToken()) return;
-        e.preventDefault();
-        dlError.replaceChildren();
-        try {
-          const blob = await apiBlob(pprofUrl);
-          const url = URL.createObjectURL(blob);
-          const a = h('a', { href: url, download: 'loupe.pb.gz', hidden: true });
-          document.body.append(a);
-          a.click();
-          a.remove();
-          setTimeout(() => URL.revokeObjectURL(url), 10_000);
-        } catch (err) {
-          dlError.replaceChildren(errorBox(err, 'pprof download'));
-        }
-      },
-    },
-    'Download pprof',
-  );
+  const pprofLink = downloadLink(pprofUrl, 'loupe.pb.gz', 'Download pprof', 'pprof-download', dlError);
   const waited = profile.kind === 'off_cpu';
   const filters = [query.pid && `pid ${query.pid}`, query.comm && `comm ${query.comm}`, query.cpu && `cpu ${query.cpu}`, waited ? '' : query.idle ? 'idle included' : 'idle excluded'];
   body.append(

@@ -72,6 +72,7 @@ export async function runView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
       ...(fleetHost
         ? []
         : [
+            h('a', { class: 'button', href: `#/window?from=${start}&to=${end}`, id: 'window-link' }, 'Everything in this window'),
             h('a', { class: 'button', href: `#/timeline?from=${start}&to=${end}`, id: 'timeline-link' }, 'Timeline of this window'),
             h('a', { class: 'button', href: `#/probes?from=${start}&to=${end}`, id: 'probes-link' }, 'Probes in this window'),
           ]),

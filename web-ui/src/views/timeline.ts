@@ -251,6 +251,7 @@ async function processSection(
   const pidQuery = { pid: String(src.pid) };
 
   const profileLink = h('a', { class: 'button primary', id: 'timeline-profile-link', href: profileHref(w0, w1, src.pid) }, 'Profile of this window');
+  const windowLink = h('a', { class: 'button', id: 'timeline-window-link', href: `#/window?from=${w0}&to=${w1}` }, 'Everything in this window');
   const runsBox = h('div', { id: 'timeline-runs', 'aria-live': 'polite' }, loading('Loading runs…'));
   const aside = h(
     'aside',
@@ -258,6 +259,7 @@ async function processSection(
     h('h3', null, 'Stack samples'),
     h('p', { class: 'muted small' }, 'What this program ran on the CPUs in the window (or the zoomed range):'),
     profileLink,
+    windowLink,
     h('h3', null, 'Network runs'),
     runsBox,
   );
@@ -398,9 +400,11 @@ async function processSection(
       const b = unixNs(cols, Math.ceil(v1));
       profileLink.href = profileHref(a, b, src.pid);
       profileLink.textContent = 'Profile of the zoomed range';
+      windowLink.href = `#/window?from=${a}&to=${b}`;
     } else {
       profileLink.href = profileHref(w0, w1, src.pid);
       profileLink.textContent = 'Profile of this window';
+      windowLink.href = `#/window?from=${w0}&to=${w1}`;
     }
     if (!pending) {
       pending = true;

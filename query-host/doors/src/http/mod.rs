@@ -37,7 +37,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use tower::ServiceBuilder;
-use tower_http::{compression::CompressionLayer, trace::TraceLayer};
+use tower_http::{CompressionLevel, compression::CompressionLayer, trace::TraceLayer};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
@@ -239,7 +239,7 @@ pub fn app(state: Arc<AppState>, options: &ServerOptions) -> Router {
                 .concurrency_limit(options.max_in_flight)
                 .timeout(timeout),
         )
-        .layer(CompressionLayer::new())
+        .layer(CompressionLayer::new().quality(CompressionLevel::Fastest))
         .with_state(state)
 }
 
