@@ -724,6 +724,11 @@ fn a_window_holds_every_lane_as_the_store_has_it_and_exports_as_a_trace() {
     let d = dir.path().to_str().unwrap();
     let (f, t) = (from.to_string(), to.to_string());
     assert_eq!(cli_json(&["window", "--from", &f, "--to", &t, "--json", "--data-dir", d]), w);
+    let text = String::from_utf8(loupe(&["window", "--from", &f, "--to", &t, "--data-dir", d]).stdout).unwrap();
+    for line in ["traffic: 1 runs", "cpus: 2 with samples", "probe calls: 2 threads", "timeline: 1 programs"] {
+        assert!(text.contains(line), "{line:?} in\n{text}");
+    }
+    assert!(text.lines().any(|l| l.contains("pktloop") && l.contains("1500 events (every item)")), "{text}");
 
     // Bad windows: refused, saying why.
     http.get(&format!("/api/v1/window?from={from}")).assert_error(400, "bad_window", "both ends");

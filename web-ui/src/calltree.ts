@@ -87,6 +87,15 @@ export function callTrees(parent: HTMLElement, trees: CallTree[], sessionStart: 
           h('span', { class: 'muted' }, ` · tid ${tree.tid} · ${rfc3339(entry, 6).slice(11)} (+${lagText(at)})`),
           path.length > 1 ? h('span', { class: 'muted small' }, ` · heaviest: ${path.join(' › ')}`) : null,
         ),
+        // The call's moment on one axis with everything else: the call and as long again each side.
+        h(
+          'a',
+          {
+            class: 'window-at small',
+            href: `#/window?from=${(BigInt(entry) - BigInt(tree.duration_ns)).toString()}&to=${(BigInt(entry) + 2n * BigInt(tree.duration_ns) + 1n).toString()}`,
+          },
+          'Everything during this call',
+        ),
         tableWrap(table, `Call tree of the ${tree.function} call at ${rfc3339(entry)}`),
         omitted ? h('p', { class: 'muted small table-note' }, `and ${count(omitted)} more calls in this tree, not shown`) : null,
       ),

@@ -290,6 +290,17 @@ export function tickLabel(v: number, step: number): string {
   return `${x < 0 ? '-' : '+'}${Math.abs(x).toFixed(decimals)} ${unit}`;
 }
 
+/**
+ * An event's arguments as `name=value`: the named ones, then any other that is not zero (as
+ * `arg<i>`) — as `loupe timeline show` prints them. Values are exact decimal strings.
+ */
+export function argsText(names: readonly string[], args: readonly (string | number)[]): string {
+  const named = names.map((n, k) => `${n}=${String(args[k] ?? 0)}`);
+  const rest: string[] = [];
+  for (let k = names.length; k < args.length; k++) if (String(args[k]) !== '0') rest.push(`arg${k}=${String(args[k])}`);
+  return [...named, ...rest].join(' ');
+}
+
 /** A lag or duration in ns, 3 significant digits: `850 ns`, `2.34 µs`, `16.6 ms`, `1.10 s`; null → `—`. */
 export function lagText(ns: number | null | undefined): string {
   if (ns === null || ns === undefined || !Number.isFinite(ns) || ns < 0) return '—';

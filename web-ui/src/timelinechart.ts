@@ -12,6 +12,7 @@ import { str } from './json';
 import { rfc3339 } from './time';
 import { themeColor } from './palette';
 import {
+  argsText,
   barSpan,
   hitTest,
   indexInLane,
@@ -345,7 +346,7 @@ export class TimelineChart {
       `tid ${e.tid} · cpu ${e.cpu}`,
       h('br'),
       'args ',
-      h('span', { class: 'mono tl-tip-args' }, e.args.map((a) => str(a)).join(', ')),
+      h('span', { class: 'mono tl-tip-args' }, argsText(e.arg_names, e.args.map((a) => str(a)))),
     );
     this.tooltip.dataset.event = String(i);
     this.tooltip.hidden = false;
@@ -372,7 +373,7 @@ export class TimelineChart {
       this.v1 = a + span;
     }
     const e = c.events[i];
-    this.status.textContent = `${e.name}, level ${e.level}, ${offsetText(t - this.opts.full[0])}, lag ${lagText(c.lag[i] >= 0 ? c.lag[i] : null)}, thread ${e.tid}, CPU ${e.cpu}, args ${e.args.map((a) => str(a)).join(', ')}`;
+    this.status.textContent = `${e.name}, level ${e.level}, ${offsetText(t - this.opts.full[0])}, lag ${lagText(c.lag[i] >= 0 ? c.lag[i] : null)}, thread ${e.tid}, CPU ${e.cpu}, args ${argsText(e.arg_names, e.args.map((a) => str(a)))}`;
     this.el.dataset.selected = String(i);
     this.queue();
     requestAnimationFrame(() => this.showTooltip(i));

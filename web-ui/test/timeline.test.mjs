@@ -195,3 +195,10 @@ test('colorSlots: by the order given, cycling', () => {
     ['c', 0],
   ]);
 });
+
+test('argsText: named arguments, then unnamed ones that are not zero', async () => {
+  const { argsText } = await loadTs('timeline.ts');
+  assert.equal(argsText(['packets', 'bytes'], ['32', '2048', '0', '0']), 'packets=32 bytes=2048');
+  assert.equal(argsText([], ['0', '7', '0', '18446744073709551615']), 'arg1=7 arg3=18446744073709551615');
+  assert.equal(argsText(['i'], ['0', '0', '0', '0']), 'i=0');
+});

@@ -19,6 +19,9 @@ test('analyses: upload burst-detector through the file input, run it: a 4-row ta
   await go(page, '#/analyses/burst-detector');
   assert.equal(await page.getAttribute('#param-threshold_bps', 'required'), '');
   await page.fill('#param-threshold_bps', '10000000');
+  // Runs A and B's minutes (the busy window's runs, an hour later, have bursts of their own).
+  await page.fill('#invoke-from', '2026-11-23T00:00:00Z');
+  await page.fill('#invoke-to', '2026-11-23T00:02:00Z');
   await page.click('#invoke-run');
   await page.waitForSelector('#result-table', { timeout: 60_000 });
   assert.equal(await page.getAttribute('#result-table', 'data-rows'), '4');

@@ -20,7 +20,7 @@ function treeSize(t) {
 
 test('probes: the list and a session equal the API; histograms drawn; the slow packet’s tree has forward heaviest', async () => {
   const all = await api('/api/v1/probes');
-  assert.equal(all.sessions.length, 3, 'loupe-synth stores three probe sessions');
+  assert.equal(all.sessions.length, 4, 'loupe-synth stores three probe sessions, and the busy window’s');
   assert.deepEqual(all.active, [], 'nothing runs under loupe serve');
   const page = await newPage();
   await withToken(page);

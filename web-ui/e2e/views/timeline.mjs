@@ -154,14 +154,17 @@ test('timeline: exact big arguments by keyboard, the cap said plainly, runs besi
   await page.focus('.tl-canvas');
   await page.keyboard.press('Home');
   await page.waitForSelector('.tl-tooltip:not([hidden])');
-  assert.equal(await page.textContent('.tl-tooltip .tl-tip-args'), first[0].args.map(String).join(', '));
+  // Arguments by the names the writer defined (`realtime_before`), exact.
+  const named = (e) => e.arg_names.map((n, k) => `${n}=${e.args[k]}`).concat(e.args.slice(e.arg_names.length).flatMap((a, k) => (String(a) === '0' ? [] : [`arg${k + e.arg_names.length}=${a}`]))).join(' ');
+  assert.deepEqual(first[0].arg_names, ['realtime_before']);
+  assert.equal(await page.textContent('.tl-tooltip .tl-tip-args'), named(first[0]));
   await page.keyboard.press('ArrowRight');
-  await page.waitForFunction((a) => document.querySelector('.tl-tooltip .tl-tip-args')?.textContent === a, first[1].args.map(String).join(', '));
+  await page.waitForFunction((a) => document.querySelector('.tl-tooltip .tl-tip-args')?.textContent === a, named(first[1]));
   assert.match(await page.textContent('#timeline-process .sr-only[aria-live]'), /^wall, level 0/);
   // The events-in-view table (for keyboards and screen readers).
   await page.click('.tl-view-events summary');
   await page.waitForSelector('#timeline-view-table tbody tr');
-  assert.equal(await page.textContent('#timeline-view-table tbody tr:first-child td:last-child'), first[0].args.map(String).join(', '));
+  assert.equal(await page.textContent('#timeline-view-table tbody tr:first-child td:last-child'), named(first[0]));
   // The same window's runs: answers stubbed in the browser, one overlapping, one ended before.
   const runAt = (id, start, samples) => ({ id, iface: 'eth0', host: 'h', start_unix_ns: start, interval_ns: 1_000_000, samples, cpus: [0], stored_bytes: 1 });
   await page.route(/\/api\/v1\/runs\?/, (r) =>

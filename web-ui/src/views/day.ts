@@ -33,6 +33,7 @@ export async function dayView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
       h('a', { href: `#/day/${next}`, class: 'button' }, next, ' →'),
       h('a', { href: `#/profile?from=${start}&to=${end}`, class: 'button' }, 'Profile of this day'),
       h('a', { href: `#/timeline?from=${start}&to=${end}`, class: 'button', id: 'day-timeline-link' }, 'Timeline of this day'),
+      h('a', { href: `#/window?from=${start}&to=${end}`, class: 'button', id: 'day-window-link' }, 'Everything this day'),
     ),
   );
   const body = h('div', null, loading());

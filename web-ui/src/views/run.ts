@@ -150,6 +150,17 @@ export async function runView(root: HTMLElement, ctx: ViewCtx): Promise<void> {
                   s.end - s.start > 1 ? `slots ${s.start}–${s.end - 1}` : `slot ${s.start}`,
                 ),
                 ` · ${offset(s.start * dt)} · ${describe(s)}`,
+                // What else happened then: the span and as much again each side, on one axis.
+                fleetHost
+                  ? null
+                  : h(
+                      'a',
+                      {
+                        class: 'window-at',
+                        href: `#/window?from=${addNs(start, BigInt(Math.max(0, s.start - (s.end - s.start))) * BigInt(run.interval_ns))}&to=${addNs(start, BigInt(s.end + (s.end - s.start)) * BigInt(run.interval_ns))}`,
+                      },
+                      ' · everything then',
+                    ),
               ),
             ),
           )

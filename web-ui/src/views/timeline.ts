@@ -8,7 +8,7 @@ import { field, h } from '../dom';
 import { count, duration } from '../format';
 import { str } from '../json';
 import type { ViewCtx } from '../view';
-import { capOf, colorSlots, extent, fetchCapped, lagText, offsetText, pad, toColumns, unixNs, type Columns } from '../timeline';
+import { argsText, capOf, colorSlots, extent, fetchCapped, lagText, offsetText, pad, toColumns, unixNs, type Columns } from '../timeline';
 import { SLOTS, TimelineChart } from '../timelinechart';
 import type { EventStats, RunListEntry, TimelineEvent, TimelineEventsPage, TimelineSource, TimelineSummary } from '../types';
 import { rfc3339, isNs, rangeText } from '../time';
@@ -376,14 +376,15 @@ async function processSection(
         h(
           'tr',
           null,
-          h('td', { class: 'mono' }, rfc3339(str(e.time_unix_ns))),
+          // The time opens the event's moment with everything else: its lag (or 1 ms) each side.
+          h('td', { class: 'mono' }, h('a', { href: eventWindowHref(str(e.time_unix_ns), e.lag_ns), title: 'Everything at this moment' }, rfc3339(str(e.time_unix_ns)))),
           h('td', { class: 'num mono' }, offsetText(cols.t[i] - full[0])),
           h('th', { scope: 'row', class: 'mono' }, swatch(slots.get(e.name) ?? 0), e.name),
           h('td', { class: 'num' }, String(e.level)),
           h('td', { class: 'num' }, lagText(e.lag_ns)),
           h('td', { class: 'num' }, String(e.tid)),
           h('td', { class: 'num' }, String(e.cpu)),
-          h('td', { class: 'mono' }, e.args.map((a) => str(a)).join(', ')),
+          h('td', { class: 'mono' }, argsText(e.arg_names, e.args.map((a) => str(a)))),
         ),
       );
     }
@@ -444,6 +445,12 @@ async function processSection(
   timings.timelineDrawn = performance.now() - ctx.t0;
   holder.dataset.drawnMs = timings.timelineDrawn.toFixed(1);
   await runsDone;
+}
+
+/** The window around an event: its lag (or 1 ms when it has none) on each side. */
+function eventWindowHref(time: string, lag: number | null | undefined): string {
+  const pad = BigInt(Math.max(1_000_000, Math.round(lag ?? 0)));
+  return `#/window?from=${BigInt(time) - pad}&to=${BigInt(time) + pad + 1n}`;
 }
 
 function profileHref(from: bigint, to: bigint, pid: number): string {
