@@ -205,15 +205,20 @@ export class LaneGroup {
       e.preventDefault();
     });
     this.off = axis.listen(() => this.draw());
+    window.addEventListener('loupe:theme', this.onTheme);
     this.ro = new ResizeObserver(() => {
       if (Math.floor(this.body.clientWidth) !== this.width) this.axis.queue();
     });
     this.ro.observe(this.body);
   }
 
+  /** Another theme: every colour is read again on the next draw. */
+  private readonly onTheme = () => this.axis.queue();
+
   destroy(): void {
     this.off();
     this.ro.disconnect();
+    window.removeEventListener('loupe:theme', this.onTheme);
   }
 
   private timeOf(x: number): number {
