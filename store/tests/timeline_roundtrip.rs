@@ -173,6 +173,30 @@ fn events_roundtrip_with_every_filter_and_paging() {
         assert_eq!(sorted.len(), want.len(), "query {i} {q:?}");
         assert!(sorted == want, "query {i} {q:?}: events differ");
         checked += got.len();
+        // Batch by batch (the window's reader): the same events, each once.
+        let mut batched: Vec<StoredEvent> = Vec::new();
+        store
+            .timeline_batches(q, |src, evs| {
+                for e in evs {
+                    let d = &src.events[e.event as usize];
+                    batched.push(StoredEvent {
+                        time_unix_ns: e.time_unix_ns,
+                        pid: src.pid,
+                        tid: e.tid,
+                        cpu: e.cpu,
+                        comm: src.comm.clone(),
+                        name: d.name.clone(),
+                        level: d.level,
+                        args: e.args,
+                        arg_names: d.arg_names.clone(),
+                        lag_ns: e.lag_ns,
+                    });
+                }
+                true
+            })
+            .unwrap();
+        batched.sort_by_key(key);
+        assert!(batched == want, "query {i} {q:?}: batches differ");
         // Paging gives exactly the whole result, once, in the same order.
         // (A page decodes the batches around it whole: small pages only over small results.)
         for limit in [1usize, 7, 1000] {

@@ -7,7 +7,9 @@
 //! one its exact items. Stacks and comms travel as dictionary ids and are resolved once per
 //! distinct id at the end.
 
-use std::collections::{BTreeMap, HashMap, hash_map::Entry};
+use std::collections::{BTreeMap, hash_map::Entry};
+
+use foldhash::HashMap;
 
 use loupe_api::{
     model::{
@@ -32,8 +34,6 @@ const RUN_LOOKBACK_NS: u64 = 3_600_000_000_000;
 const SESSION_LOOKBACK_NS: u64 = 86_400_000_000_000;
 /// Probe sessions looked at, at most.
 const MAX_SESSIONS: usize = 1_000;
-/// Timeline events read per store call.
-const EVENT_PAGE: usize = 50_000;
 /// Timeline events read for one window at most: past it the lanes stop where reading did.
 pub const MAX_EVENTS_READ: u64 = 20_000_000;
 
@@ -64,7 +64,7 @@ struct Interner<K> {
 
 impl<K: std::hash::Hash + Eq + Clone> Interner<K> {
     fn new() -> Self {
-        Interner { index: HashMap::new(), keys: Vec::new() }
+        Interner { index: HashMap::default(), keys: Vec::new() }
     }
 
     fn of(&mut self, k: K) -> u32 {
@@ -172,7 +172,7 @@ impl Host {
         let mut procs: Interner<(u32, u32)> = Interner::new();
         let mut stacks: Interner<u32> = Interner::new();
         // Summarized lanes: per (column, process) samples, for each column's top process.
-        let mut per_proc: HashMap<(u32, usize, u32), u32> = HashMap::new();
+        let mut per_proc: HashMap<(u32, usize, u32), u32> = HashMap::default();
         let mut cursor = self.store.sample_cursor(ProfileQuery::range(range))?;
         while let Some(page) = cursor.next_page()? {
             for s in page {
@@ -344,30 +344,40 @@ impl Host {
     }
 
     fn window_timeline(&self, range: TimeRange, axis: Axis, limit: u32, view: &mut WindowView) -> CoreResult<()> {
-        let mut lanes: BTreeMap<(u32, String), (ProgramLane, HashMap<String, u32>)> = BTreeMap::new();
-        for s in self.store.timeline_sources(range)? {
-            let (lane, index) = lanes.entry((s.pid, s.comm.clone())).or_insert_with(|| {
-                (ProgramLane { pid: s.pid, comm: s.comm.clone(), ..Default::default() }, HashMap::new())
+        let mut lanes: Vec<ProgramLane> = Vec::new();
+        // A program's lane by (pid, comm); per lane, its definitions' indexes by name.
+        let mut lane_of: HashMap<(u32, String), usize> = HashMap::default();
+        let mut def_index: Vec<HashMap<String, u32>> = Vec::new();
+        let mut read = 0u64;
+        let mut cut_at: Option<u64> = None;
+        self.store.timeline_batches(&TimelineQuery::range(range), |source, events| {
+            let l = *lane_of.entry((source.pid, source.comm.clone())).or_insert_with(|| {
+                lanes.push(ProgramLane { pid: source.pid, comm: source.comm.clone(), ..Default::default() });
+                def_index.push(HashMap::default());
+                lanes.len() - 1
             });
-            for d in s.definitions {
-                if let Entry::Vacant(v) = index.entry(d.name.clone()) {
-                    v.insert(lane.definitions.len() as u32);
-                    let def =
-                        EventDefinitionView { name: d.name, level: d.level, rate: d.rate, arg_names: d.arg_names };
-                    lane.definitions.push(def);
-                }
-            }
-        }
-        let q = TimelineQuery::range(range);
-        let (mut after, mut read) = (None, 0u64);
-        loop {
-            let (events, next) = self.store.timeline_events(&q, after, EVENT_PAGE)?;
-            read += events.len() as u64;
+            let lane = &mut lanes[l];
+            // The batch's definitions as the lane's (a program that defined more events later
+            // has one lane with all of them).
+            let defs: Vec<u32> = source
+                .events
+                .iter()
+                .map(|d| {
+                    *def_index[l].entry(d.name.clone()).or_insert_with(|| {
+                        lane.definitions.push(EventDefinitionView {
+                            name: d.name.clone(),
+                            level: d.level,
+                            rate: d.rate,
+                            arg_names: d.arg_names.clone(),
+                        });
+                        lane.definitions.len() as u32 - 1
+                    })
+                })
+                .collect();
             for e in events {
-                let Some((lane, index)) = lanes.get_mut(&(e.pid, e.comm)) else { continue };
-                let Some(&def) = index.get(&e.name) else { continue };
+                let def = defs[e.event as usize];
                 lane.events += 1;
-                let iteration = if e.level == 0 { e.lag_ns.unwrap_or(0) } else { 0 };
+                let iteration = if lane.definitions[def as usize].level == 0 { e.lag_ns.unwrap_or(0) } else { 0 };
                 if !lane.summarized && lane.t_ns.len() < limit as usize {
                     lane.t_ns.push(axis.offset(e.time_unix_ns));
                     lane.tid.push(e.tid);
@@ -398,26 +408,43 @@ impl Host {
                 let col = axis.column(e.time_unix_ns);
                 fold(&mut lane.column_count, &mut lane.column_max_lag_ns, axis.columns, col, iteration);
             }
-            match next {
-                Some(n) if read < MAX_EVENTS_READ => after = Some(n),
-                Some(n) => {
-                    view.notes.push(format!(
-                        "timeline: the first {read} events were read; lanes end at {} (narrow the window)",
-                        loupe_api::clock::format_unix_ns(n.time_unix_ns())
-                    ));
-                    break;
-                }
-                None => break,
+            read += events.len() as u64;
+            if read >= MAX_EVENTS_READ {
+                cut_at = events.last().map(|e| e.time_unix_ns);
+                return false;
+            }
+            true
+        })?;
+        if let Some(t) = cut_at {
+            view.notes.push(format!(
+                "timeline: the first {read} events were read, up to {} (narrow the window)",
+                loupe_api::clock::format_unix_ns(t)
+            ));
+        }
+        // Batches of one program may interleave: each lane's items in time order.
+        for lane in lanes.iter_mut().filter(|l| !l.summarized) {
+            let mut order: Vec<usize> = (0..lane.t_ns.len()).collect();
+            order.sort_by_key(|&i| lane.t_ns[i]);
+            if order.windows(2).all(|w| w[0] < w[1]) {
+                continue;
+            }
+            lane.t_ns = order.iter().map(|&i| lane.t_ns[i]).collect();
+            lane.tid = order.iter().map(|&i| lane.tid[i]).collect();
+            lane.event = order.iter().map(|&i| lane.event[i]).collect();
+            lane.lag_ns = order.iter().map(|&i| lane.lag_ns[i]).collect();
+            for col in &mut lane.args {
+                *col = order.iter().map(|&i| col[i]).collect();
             }
         }
-        view.programs = lanes.into_values().map(|(l, _)| l).filter(|l| l.events > 0).collect();
-        for lane in &mut view.programs {
+        lanes.sort_by(|a, b| (a.pid, &a.comm).cmp(&(b.pid, &b.comm)));
+        for lane in &mut lanes {
             for col in &mut lane.args {
                 if col.iter().all(|&v| v == 0) {
                     col.clear();
                 }
             }
         }
+        view.programs = lanes;
         Ok(())
     }
 }

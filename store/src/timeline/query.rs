@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::codec::{self, SumHist};
-use super::model::{EventPos, EventStats, StoredEvent, TimelineQuery, TimelineSource, TimelineSourceSummary};
+use super::model::{
+    EventPos, EventStats, StoredEvent, TimelineEvent, TimelineQuery, TimelineSource, TimelineSourceSummary,
+};
 use crate::{Inner, Store, StoreError, TimeRange};
 
 /// Which of a source's definitions a query selects (`None`: the source does not match).
@@ -184,6 +186,49 @@ impl Store {
                 lag_max_ns: h.max,
             })
             .collect())
+    }
+
+    /// Every event of the query, a stored batch at a time, with the batch's source (its pid,
+    /// comm and event definitions: an event's `event` indexes them): batches in start order,
+    /// events in their stored order. For readers that fold events (the window's lanes) and
+    /// need neither pages in time order nor a [`StoredEvent`] (three strings) per event; `f`
+    /// returns false to stop. Cost: the batches overlapping the range, each decoded once.
+    pub fn timeline_batches(
+        &self,
+        q: &TimelineQuery,
+        mut f: impl FnMut(&TimelineSource, &[TimelineEvent]) -> bool,
+    ) -> Result<(), StoreError> {
+        q.range.check()?;
+        let inner = &*self.inner;
+        let _r = inner.read_lock();
+        inner.ensure_tl_dict()?;
+        let (from, to) = (q.range.from_unix_ns, q.range.to_unix_ns);
+        let span = inner.tl_totals()?.max_span_ns;
+        let mut sources = Sources::default();
+        let mut out = Vec::new();
+        inner.for_each_tl_batch(from.saturating_sub(span), to, |start, id, row| {
+            if row.events == 0 || row.end < from {
+                return Ok(true);
+            }
+            let (s, sel) = sources.of(inner, q, &row, id)?;
+            let Some(sel) = sel else { return Ok(true) };
+            out.clear();
+            out.extend(
+                inner
+                    .read_tl_block(start, id, s)?
+                    .iter()
+                    .filter(|e| e.time >= from && e.time < to && sel[e.event as usize])
+                    .map(|e| TimelineEvent {
+                        time_unix_ns: e.time,
+                        tid: e.tid,
+                        cpu: e.cpu,
+                        event: e.event,
+                        args: e.args,
+                        lag_ns: e.lag,
+                    }),
+            );
+            Ok(out.is_empty() || f(s, &out))
+        })
     }
 
     /// Per process (pid, start ticks, comm): the batches that overlap `range` — their first
