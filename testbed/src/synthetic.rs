@@ -232,6 +232,11 @@ pub fn fill_changed(dir: &Path) {
     store.flush().unwrap();
 }
 
+/// An event logged every time (rate 9) with these argument names.
+fn def(name: &str, level: u8, args: &[&str]) -> TimelineEventDef {
+    TimelineEventDef { name: name.into(), level, rate: 9, arg_names: args.iter().map(|a| a.to_string()).collect() }
+}
+
 /// The program that logs a timeline in the samples' minute: pid [`TIMELINE_PID`], "pktloop".
 pub const TIMELINE_PID: u32 = 500;
 /// Where its events start: T0 + 60 s, one iteration every 10 ms for 10 s.
@@ -243,12 +248,6 @@ pub const TIMELINE_START: u64 = T0 + 60 * SEC;
 /// 1 ms after the start — 2 ms for every 100th iteration (its lag says so). Stored in batches
 /// of 100 iterations (1 s).
 pub fn timeline() -> (TimelineSource, Vec<TimelineEvent>) {
-    let def = |name: &str, level, args: &[&str]| TimelineEventDef {
-        name: name.into(),
-        level,
-        rate: 9,
-        arg_names: args.iter().map(|a| a.to_string()).collect(),
-    };
     let source = TimelineSource {
         pid: TIMELINE_PID,
         start_ticks: 4242,
@@ -335,12 +334,6 @@ pub fn fill_busy_window(dir: &Path) -> (u64, u64, u64, u64) {
     }
     let mut events = 0;
     for prog in 0..5u32 {
-        let def = |name: &str, level, args: &[&str]| TimelineEventDef {
-            name: name.into(),
-            level,
-            rate: 9,
-            arg_names: args.iter().map(|a| a.to_string()).collect(),
-        };
         let source = TimelineSource {
             pid: 2000 + prog,
             start_ticks: 77 + u64::from(prog),

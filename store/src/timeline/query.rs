@@ -60,6 +60,32 @@ fn group<'a>(groups: &'a mut Groups, s: &TimelineSource, e: u32) -> &'a mut SumH
         .0
 }
 
+impl Inner {
+    /// Under the read lock, the batches (in start order) that hold events in the query's range
+    /// of a source it selects: `each(start, id, row, source, selected definitions)`, until it
+    /// returns false. Batches are found from `max span` before the range (see the module docs).
+    fn for_each_selected_tl_batch(
+        &self,
+        q: &TimelineQuery,
+        mut each: impl FnMut(u64, u64, &codec::TlBatchRow<'_>, &TimelineSource, &[bool]) -> Result<bool, StoreError>,
+    ) -> Result<(), StoreError> {
+        q.range.check()?;
+        let _r = self.read_lock();
+        self.ensure_tl_dict()?;
+        let (from, to) = (q.range.from_unix_ns, q.range.to_unix_ns);
+        let span = self.tl_totals()?.max_span_ns;
+        let mut sources = Sources::default();
+        self.for_each_tl_batch(from.saturating_sub(span), to, |start, id, row| {
+            if row.events == 0 || row.end < from {
+                return Ok(true);
+            }
+            let (s, sel) = sources.of(self, q, &row, id)?;
+            let Some(sel) = sel else { return Ok(true) };
+            each(start, id, &row, s, sel)
+        })
+    }
+}
+
 fn stored(s: &TimelineSource, e: &codec::Ev) -> StoredEvent {
     let d = &s.events[e.event as usize];
     StoredEvent {
@@ -134,20 +160,10 @@ impl Store {
     /// in their metadata without reading an event; batches the range cuts are decoded. p50
     /// and p99 are within 1/64 (1.6 %) of the exact nearest-rank values; the maximum is exact.
     pub fn timeline_stats(&self, q: &TimelineQuery) -> Result<Vec<EventStats>, StoreError> {
-        q.range.check()?;
         let inner = &*self.inner;
-        let _r = inner.read_lock();
-        inner.ensure_tl_dict()?;
         let (from, to) = (q.range.from_unix_ns, q.range.to_unix_ns);
-        let span = inner.tl_totals()?.max_span_ns;
         let mut groups = Groups::new();
-        let mut sources = Sources::default();
-        inner.for_each_tl_batch(from.saturating_sub(span), to, |start, id, row| {
-            if row.events == 0 || row.end < from {
-                return Ok(true);
-            }
-            let (s, sel) = sources.of(inner, q, &row, id)?;
-            let Some(sel) = sel else { return Ok(true) };
+        inner.for_each_selected_tl_batch(q, |start, id, row, s, sel| {
             if from <= start && row.end < to {
                 let hists = codec::decode_hists(&row.hists.0)
                     .map_err(|d| inner.corrupt(format!("timeline batch {id} histograms"), d))?;
@@ -198,20 +214,10 @@ impl Store {
         q: &TimelineQuery,
         mut f: impl FnMut(&TimelineSource, &[TimelineEvent]) -> bool,
     ) -> Result<(), StoreError> {
-        q.range.check()?;
         let inner = &*self.inner;
-        let _r = inner.read_lock();
-        inner.ensure_tl_dict()?;
         let (from, to) = (q.range.from_unix_ns, q.range.to_unix_ns);
-        let span = inner.tl_totals()?.max_span_ns;
-        let mut sources = Sources::default();
         let mut out = Vec::new();
-        inner.for_each_tl_batch(from.saturating_sub(span), to, |start, id, row| {
-            if row.events == 0 || row.end < from {
-                return Ok(true);
-            }
-            let (s, sel) = sources.of(inner, q, &row, id)?;
-            let Some(sel) = sel else { return Ok(true) };
+        inner.for_each_selected_tl_batch(q, |start, id, _, s, sel| {
             out.clear();
             out.extend(
                 inner
