@@ -203,13 +203,17 @@ impl Host {
                 *per_proc.entry((s.cpu, col, process)).or_default() += 1;
             }
         }
-        for lane in lanes.values_mut().filter(|l| l.ticks.summarized) {
-            let mut top = vec![(0u32, u32::MAX); axis.columns as usize];
-            for (&(cpu, col, p), &n) in &per_proc {
-                if cpu == lane.cpu && (n, std::cmp::Reverse(p)) > (top[col].0, std::cmp::Reverse(top[col].1)) {
-                    top[col] = (n, p);
-                }
+        // Each summarized column's top process (most samples; the lower index on a tie), in
+        // one pass over the counts.
+        let mut tops: BTreeMap<u32, Vec<(u32, u32)>> = BTreeMap::new();
+        for (&(cpu, col, p), &n) in &per_proc {
+            let top = tops.entry(cpu).or_insert_with(|| vec![(0, u32::MAX); axis.columns as usize]);
+            if (n, std::cmp::Reverse(p)) > (top[col].0, std::cmp::Reverse(top[col].1)) {
+                top[col] = (n, p);
             }
+        }
+        for lane in lanes.values_mut().filter(|l| l.ticks.summarized) {
+            let top = tops.remove(&lane.cpu).unwrap_or_default();
             lane.ticks.column_process = top.into_iter().map(|(_, p)| p).collect();
         }
         let mut waits =
