@@ -711,7 +711,11 @@ fn a_window_holds_every_lane_as_the_store_has_it_and_exports_as_a_trace() {
         assert_eq!(col(&c["ticks"], "column_count").len(), 500);
         // Each column with samples names its top process; empty ones none.
         for (n, p) in col(&c["ticks"], "column_count").into_iter().zip(col(&c["ticks"], "column_process")) {
-            assert!(if n > 0 { (p as usize) < s["processes"].as_array().unwrap().len() } else { p == u64::from(u32::MAX) });
+            assert!(if n > 0 {
+                (p as usize) < s["processes"].as_array().unwrap().len()
+            } else {
+                p == u64::from(u32::MAX)
+            });
         }
         assert!(col(&c["ticks"], "t_ns").is_empty());
     }

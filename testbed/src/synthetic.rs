@@ -292,13 +292,8 @@ pub const BUSY_LEN: u64 = 600 * SEC;
 /// Returns (samples, events, calls, runs).
 pub fn fill_busy_window(dir: &Path) -> (u64, u64, u64, u64) {
     let store = open_kept(dir);
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut next = move || rng.next_u64();
     let shapes: Vec<Vec<Frame>> = (0..300)
         .map(|k| {
             let depth = 4 + (next() % 12) as usize;

@@ -88,6 +88,13 @@ fn fold(count: &mut Vec<u32>, max: &mut Vec<u64>, columns: u32, col: usize, valu
     max[col] = max[col].max(value);
 }
 
+/// A lane turned into per-column summaries: the items it kept, `(offset, value)`, folded in.
+fn fold_kept(count: &mut Vec<u32>, max: &mut Vec<u64>, axis: Axis, kept: impl Iterator<Item = (u64, u64)>) {
+    for (off, value) in kept {
+        fold(count, max, axis.columns, axis.column(axis.from + off), value);
+    }
+}
+
 impl Host {
     /// Everything recorded in the order's range, lane by lane (see [`WindowView`]).
     pub fn window(&self, order: &WindowOrder) -> CoreResult<WindowView> {
@@ -234,17 +241,9 @@ impl Host {
                 }
                 if !sp.summarized {
                     sp.summarized = true;
-                    let kept: Vec<(u64, u64)> = sp.t_ns.iter().copied().zip(sp.dur_ns.iter().copied()).collect();
+                    let kept = sp.t_ns.iter().copied().zip(sp.dur_ns.iter().copied());
+                    fold_kept(&mut sp.column_count, &mut sp.column_max_ns, axis, kept);
                     (sp.t_ns, sp.dur_ns, sp.process, sp.tid, sp.stack) = Default::default();
-                    for (off, d) in kept {
-                        fold(
-                            &mut sp.column_count,
-                            &mut sp.column_max_ns,
-                            axis.columns,
-                            axis.column(axis.from + off),
-                            d,
-                        );
-                    }
                 }
                 fold(
                     &mut sp.column_count,
@@ -320,13 +319,9 @@ impl Host {
                     }
                     if !lane.summarized {
                         lane.summarized = true;
-                        let kept: Vec<(u64, u64)> =
-                            lane.t_ns.iter().copied().zip(lane.dur_ns.iter().copied()).collect();
+                        let kept = lane.t_ns.iter().copied().zip(lane.dur_ns.iter().copied());
+                        fold_kept(&mut lane.column_count, &mut lane.column_max_ns, axis, kept);
                         (lane.t_ns, lane.dur_ns, lane.depth, lane.function, lane.slow) = Default::default();
-                        for (off, d) in kept {
-                            let col = axis.column(axis.from + off);
-                            fold(&mut lane.column_count, &mut lane.column_max_ns, axis.columns, col, d);
-                        }
                     }
                     let col = axis.column(c.entry_unix_ns);
                     fold(&mut lane.column_count, &mut lane.column_max_ns, axis.columns, col, dur);
@@ -397,17 +392,15 @@ impl Host {
                 }
                 if !lane.summarized {
                     lane.summarized = true;
-                    let kept: Vec<(u64, u64)> = (0..lane.t_ns.len())
-                        .map(|i| {
-                            let level0 = lane.definitions[lane.event[i] as usize].level == 0;
-                            (lane.t_ns[i], if level0 { lane.lag_ns[i].unwrap_or(0) } else { 0 })
-                        })
-                        .collect();
+                    let (defs, lags) = (&lane.definitions, &lane.lag_ns);
+                    let kept = lane
+                        .t_ns
+                        .iter()
+                        .zip(&lane.event)
+                        .zip(lags)
+                        .map(|((&t, &e), lag)| (t, if defs[e as usize].level == 0 { lag.unwrap_or(0) } else { 0 }));
+                    fold_kept(&mut lane.column_count, &mut lane.column_max_lag_ns, axis, kept);
                     (lane.t_ns, lane.tid, lane.event, lane.args, lane.lag_ns) = Default::default();
-                    for (off, lag) in kept {
-                        let col = axis.column(axis.from + off);
-                        fold(&mut lane.column_count, &mut lane.column_max_lag_ns, axis.columns, col, lag);
-                    }
                 }
                 let col = axis.column(e.time_unix_ns);
                 fold(&mut lane.column_count, &mut lane.column_max_lag_ns, axis.columns, col, iteration);
