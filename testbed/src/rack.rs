@@ -13,6 +13,11 @@
 //! the only packets on `eth0` are the ones a test sends and a host's bytes can be checked
 //! exactly. [`Rack::shape`] puts a token bucket on the switch port toward one host: its link
 //! becomes the rack's bottleneck, where an incast queues and drops.
+//!
+//! With [`Rack::use_leaves`] the bus is a fleet of NATS leaf nodes instead of one server: a hub
+//! (JetStream domain `hub`, leaf connections on [`LEAF_PORT`]) and one leaf server per group of
+//! hosts, each with JetStream in a domain named after it, all on the tor's management address
+//! on ports of their own; each host's agent connects to its leaf.
 
 use std::{
     net::Ipv4Addr,
@@ -33,6 +38,13 @@ pub const MGMT_IF: &str = "mgmt0";
 /// Where `nats-server` listens, inside the tor namespace.
 pub const NATS_ADDR: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 254);
 pub const NATS_PORT: u16 = 4222;
+/// The hub's monitoring port (`/varz`, `/leafz`), and where it takes leaf connections.
+pub const HUB_MONITOR_PORT: u16 = 8222;
+pub const LEAF_PORT: u16 = 7422;
+/// Leaf `k` listens for clients on `LEAF_CLIENT_PORT + k`, for monitoring on
+/// `LEAF_MONITOR_PORT + k`.
+pub const LEAF_CLIENT_PORT: u16 = 4230;
+pub const LEAF_MONITOR_PORT: u16 = 8230;
 
 /// The root namespace's address on the management network, when [`Rack::uplink`] joined it.
 pub const UPLINK_ADDR: Ipv4Addr = Ipv4Addr::new(10, 78, 0, 253);
@@ -53,6 +65,16 @@ pub struct Rack {
     nats: Option<Child>,
     nats_dir: PathBuf,
     bus_tls: Option<BusTls>,
+    leaves: Option<Leaves>,
+}
+
+/// The leaf servers of a rack whose bus is a fleet of leaf nodes.
+struct Leaves {
+    /// Each leaf's name, which is also its JetStream domain.
+    names: Vec<String>,
+    /// The leaf of each host.
+    leaf_of: Vec<usize>,
+    servers: Vec<Option<Child>>,
 }
 
 /// TLS on the rack's bus: nats-server's certificate (for [`NATS_ADDR`]), the CA that signed it,
@@ -93,7 +115,8 @@ impl Rack {
         tor.exec(&["ip", "link", "add", "br0", "type", "bridge", "stp_state", "0", "mcast_snooping", "0"])?;
         tor.exec(&["ip", "link", "add", "brm", "type", "bridge", "stp_state", "0"])?;
         tor.exec(&["ip", "addr", "add", &format!("{NATS_ADDR}/24"), "dev", "brm"])?;
-        let mut rack = Rack { tor, hosts: Vec::new(), nats: None, nats_dir: nats_dir.to_path_buf(), bus_tls: None };
+        let mut rack =
+            Rack { tor, hosts: Vec::new(), nats: None, nats_dir: nats_dir.to_path_buf(), bus_tls: None, leaves: None };
         for i in 0..hosts {
             let host = rack.add_host(tag, i)?;
             rack.hosts.push(host);
@@ -207,9 +230,39 @@ impl Rack {
         self.hosts[i].ns.run(|| LinkStats::read(DATA_IF))?
     }
 
+    /// The hub's URL (the only server without leaves).
     pub fn nats_url(&self) -> String {
         let scheme = if self.bus_tls.is_some() { "tls" } else { "nats" };
         format!("{scheme}://{NATS_ADDR}:{NATS_PORT}")
+    }
+
+    /// From the next [`Rack::start_nats`] on, the bus is a hub and one leaf server per name in
+    /// `names` (each its JetStream domain); host `i` connects to leaf `leaf_of[i]`. No TLS.
+    pub fn use_leaves(&mut self, names: &[&str], leaf_of: Vec<usize>) -> Result<()> {
+        if leaf_of.len() != self.hosts.len() || leaf_of.iter().any(|&k| k >= names.len()) {
+            bail!("give a leaf (0 to {}) for each of the {} hosts", names.len().saturating_sub(1), self.hosts.len());
+        }
+        let names = names.iter().map(|n| n.to_string()).collect();
+        self.leaves = Some(Leaves { names, leaf_of, servers: Vec::new() });
+        Ok(())
+    }
+
+    /// Leaf `k`'s URL.
+    pub fn leaf_url(&self, k: usize) -> String {
+        format!("nats://{NATS_ADDR}:{}", LEAF_CLIENT_PORT + k as u16)
+    }
+
+    /// The bus URL of host `i`'s agent: its leaf's, or the one server's.
+    pub fn host_nats_url(&self, i: usize) -> String {
+        match &self.leaves {
+            Some(l) => self.leaf_url(l.leaf_of[i]),
+            None => self.nats_url(),
+        }
+    }
+
+    /// Host `i`'s leaf (its index and name), with leaves.
+    pub fn leaf_of(&self, i: usize) -> Option<(usize, &str)> {
+        self.leaves.as_ref().map(|l| (l.leaf_of[i], l.names[l.leaf_of[i]].as_str()))
     }
 
     /// From now on, nats-server requires TLS and a client certificate (mutual TLS), and agents
@@ -238,6 +291,9 @@ impl Rack {
     pub fn start_nats(&mut self) -> Result<()> {
         if self.nats.is_some() {
             bail!("nats-server is already running");
+        }
+        if self.leaves.is_some() {
+            return self.start_tree();
         }
         let store = self.nats_dir.join("jetstream");
         std::fs::create_dir_all(&store)?;
@@ -278,6 +334,100 @@ impl Rack {
         bail!("nats-server did not accept connections within 10 s (see {})", self.nats_dir.display())
     }
 
+    /// The hub and every leaf server, each waited for.
+    fn start_tree(&mut self) -> Result<()> {
+        let hub = format!(
+            "listen: \"{NATS_ADDR}:{NATS_PORT}\"\nhttp: \"{NATS_ADDR}:{HUB_MONITOR_PORT}\"\nserver_name: hub\n\
+             jetstream {{ store_dir: {:?}, domain: hub }}\nleafnodes {{ listen: \"{NATS_ADDR}:{LEAF_PORT}\" }}\n",
+            self.nats_dir.join("hub")
+        );
+        self.nats = Some(self.spawn_server("hub", &hub, NATS_PORT)?);
+        let count = self.leaves.as_ref().map_or(0, |l| l.names.len());
+        for k in 0..count {
+            self.start_leaf(k)?;
+        }
+        Ok(())
+    }
+
+    /// (Re)starts leaf server `k` (its JetStream store kept across restarts).
+    pub fn start_leaf(&mut self, k: usize) -> Result<()> {
+        let Some(name) = self.leaves.as_ref().and_then(|l| l.names.get(k)).cloned() else {
+            bail!("no leaf {k}: call use_leaves first");
+        };
+        let port = LEAF_CLIENT_PORT + k as u16;
+        let conf = format!(
+            "listen: \"{NATS_ADDR}:{port}\"\nhttp: \"{NATS_ADDR}:{}\"\nserver_name: {name}\n\
+             jetstream {{ store_dir: {:?}, domain: {name} }}\n\
+             leafnodes {{ remotes: [ {{ url: \"nats://{NATS_ADDR}:{LEAF_PORT}\" }} ] }}\n",
+            LEAF_MONITOR_PORT + k as u16,
+            self.nats_dir.join(&name)
+        );
+        let child = self.spawn_server(&name, &conf, port)?;
+        let leaves = self.leaves.as_mut().expect("leaves are set");
+        if leaves.servers.len() <= k {
+            leaves.servers.resize_with(k + 1, || None);
+        }
+        leaves.servers[k] = Some(child);
+        Ok(())
+    }
+
+    /// Kills leaf server `k` (SIGKILL: as if its host died).
+    pub fn kill_leaf(&mut self, k: usize) -> Result<()> {
+        if let Some(mut child) = self.leaves.as_mut().and_then(|l| l.servers.get_mut(k)).and_then(Option::take) {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// A nats-server named `name` with configuration `conf`, in the tor namespace, once it
+    /// accepts connections on `port`.
+    fn spawn_server(&self, name: &str, conf: &str, port: u16) -> Result<Child> {
+        std::fs::create_dir_all(&self.nats_dir)?;
+        let path = self.nats_dir.join(format!("{name}.conf"));
+        std::fs::write(&path, conf)?;
+        let log = std::fs::File::create(self.nats_dir.join(format!("{name}.log")))?;
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.tor.name, "nats-server", "-c"])
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .context("starting nats-server (scripts/setup installs it)")?;
+        self.wait_listening(port)?;
+        Ok(child)
+    }
+
+    fn wait_listening(&self, port: u16) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let addr = std::net::SocketAddr::from((NATS_ADDR, port));
+        while Instant::now() < deadline {
+            let up =
+                self.tor.run(|| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok())?;
+            if up {
+                return Ok(());
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        bail!("nats-server did not accept connections on {port} within 10 s (see {})", self.nats_dir.display())
+    }
+
+    /// A monitoring endpoint's JSON text (`/varz`, `/leafz`) of the server monitored on `port`
+    /// ([`HUB_MONITOR_PORT`], or `LEAF_MONITOR_PORT + k`).
+    pub fn monitor(&self, port: u16, path: &str) -> Result<String> {
+        use std::io::{Read, Write};
+        let addr = std::net::SocketAddr::from((NATS_ADDR, port));
+        self.tor.run(|| -> Result<String> {
+            let mut conn = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+            conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+            write!(conn, "GET {path} HTTP/1.0\r\nHost: {NATS_ADDR}\r\n\r\n")?;
+            let mut text = String::new();
+            conn.read_to_string(&mut text)?;
+            let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+            Ok(body)
+        })?
+    }
+
     /// The command line of `loupe agent` in host `i`'s namespace: sampling its data interface,
     /// joined to the rack's NATS as host `hI` of `rack` in `dc`, stdout discarded. Callers add
     /// their options and where its log goes, then spawn it.
@@ -288,7 +438,10 @@ impl Rack {
             .arg(loupe)
             .args(["agent", "--iface", DATA_IF, "--data-dir"])
             .arg(data_dir)
-            .args(self.bus_args())
+            .args(match &self.leaves {
+                Some(_) => vec!["--nats".to_string(), self.host_nats_url(i)],
+                None => self.bus_args(),
+            })
             .args(["--host", &host.name, "--rack", rack, "--dc", dc])
             .stdout(Stdio::null());
         cmd
@@ -307,6 +460,10 @@ impl Rack {
 
     /// Kills `nats-server` (SIGKILL: as if its host died).
     pub fn kill_nats(&mut self) -> Result<()> {
+        let leaves = self.leaves.as_ref().map_or(0, |l| l.servers.len());
+        for k in 0..leaves {
+            self.kill_leaf(k)?;
+        }
         if let Some(mut child) = self.nats.take() {
             // `ip netns exec` execs nats-server in place: the child is the server.
             child.kill()?;

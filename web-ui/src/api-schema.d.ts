@@ -830,6 +830,11 @@ export interface components {
              */
             joined_unix_ns: number;
             /**
+             * @description The JetStream domain of the NATS server the agent is connected to: its leaf (rack or
+             *     pod) in a fleet of leaf nodes. Absent on a single server without a domain.
+             */
+            leaf?: string | null;
+            /**
              * Format: int64
              * @description The retained data, `[from, to)` Unix ns (zeros when it holds nothing yet).
              */
@@ -888,6 +893,11 @@ export interface components {
             elapsed_ns: number;
             /** @description Hosts that answered with an error (their analysis failed, its partial was too large, …). */
             failed: components["schemas"]["FleetMiss"][];
+            /**
+             * @description In a fleet of leaf nodes, each leaf that answered with one merged partial of its hosts:
+             *     the merge ran as a tree. Empty when every host answered the asker directly.
+             */
+            leaves?: components["schemas"]["FleetLeafAnswer"][];
             /** @description The merge's log (the hosts' logs stay on the hosts). */
             log: components["schemas"]["LogLine"][];
             /**
@@ -900,6 +910,32 @@ export interface components {
             /** @description The analysis, and the SHA-256 of the module every host ran. */
             name: string;
             sha256: string;
+        };
+        /**
+         * @description One leaf's answer to a tree merge: its coordinator (an agent of the leaf, chosen by the
+         *     leaf's NATS queue group so that exactly one answers) invoked the leaf's hosts and merged
+         *     their partials before answering.
+         */
+        FleetLeafAnswer: {
+            /** @description The agent that coordinated the leaf. */
+            coordinator: components["schemas"]["FleetPlace"];
+            /**
+             * Format: int64
+             * @description From the asker publishing the query to receiving the leaf's answer, ns.
+             */
+            elapsed_ns: number;
+            /**
+             * Format: int64
+             * @description Hosts of the leaf whose partials it merged.
+             */
+            hosts: number;
+            /** @description The leaf: its NATS server's JetStream domain. */
+            leaf: string;
+            /**
+             * Format: int64
+             * @description Of which the leaf's own merge, ns.
+             */
+            merge_ns: number;
         };
         /** @description A host that was expected to answer and did not, or answered with an error. */
         FleetMiss: components["schemas"]["FleetPlace"] & {

@@ -35,6 +35,10 @@ pub struct FleetHost {
     pub status: String,
     /// Seconds since the last heartbeat, by the asking host's clock.
     pub silent_s: u64,
+    /// The JetStream domain of the NATS server the agent is connected to: its leaf (rack or
+    /// pod) in a fleet of leaf nodes. Absent on a single server without a domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf: Option<String>,
 }
 
 /// `loupe fleet hosts`.
@@ -122,5 +126,26 @@ pub struct FleetInvokeView {
     /// From publishing the query to the merged result, ns.
     pub elapsed_ns: u64,
     /// Of which merging in the sandbox, ns.
+    pub merge_ns: u64,
+    /// In a fleet of leaf nodes, each leaf that answered with one merged partial of its hosts:
+    /// the merge ran as a tree. Empty when every host answered the asker directly.
+    #[serde(default)]
+    pub leaves: Vec<FleetLeafAnswer>,
+}
+
+/// One leaf's answer to a tree merge: its coordinator (an agent of the leaf, chosen by the
+/// leaf's NATS queue group so that exactly one answers) invoked the leaf's hosts and merged
+/// their partials before answering.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FleetLeafAnswer {
+    /// The leaf: its NATS server's JetStream domain.
+    pub leaf: String,
+    /// The agent that coordinated the leaf.
+    pub coordinator: FleetPlace,
+    /// Hosts of the leaf whose partials it merged.
+    pub hosts: u64,
+    /// From the asker publishing the query to receiving the leaf's answer, ns.
+    pub elapsed_ns: u64,
+    /// Of which the leaf's own merge, ns.
     pub merge_ns: u64,
 }

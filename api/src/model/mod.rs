@@ -20,7 +20,8 @@ pub use analysis::{
 pub use diff::{DiffNode, FunctionChange, ProfileDiffView};
 pub use error::{ErrorBody, ErrorKind};
 pub use fleet::{
-    FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetMiss, FleetPlace, FleetRunHost, FleetRunView,
+    FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetLeafAnswer, FleetMiss, FleetPlace, FleetRunHost,
+    FleetRunView,
 };
 pub use host::{DayView, Health, StatsView};
 pub use probe::{

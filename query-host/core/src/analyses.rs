@@ -14,7 +14,11 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::error::{CoreError, CoreResult};
-use loupe_api::{clock::hostname, formats::hex, model::InvokeResponse};
+use loupe_api::{
+    clock::hostname,
+    formats::hex,
+    model::{InvokeResponse, LogLine},
+};
 use loupe_sandbox::{
     UdfError,
     bindings::{HostInfo, wit},
@@ -224,23 +228,55 @@ impl Analyses {
         params: &Map<String, Value>,
         partials: Vec<Vec<u8>>,
     ) -> CoreResult<MergedPartials> {
-        let mut refused = Vec::new();
-        let mut decoded = Vec::with_capacity(partials.len());
-        for (i, bytes) in partials.iter().enumerate() {
-            match partial::decode(bytes) {
-                Ok(o) => decoded.push(o),
-                Err(e) => refused.push((i, e.to_string())),
-            }
-        }
-        if decoded.is_empty() {
-            return Err(
-                UdfError::BadPartial(format!("no partial result could be read ({} refused)", refused.len())).into()
-            );
-        }
+        let (decoded, refused) = decode_partials(&partials)?;
         let info = self.info(store)?;
         let report = self.runtime.merge(&module.compiled, team, store, &info, range, params, decoded)?;
         Ok(MergedPartials { response: response(report), refused })
     }
+
+    /// Merges the hosts' encoded partials into one encoded partial, as a host's own would
+    /// travel: what a leaf's coordinator answers a tree merge with. Refused partials as in
+    /// [`Analyses::merge_partials`]; the merge's log lines beside it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn merge_to_partial(
+        &self,
+        store: &Store,
+        module: &FleetModule,
+        team: &str,
+        range: TimeRange,
+        params: &Map<String, Value>,
+        partials: Vec<Vec<u8>>,
+    ) -> CoreResult<MergedPartial> {
+        let (decoded, refused) = decode_partials(&partials)?;
+        let info = self.info(store)?;
+        let (bytes, log) =
+            self.runtime.merge_to_partial(&module.compiled, team, store, &info, range, params, decoded)?;
+        Ok(MergedPartial { bytes, log: log.lines, refused })
+    }
+}
+
+/// A merge's result still in partial form (see [`Analyses::merge_to_partial`]).
+pub struct MergedPartial {
+    pub bytes: Vec<u8>,
+    pub log: Vec<LogLine>,
+    pub refused: Vec<(usize, String)>,
+}
+
+/// Decodes each partial within the bounds: the readable ones, and the refused ones by index
+/// with why; an error when none can be read.
+fn decode_partials(partials: &[Vec<u8>]) -> CoreResult<(Vec<wit::Output>, Vec<(usize, String)>)> {
+    let mut refused = Vec::new();
+    let mut decoded = Vec::with_capacity(partials.len());
+    for (i, bytes) in partials.iter().enumerate() {
+        match partial::decode(bytes) {
+            Ok(o) => decoded.push(o),
+            Err(e) => refused.push((i, e.to_string())),
+        }
+    }
+    if decoded.is_empty() {
+        return Err(UdfError::BadPartial(format!("no partial result could be read ({} refused)", refused.len())).into());
+    }
+    Ok((decoded, refused))
 }
 
 /// What every door shows of an invocation (or a merge).

@@ -53,13 +53,60 @@ impl Runtime {
         params: &serde_json::Map<String, serde_json::Value>,
         partials: Vec<wit::Output>,
     ) -> Result<InvocationReport, UdfError> {
+        let started = Instant::now();
+        let (raw, log, peak) = self.merge_raw(compiled, team, store, info, range, params, partials)?;
+        let output = output::bounded(raw, self.limits().output_bytes)?;
+        let output_bytes = serde_json::to_vec(&output).map(|v| v.len()).unwrap_or(usize::MAX);
+        if output_bytes > self.limits().output_bytes {
+            return Err(UdfError::OutputTooLarge { size: output_bytes, limit: self.limits().output_bytes });
+        }
+        Ok(InvocationReport {
+            output,
+            log,
+            elapsed_ns: started.elapsed().as_nanos() as u64,
+            peak_memory_bytes: peak,
+            output_bytes,
+        })
+    }
+
+    /// Merges `partials` into one partial, encoded for the wire as a host's own would be
+    /// (within the same bounds and [`super::partial::MAX_PARTIAL_BYTES`]): what a leaf's
+    /// coordinator sends up a tree merge. Its log lines come back beside it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn merge_to_partial(
+        &self,
+        compiled: &Compiled,
+        team: &str,
+        store: &Store,
+        info: &HostInfo,
+        range: TimeRange,
+        params: &serde_json::Map<String, serde_json::Value>,
+        partials: Vec<wit::Output>,
+    ) -> Result<(Vec<u8>, InvocationLog), UdfError> {
+        let (raw, log, _peak) = self.merge_raw(compiled, team, store, info, range, params, partials)?;
+        output::bounded(raw.clone(), self.limits().output_bytes)?;
+        Ok((super::partial::encode(&raw)?, log))
+    }
+
+    /// The merge itself: groups of at most [`FAN_IN`], then their results again, until one is
+    /// left; with the calls' logs and the peak memory of any call.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_raw(
+        &self,
+        compiled: &Compiled,
+        team: &str,
+        store: &Store,
+        info: &HostInfo,
+        range: TimeRange,
+        params: &serde_json::Map<String, serde_json::Value>,
+        partials: Vec<wit::Output>,
+    ) -> Result<(wit::Output, InvocationLog, usize), UdfError> {
         if partials.is_empty() {
             return Err(UdfError::BadPartial("nothing to merge".into()));
         }
         let (pre, params) = merge_of(compiled, params)?;
         let _slot = self.slot(team)?;
         let _ticking = self.ticking();
-        let started = Instant::now();
         let range = wit_range(range);
         let mut log = InvocationLog::new(self.limits().log_bytes);
         let mut peak = 0;
@@ -81,18 +128,7 @@ impl Runtime {
                 break;
             }
         }
-        let output = output::bounded(level.pop().expect("one merged result"), self.limits().output_bytes)?;
-        let output_bytes = serde_json::to_vec(&output).map(|v| v.len()).unwrap_or(usize::MAX);
-        if output_bytes > self.limits().output_bytes {
-            return Err(UdfError::OutputTooLarge { size: output_bytes, limit: self.limits().output_bytes });
-        }
-        Ok(InvocationReport {
-            output,
-            log,
-            elapsed_ns: started.elapsed().as_nanos() as u64,
-            peak_memory_bytes: peak,
-            output_bytes,
-        })
+        Ok((level.pop().expect("one merged result"), log, peak))
     }
 
     /// One `merge` call over `group`, its raw result (itself a partial): what [`Runtime::merge`]

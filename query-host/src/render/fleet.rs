@@ -9,18 +9,31 @@ use loupe_api::{
 };
 
 pub fn hosts(view: &FleetHostsView) -> String {
+    // The leaf column only in a fleet of leaf nodes.
+    let leaves = view.hosts.iter().any(|h| h.leaf.is_some());
+    let leaf_of = |h: &loupe_api::model::FleetHost| match (leaves, &h.leaf) {
+        (false, _) => String::new(),
+        (true, leaf) => format!("{:<10} ", leaf.as_deref().unwrap_or("-")),
+    };
     let mut out = format!(
-        "{:<20} {:<14} {:<10} {:<7} {:>8}  {:<16} retained from\n",
-        "host", "rack", "dc", "status", "silent", "ifaces"
+        "{:<20} {:<14} {:<10} {}{:<11} {:>8}  {:<16} retained from\n",
+        "host",
+        "rack",
+        "dc",
+        if leaves { format!("{:<10} ", "leaf") } else { String::new() },
+        "status",
+        "silent",
+        "ifaces"
     );
     for h in &view.hosts {
         let retained = if h.retained_to_unix_ns == 0 { "-".into() } else { format_unix_ns(h.retained_from_unix_ns) };
         let _ = writeln!(
             out,
-            "{:<20} {:<14} {:<10} {:<7} {:>7}s  {:<16} {retained}",
+            "{:<20} {:<14} {:<10} {}{:<11} {:>7}s  {:<16} {retained}",
             h.place.host,
             h.place.rack,
             h.place.dc,
+            leaf_of(h),
             h.status,
             h.silent_s,
             h.ifaces.join(",")
@@ -74,6 +87,17 @@ pub fn invoke(view: &FleetInvokeView) -> String {
         view.elapsed_ns / 1_000_000,
         view.merge_ns / 1_000_000
     );
+    for leaf in &view.leaves {
+        let _ = writeln!(
+            out,
+            "leaf {}: {} hosts merged by {} in {} ms (its merge {} ms)",
+            leaf.leaf,
+            leaf.hosts,
+            leaf.coordinator.host,
+            leaf.elapsed_ns / 1_000_000,
+            leaf.merge_ns / 1_000_000
+        );
+    }
     misses(&mut out, "missing", &view.missing);
     misses(&mut out, "failed", &view.failed);
     out

@@ -1,7 +1,9 @@
 //! The agent's side of the fleet: keep this host's registration alive and answer the requests
 //! of its scopes — `invoke` (an analysis over local data, answered as a partial result),
 //! `run` (a synchronized run from a common instant) and `read` (a stored run or a range's
-//! stacks, for the fleet view).
+//! stacks, for the fleet view). On a leaf node (a server with a JetStream domain) it also joins
+//! its leaf's queue group and, when chosen, answers for the whole leaf: its registry
+//! (`hosts`), or a tree merge's leaf level (`invoke`: the leaf's hosts gathered and merged).
 //!
 //! It runs on its own thread with a small tokio runtime, so a slow or unreachable NATS server
 //! never holds up collection; the core's blocking work (an analysis, a run that lasts seconds)
@@ -18,11 +20,12 @@ use tokio::sync::{Semaphore, watch};
 use tracing::{info, warn};
 
 use super::{
-    Connection, FleetError, modules, payload_limit, registry,
+    Connection, Coordinator, FleetError, leaves, modules, payload_limit, registry,
     registry::Registration,
     subjects::{self, Verb},
     wire::{
-        self, Envelope, InvokeBody, InvokeReply, ReadBody, ReadReply, Reply, RunBody, RunReply, WIRE_VERSION, WireError,
+        self, Envelope, InvokeBody, InvokeReply, LeafHostsReply, LeafInvokeBody, LeafInvokeReply, ReadBody, ReadReply,
+        Reply, RunBody, RunReply, WIRE_VERSION, WireError,
     },
 };
 use loupe_api::{clock::now_unix_ns, model::FleetPlace};
@@ -94,6 +97,16 @@ struct Ctx {
     place: FleetPlace,
     host: Arc<Host>,
     slots: Semaphore,
+    /// Its server's JetStream domain (its leaf), once asked.
+    domain: std::sync::OnceLock<Option<String>>,
+    /// Rewrite the registration now (the domain became known).
+    register_now: tokio::sync::Notify,
+}
+
+impl Ctx {
+    fn domain(&self) -> Option<&str> {
+        self.domain.get().and_then(|d| d.as_deref())
+    }
 }
 
 async fn serve(
@@ -105,7 +118,7 @@ async fn serve(
 ) -> Result<(), FleetError> {
     let js = jetstream::new(client.clone());
     let mut subs = Vec::new();
-    for subject in subjects::agent_subjects(&place.host, &place.rack, &place.dc) {
+    for subject in subjects::agent_subjects(&place.host, &place.rack, &place.dc, None) {
         subs.push(
             client
                 .subscribe(subject.clone())
@@ -120,7 +133,14 @@ async fn serve(
         place: place.clone(),
         host,
         slots: Semaphore::new(MAX_IN_FLIGHT),
+        domain: std::sync::OnceLock::new(),
+        register_now: tokio::sync::Notify::new(),
     });
+    // The leaf's subjects wait for the server to say its domain (NATS may not be up yet).
+    let mut leaf_requests = futures_util::stream::SelectAll::new();
+    let discovery = leaves::discover_domain(&client, &js);
+    tokio::pin!(discovery);
+    let mut discovering = true;
     let heartbeat = tokio::spawn(keep_registered(Arc::clone(&ctx), stopped.clone()));
     match client.connection_state() {
         async_nats::connection::State::Connected => {
@@ -134,6 +154,18 @@ async fn serve(
                 Some(msg) => { tokio::spawn(answer(Arc::clone(&ctx), msg)); }
                 None => break,
             },
+            Some(msg) = leaf_requests.next(), if !leaf_requests.is_empty() => {
+                tokio::spawn(answer(Arc::clone(&ctx), msg));
+            }
+            domain = &mut discovery, if discovering => {
+                discovering = false;
+                let _ = ctx.domain.set(domain.clone());
+                ctx.register_now.notify_one();
+                if let Some(d) = domain {
+                    leaf_requests = join_leaf(&client, &place, &d).await?;
+                    info!(host = %place.host, leaf = %d, "on leaf {d}: answering for it in turn with its other agents");
+                }
+            }
             _ = stopped.changed() => break,
         }
     }
@@ -142,6 +174,28 @@ async fn serve(
     let _ = tokio::time::timeout(Duration::from_secs(1), client.flush()).await;
     info!("left the fleet");
     Ok(())
+}
+
+/// The subscriptions of an agent on leaf `domain`: its hosts' subject, and the leaf-level
+/// subjects in the leaf's queue group (one agent of the leaf gets each leaf request).
+async fn join_leaf(
+    client: &async_nats::Client,
+    place: &FleetPlace,
+    domain: &str,
+) -> Result<futures_util::stream::SelectAll<async_nats::Subscriber>, FleetError> {
+    let failed = |subject: &str, e: &dyn std::fmt::Display| FleetError::Bus(format!("subscribing {subject}: {e}"));
+    let mut subs = Vec::new();
+    let hosts = subjects::agent_subjects(&place.host, &place.rack, &place.dc, Some(domain)).pop().expect("5 subjects");
+    subs.push(client.subscribe(hosts.clone()).await.map_err(|e| failed(&hosts, &e))?);
+    for subject in subjects::leaf_subjects(domain) {
+        subs.push(
+            client
+                .queue_subscribe(subject.clone(), subjects::leaf_queue(domain))
+                .await
+                .map_err(|e| failed(&subject, &e))?,
+        );
+    }
+    Ok(futures_util::stream::select_all(subs))
 }
 
 /// Rewrites the registration every heartbeat; after a stop, once more as `left`.
@@ -175,7 +229,10 @@ async fn keep_registered(ctx: Arc<Ctx>, mut stopped: watch::Receiver<bool>) {
         if leaving {
             return;
         }
-        let _ = tokio::time::timeout(registry::HEARTBEAT, stopped.changed()).await;
+        tokio::select! {
+            _ = tokio::time::timeout(registry::HEARTBEAT, stopped.changed()) => {}
+            () = ctx.register_now.notified() => {}
+        }
     }
 }
 
@@ -196,6 +253,7 @@ fn registration(ctx: &Ctx, joined: u64, left: bool) -> Registration {
         joined_unix_ns: joined,
         heartbeat_unix_ns: now_unix_ns(),
         left,
+        domain: ctx.domain().map(str::to_string),
     }
 }
 
@@ -203,11 +261,13 @@ fn registration(ctx: &Ctx, joined: u64, left: bool) -> Registration {
 async fn answer(ctx: Arc<Ctx>, msg: Message) {
     let Some(reply_to) = msg.reply.clone() else { return };
     let limit = payload_limit(&ctx.client);
-    let bytes = match subjects::verb_of(&msg.subject) {
-        Some(Verb::Invoke) => handle(&ctx, &msg, limit, invoke).await,
-        Some(Verb::Run) => handle(&ctx, &msg, limit, run).await,
-        Some(Verb::Read) => handle(&ctx, &msg, limit, read).await,
-        None => return,
+    let bytes = match subjects::route_of(&msg.subject) {
+        Some((Verb::Invoke, false)) => handle(&ctx, &msg, limit, invoke).await,
+        Some((Verb::Run, false)) => handle(&ctx, &msg, limit, run).await,
+        Some((Verb::Read, false)) => handle(&ctx, &msg, limit, read).await,
+        Some((Verb::Invoke, true)) => handle(&ctx, &msg, limit, lead_leaf).await,
+        Some((Verb::Hosts, true)) => handle(&ctx, &msg, limit, list_leaf).await,
+        _ => return,
     };
     if let Some(bytes) = bytes
         && let Err(e) = ctx.client.publish(reply_to, bytes.into()).await
@@ -231,7 +291,9 @@ where
             return None;
         }
     };
-    if !envelope.selector.matches(&ctx.place.host, &ctx.place.rack, &ctx.place.dc) {
+    // A leaf-level request selects hosts for the leaf's coordinator, not this host.
+    let for_leaf = subjects::route_of(&msg.subject).is_some_and(|(_, leaf)| leaf);
+    if !for_leaf && !envelope.selector.matches(&ctx.place.host, &ctx.place.rack, &ctx.place.dc) {
         return None;
     }
     if envelope.deadline_unix_ns < now_unix_ns() {
@@ -252,7 +314,8 @@ where
     } else {
         Err(WireError::new("busy", format!("{MAX_IN_FLIGHT} fleet requests already in flight on this host")))
     };
-    let reply = Reply { v: WIRE_VERSION, query, place: ctx.place.clone(), result };
+    let reply =
+        Reply { v: WIRE_VERSION, query, place: ctx.place.clone(), leaf: ctx.domain().map(str::to_string), result };
     Some(wire::encode_reply(&reply, limit.saturating_sub(REPLY_HEADROOM)))
 }
 
@@ -268,15 +331,62 @@ fn invoke(ctx: &Ctx, envelope: &Envelope<InvokeBody>) -> Result<InvokeReply, Wir
     let store = ctx.host.store();
     // On the blocking pool, inside the runtime: the fetch may wait for the object store.
     let rt = tokio::runtime::Handle::current();
+    let origin = body.origin_domain.as_deref().filter(|o| Some(*o) != ctx.domain());
     let module = analyses
         .fleet_module(store, &body.name, &body.sha256, || {
-            rt.block_on(modules::fetch(&ctx.js, &body.sha256)).map_err(|e| e.to_string())
+            rt.block_on(modules::pull(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(|e| e.to_string())
         })
         .map_err(core_error)?;
     let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)
         .map_err(|e| WireError::new("bad_request", e.to_string()))?;
     let partial = analyses.invoke_partial(store, &module, FLEET_TEAM, range, &body.params).map_err(core_error)?;
     Ok(InvokeReply { partial: partial.bytes, elapsed_ns: partial.elapsed_ns })
+}
+
+/// `invoke` for the leaf, on the agent its queue group chose: the module brought into the
+/// leaf's own object store (so its hosts fetch it there), the leaf's selected hosts invoked
+/// and gathered by the leaf's deadline, their partials merged into one in this agent's sandbox.
+fn lead_leaf(ctx: &Ctx, envelope: &Envelope<LeafInvokeBody>) -> Result<LeafInvokeReply, WireError> {
+    let body = &envelope.body.invoke;
+    let analyses = ctx.host.analyses().map_err(core_error)?;
+    let store = ctx.host.store();
+    let rt = tokio::runtime::Handle::current();
+    let origin = body.origin_domain.as_deref().filter(|o| Some(*o) != ctx.domain());
+    let bytes = rt.block_on(modules::pull(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(fleet_error)?;
+    let module = analyses.fleet_module(store, &body.name, &body.sha256, || Ok(bytes)).map_err(core_error)?;
+    let coordinator =
+        Coordinator::with_client(ctx.client.clone(), &ctx.place.host).with_domain(ctx.domain().map(str::to_string));
+    let mut gathered = rt.block_on(coordinator.gather_leaf(envelope)).map_err(fleet_error)?;
+    if gathered.partials.is_empty() {
+        return Ok(gathered.reply(None, Vec::new(), 0));
+    }
+    let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)
+        .map_err(|e| WireError::new("bad_request", e.to_string()))?;
+    let started = std::time::Instant::now();
+    let partials: Vec<Vec<u8>> = gathered.partials.iter_mut().map(|(_, bytes)| std::mem::take(bytes)).collect();
+    let merged = analyses.merge_to_partial(store, &module, FLEET_TEAM, range, &body.params, partials);
+    let merge_ns = started.elapsed().as_nanos() as u64;
+    match merged {
+        Ok(m) => Ok(gathered.reply(Some(m.bytes), m.refused, merge_ns)),
+        Err(e) => Err(core_error(e)),
+    }
+}
+
+/// `hosts` for the leaf: its registry, as this agent lists it.
+fn list_leaf(ctx: &Ctx, _envelope: &Envelope<()>) -> Result<LeafHostsReply, WireError> {
+    tokio::runtime::Handle::current().block_on(leaves::list_leaf(&ctx.js)).map_err(fleet_error)
+}
+
+fn fleet_error(e: FleetError) -> WireError {
+    let code = match &e {
+        FleetError::Bus(_) => "fleet_unavailable",
+        FleetError::NotFound(_) => "not_found",
+        FleetError::TooLarge(_) => "too_large",
+        FleetError::BadRequest(_) => "bad_request",
+        FleetError::Remote { code, .. } => code.as_str(),
+        FleetError::Core(c) => c.code(),
+    };
+    WireError::new(code, e.to_string())
 }
 
 /// `run`: a run on this host's interface from the common instant, answered once stored.

@@ -5,6 +5,11 @@
 //! Every query first reads the registry: the hosts it selects that are `up` are the ones it
 //! waits for, so it can stop as soon as the last of them answered and name the ones that did
 //! not at its deadline; `silent` hosts are listed as missing without being waited for.
+//!
+//! In a fleet of leaf nodes ([`super::leaves`]) the registry of the asker's own leaf suffices
+//! for a rack or a host in it; anything wider lists every leaf's registry through one agent of
+//! each, and an invocation of a datacenter or the whole fleet runs as a tree: one coordinator
+//! per leaf gathers and merges its hosts, the asker merges the leaves' partials.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -17,17 +22,21 @@ use loupe_store::TimeRange;
 
 use super::{
     Connection, FleetError,
-    gather::{Gathered, gather},
+    gather::{Ask, Gathered, KeyBy, Resend, gather, gather_by},
+    leaves::{self, LeafEntry},
     modules::{self, CatalogEntry},
     registry,
-    subjects::{Selector, Verb},
-    wire::{Envelope, InvokeBody, InvokeReply, ReadBody, ReadReply, RunBody, RunReply, WIRE_VERSION},
+    subjects::{self, Selector, Verb},
+    wire::{
+        Envelope, InvokeBody, InvokeReply, LeafInvokeBody, LeafInvokeReply, ReadBody, ReadReply, RunBody, RunReply,
+        WIRE_VERSION,
+    },
 };
 use loupe_api::{
     clock::now_unix_ns,
     model::{
-        FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetMiss, FleetPlace, FleetRunHost, FleetRunView,
-        InvokeResponse,
+        FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetLeafAnswer, FleetMiss, FleetPlace,
+        FleetRunHost, FleetRunView, InvokeResponse,
     },
 };
 use loupe_core::{Host, analyses::FleetModule};
@@ -83,12 +92,53 @@ pub struct Coordinator {
     js: jetstream::Context,
     /// Who ships modules (for the catalog): a host name or `cli`.
     by: String,
+    /// The JetStream domain (leaf) of the server it talks to, asked once.
+    domain: tokio::sync::OnceCell<Option<String>>,
 }
 
 /// The registry's view of a selection: who to wait for, and who is known but silent.
 struct Expected {
     up: BTreeMap<String, FleetPlace>,
     silent: Vec<FleetMiss>,
+}
+
+/// What an invocation gathered, before merging.
+#[derive(Default)]
+struct Collected {
+    answered: Vec<FleetAnswered>,
+    missing: Vec<FleetMiss>,
+    failed: Vec<FleetMiss>,
+    partials: Partials,
+    /// In a tree: each leaf that answered with a partial, and the hosts that partial covers
+    /// (by its coordinator's host name).
+    leaves: Vec<FleetLeafAnswer>,
+    covers: BTreeMap<String, Vec<FleetPlace>>,
+}
+
+/// A leaf's gather, for its coordinator to merge: what its hosts answered, and every host of
+/// the leaf's registry.
+pub struct LeafGathered {
+    collected_answered: Vec<FleetAnswered>,
+    missing: Vec<FleetMiss>,
+    failed: Vec<FleetMiss>,
+    pub partials: Partials,
+    leaf_hosts: Vec<FleetPlace>,
+}
+
+impl LeafGathered {
+    /// The leaf's answer, with its hosts' partials merged into `partial` (absent when none
+    /// answered) and `refused` (indices into [`LeafGathered::partials`], with why) listed as
+    /// failed.
+    pub fn reply(self, partial: Option<Vec<u8>>, refused: Vec<(usize, String)>, merge_ns: u64) -> LeafInvokeReply {
+        let LeafGathered { mut collected_answered, missing, mut failed, partials, leaf_hosts } = self;
+        for (i, why) in refused {
+            if let Some((place, _)) = partials.get(i) {
+                collected_answered.retain(|a| &a.place != place);
+                failed.push(FleetMiss { place: place.clone(), why, code: "bad_partial".into() });
+            }
+        }
+        LeafInvokeReply { partial, answered: collected_answered, missing, failed, merge_ns, leaf_hosts }
+    }
 }
 
 impl Coordinator {
@@ -102,41 +152,58 @@ impl Coordinator {
     /// spawns a task).
     pub fn with_client(client: async_nats::Client, by: &str) -> Coordinator {
         let js = jetstream::new(client.clone());
-        Coordinator { client, js, by: by.into() }
+        Coordinator { client, js, by: by.into(), domain: tokio::sync::OnceCell::new() }
     }
 
-    /// Registered hosts the selector matches, with their status.
+    /// Told its server's JetStream domain (an agent asked it already).
+    pub fn with_domain(self, domain: Option<String>) -> Coordinator {
+        Coordinator { domain: tokio::sync::OnceCell::new_with(Some(domain)), ..self }
+    }
+
+    /// The JetStream domain of the server this coordinator talks to: its leaf, if any.
+    pub async fn domain(&self) -> Option<String> {
+        self.domain.get_or_init(|| leaves::own_domain(&self.js)).await.clone()
+    }
+
+    /// Registered hosts the selector matches, with their status. In a fleet of leaf nodes,
+    /// this leaf's registry answers for a rack or host it holds; anything wider is listed by
+    /// one agent of every leaf, and the hosts of a leaf that did not answer are listed
+    /// `unreachable` from what it answered last.
     pub async fn hosts(&self, selector: &Selector) -> Result<FleetHostsView, FleetError> {
         selector.check().map_err(FleetError::BadRequest)?;
-        let hosts = registry::list(&registry::bucket(&self.js).await?, selector).await?;
+        let mut hosts = registry::list(&registry::bucket(&self.js).await?, selector).await?;
+        let narrow = selector.host.is_some() || selector.rack.is_some();
+        if let Some(own) = self.domain().await
+            && !(narrow && !hosts.is_empty())
+        {
+            let call = leaves::roll_call(&self.client, &self.js, leaves::HOSTS_WINDOW).await?;
+            let mut seen: std::collections::HashSet<String> = hosts.iter().map(|h| h.place.host.clone()).collect();
+            let now = now_unix_ns();
+            let others = call.leaves.into_iter().filter(|(leaf, _)| *leaf != own).flat_map(|(_, hosts)| hosts);
+            let unreachable =
+                call.silent.iter().filter(|e| e.leaf != own).flat_map(|e| leaves::unreachable_hosts(e, now));
+            for h in others.chain(unreachable) {
+                if selector.matches(&h.place.host, &h.place.rack, &h.place.dc) && seen.insert(h.place.host.clone()) {
+                    hosts.push(h);
+                }
+            }
+            hosts.sort_by(|a, b| {
+                (&a.place.dc, &a.place.rack, &a.place.host).cmp(&(&b.place.dc, &b.place.rack, &b.place.host))
+            });
+        }
         let up = hosts.iter().filter(|h| h.status == "up").count() as u64;
         Ok(FleetHostsView { hosts, up })
     }
 
     async fn expected(&self, selector: &Selector) -> Result<Expected, FleetError> {
-        let hosts = self.hosts(selector).await?.hosts;
-        let mut up = BTreeMap::new();
-        let mut silent = Vec::new();
-        for FleetHost { place, status, silent_s, .. } in hosts {
-            match status.as_str() {
-                "up" => {
-                    up.insert(place.host.clone(), place);
-                }
-                "silent" => silent.push(FleetMiss {
-                    place,
-                    why: format!("no heartbeat for {silent_s} s before the query; not asked"),
-                    code: "silent".into(),
-                }),
-                _ => {} // left cleanly: not part of the selection any more
-            }
-        }
-        if up.is_empty() {
+        let expected = expected_of(self.hosts(selector).await?.hosts);
+        if expected.up.is_empty() {
             return Err(FleetError::NotFound(format!(
                 "no host of {} is up in the fleet (`loupe fleet hosts` lists who registered)",
                 selector.describe()
             )));
         }
-        Ok(Expected { up, silent })
+        Ok(expected)
     }
 
     /// A synchronized run: one start instant for every selected host, slots counted in each
@@ -278,45 +345,19 @@ impl Coordinator {
             )));
         }
         let started = Instant::now();
-        let expected = self.expected(&order.selector).await?;
-        let envelope = Envelope {
-            v: WIRE_VERSION,
-            query: self.client.new_inbox(),
-            deadline_unix_ns: now_unix_ns() + order.deadline.as_nanos() as u64,
-            selector: order.selector.clone(),
-            body: InvokeBody {
-                name: name.into(),
-                sha256: sha256.into(),
-                from_unix_ns: order.from_unix_ns,
-                to_unix_ns: order.to_unix_ns,
-                params: order.params.clone(),
-            },
-        };
-        let gathered: Gathered<InvokeReply> = gather(
-            &self.client,
-            order.selector.subject(Verb::Invoke),
-            &envelope,
-            expected.up.keys().cloned().collect(),
-            started + order.deadline,
-        )
-        .await?;
-        let mut answered = Vec::new();
-        let mut failed = Vec::new();
-        let mut partials = Vec::new();
-        for answer in gathered.answers {
-            match answer.result {
-                Ok(reply) => {
-                    answered.push(FleetAnswered {
-                        place: answer.place.clone(),
-                        elapsed_ns: answer.elapsed.as_nanos() as u64,
-                    });
-                    partials.push((answer.place, reply.partial));
-                }
-                Err(e) => failed.push(FleetMiss { place: answer.place, why: e.message, code: e.code }),
+        let deadline = started + order.deadline;
+        let own = self.domain().await;
+        let Collected { mut answered, missing: missing_hosts, mut failed, partials, leaves, covers } = match &own {
+            // A datacenter or the whole fleet, in a fleet with leaves: as a tree.
+            Some(own) if order.selector.host.is_none() && order.selector.rack.is_none() => {
+                self.tree(order, name, sha256, own, deadline).await?
             }
-        }
-        let mut missing_hosts = expected.silent;
-        missing_hosts.extend(missing(&gathered.missing, &expected.up, gathered.elapsed));
+            _ => {
+                let expected = self.expected(&order.selector).await?;
+                let subject = order.selector.subject(Verb::Invoke);
+                self.scatter(order, name, sha256, own.clone(), subject, expected, deadline).await?
+            }
+        };
         if partials.is_empty() {
             return Err(FleetError::NotFound(format!(
                 "no host of {} answered with a result ({} failed, {} missing)",
@@ -329,8 +370,12 @@ impl Coordinator {
             .await
             .map_err(|e| FleetError::Bus(format!("the merge task failed: {e}")))??;
         for (place, why) in merged.refused {
-            answered.retain(|a| a.place != place);
-            failed.push(FleetMiss { place, why, code: "bad_partial".into() });
+            // A leaf's partial stands for every host it merged.
+            let hosts = covers.get(&place.host).cloned().unwrap_or_else(|| vec![place.clone()]);
+            for host in hosts {
+                answered.retain(|a| a.place != host);
+                failed.push(FleetMiss { place: host, why: why.clone(), code: "bad_partial".into() });
+            }
         }
         Ok(FleetInvokeView {
             name: name.into(),
@@ -342,8 +387,246 @@ impl Coordinator {
             log: merged.response.log,
             elapsed_ns: started.elapsed().as_nanos() as u64,
             merge_ns: merged.merge_ns,
+            leaves,
         })
     }
+
+    /// Every selected host invoked on `subject` and gathered until `deadline`.
+    #[allow(clippy::too_many_arguments)]
+    async fn scatter(
+        &self,
+        order: &InvokeOrder,
+        name: &str,
+        sha256: &str,
+        origin_domain: Option<String>,
+        subject: String,
+        expected: Expected,
+        deadline: Instant,
+    ) -> Result<Collected, FleetError> {
+        let envelope = Envelope {
+            v: WIRE_VERSION,
+            query: self.client.new_inbox(),
+            deadline_unix_ns: unix_at(deadline),
+            selector: order.selector.clone(),
+            body: invoke_body(order, name, sha256, origin_domain),
+        };
+        let gathered: Gathered<InvokeReply> =
+            gather(&self.client, subject, &envelope, expected.up.keys().cloned().collect(), deadline).await?;
+        let mut c = Collected::default();
+        for answer in gathered.answers {
+            match answer.result {
+                Ok(reply) => {
+                    c.answered.push(FleetAnswered {
+                        place: answer.place.clone(),
+                        elapsed_ns: answer.elapsed.as_nanos() as u64,
+                    });
+                    c.partials.push((answer.place, reply.partial));
+                }
+                Err(e) => c.failed.push(FleetMiss { place: answer.place, why: e.message, code: e.code }),
+            }
+        }
+        c.missing = expected.silent;
+        c.missing.extend(missing(&gathered.missing, &expected.up, gathered.elapsed));
+        Ok(c)
+    }
+
+    /// A tree: one agent of every leaf gathers and merges the leaf's selected hosts by a
+    /// deadline of its own ([`leaves::leaf_deadline`]) and answers with one partial. A leaf
+    /// still silent 40 % of the way to that deadline is asked again (its queue group picks
+    /// another agent if the first is gone); the hosts of a leaf that never answers are named
+    /// missing from what it answered last.
+    async fn tree(
+        &self,
+        order: &InvokeOrder,
+        name: &str,
+        sha256: &str,
+        own: &str,
+        deadline: Instant,
+    ) -> Result<Collected, FleetError> {
+        let mut known = leaves::known(&self.js).await;
+        if known.is_empty() {
+            // First question from this domain: find the leaves (and remember them).
+            leaves::roll_call(&self.client, &self.js, leaves::HOSTS_WINDOW).await?;
+            known = leaves::known(&self.js).await;
+        }
+        let now = Instant::now();
+        let leaf_deadline = leaves::leaf_deadline(now, deadline);
+        let envelope = Envelope {
+            v: WIRE_VERSION,
+            query: self.client.new_inbox(),
+            deadline_unix_ns: unix_at(deadline),
+            selector: order.selector.clone(),
+            body: LeafInvokeBody {
+                invoke: invoke_body(order, name, sha256, Some(own.to_string())),
+                leaf_deadline_unix_ns: unix_at(leaf_deadline),
+            },
+        };
+        let gathered: Gathered<LeafInvokeReply> = gather_by(
+            &self.client,
+            &envelope,
+            Ask {
+                subject: subjects::leaf_subject(Verb::Invoke, None),
+                expected: known.keys().cloned().collect(),
+                deadline,
+                key: KeyBy::Leaf,
+                resend: Some(Resend {
+                    at: now + leaf_deadline.saturating_duration_since(now).mul_f64(0.4),
+                    subject: |leaf| subjects::leaf_subject(Verb::Invoke, Some(leaf)),
+                }),
+                at_least: None,
+            },
+        )
+        .await?;
+        let selected = |entry: &LeafEntry| -> Vec<FleetPlace> {
+            entry.hosts.iter().filter(|p| order.selector.matches(&p.host, &p.rack, &p.dc)).cloned().collect()
+        };
+        let mut c = Collected::default();
+        for answer in gathered.answers {
+            let leaf = answer.leaf.unwrap_or_default();
+            match answer.result {
+                Ok(reply) => {
+                    leaves::record(&self.js, &leaf, reply.leaf_hosts).await;
+                    if let Some(partial) = reply.partial {
+                        c.covers.insert(
+                            answer.place.host.clone(),
+                            reply.answered.iter().map(|a| a.place.clone()).collect(),
+                        );
+                        c.leaves.push(FleetLeafAnswer {
+                            leaf,
+                            coordinator: answer.place.clone(),
+                            hosts: reply.answered.len() as u64,
+                            elapsed_ns: answer.elapsed.as_nanos() as u64,
+                            merge_ns: reply.merge_ns,
+                        });
+                        c.partials.push((answer.place, partial));
+                    }
+                    c.answered.extend(reply.answered);
+                    c.missing.extend(reply.missing);
+                    c.failed.extend(reply.failed);
+                }
+                Err(e) => {
+                    let hosts = known.get(&leaf).map(selected).unwrap_or_else(|| vec![answer.place.clone()]);
+                    let why = format!("leaf {leaf}'s coordinator {} failed: {}", answer.place.host, e.message);
+                    c.failed.extend(hosts.into_iter().map(|place| FleetMiss {
+                        place,
+                        why: why.clone(),
+                        code: e.code.clone(),
+                    }));
+                }
+            }
+        }
+        for leaf in &gathered.missing {
+            let why = format!(
+                "its leaf {leaf} did not answer within {} ms (the leaf's server down or cut off from the hub, or \
+                 none of its agents up)",
+                gathered.elapsed.as_millis()
+            );
+            let hosts = known.get(leaf).map(selected).unwrap_or_default();
+            c.missing.extend(hosts.into_iter().map(|place| FleetMiss {
+                place,
+                why: why.clone(),
+                code: "leaf_deadline".into(),
+            }));
+        }
+        c.answered.sort_by_key(|a| a.elapsed_ns);
+        Ok(c)
+    }
+
+    /// A leaf's part of a tree, on the agent its queue group chose: the leaf's selected hosts
+    /// (from its own registry, on its `domain` subject) invoked and gathered by the leaf's
+    /// deadline. The agent merges the partials and answers ([`LeafGathered::reply`]).
+    pub async fn gather_leaf(&self, envelope: &Envelope<LeafInvokeBody>) -> Result<LeafGathered, FleetError> {
+        let Some(own) = self.domain().await else {
+            return Err(FleetError::BadRequest(
+                "this agent's NATS server has no JetStream domain: it is no leaf".into(),
+            ));
+        };
+        let body = &envelope.body.invoke;
+        let listing = registry::list(&registry::bucket(&self.js).await?, &Selector::default()).await?;
+        let leaf_hosts = listing.iter().filter(|h| h.status != "left").map(|h| h.place.clone()).collect();
+        let selected: Vec<FleetHost> = listing
+            .into_iter()
+            .filter(|h| envelope.selector.matches(&h.place.host, &h.place.rack, &h.place.dc))
+            .collect();
+        let expected = expected_of(selected);
+        if expected.up.is_empty() {
+            return Ok(LeafGathered {
+                collected_answered: Vec::new(),
+                missing: expected.silent,
+                failed: Vec::new(),
+                partials: Vec::new(),
+                leaf_hosts,
+            });
+        }
+        let deadline =
+            Instant::now() + Duration::from_nanos(envelope.body.leaf_deadline_unix_ns.saturating_sub(now_unix_ns()));
+        let order = InvokeOrder {
+            selector: envelope.selector.clone(),
+            from_unix_ns: body.from_unix_ns,
+            to_unix_ns: body.to_unix_ns,
+            params: body.params.clone(),
+            deadline: deadline.saturating_duration_since(Instant::now()),
+        };
+        let subject = subjects::domain_subject(Verb::Invoke, &own);
+        let c = self.scatter(&order, &body.name, &body.sha256, None, subject, expected, deadline).await?;
+        Ok(LeafGathered {
+            collected_answered: c.answered,
+            missing: c.missing,
+            failed: c.failed,
+            partials: c.partials,
+            leaf_hosts,
+        })
+    }
+}
+
+/// `invoke`'s body for `order`.
+fn invoke_body(order: &InvokeOrder, name: &str, sha256: &str, origin_domain: Option<String>) -> InvokeBody {
+    InvokeBody {
+        name: name.into(),
+        sha256: sha256.into(),
+        from_unix_ns: order.from_unix_ns,
+        to_unix_ns: order.to_unix_ns,
+        params: order.params.clone(),
+        origin_domain,
+    }
+}
+
+/// The Unix time (ns) of a monotonic instant, by the clock now.
+fn unix_at(t: Instant) -> u64 {
+    let now = Instant::now();
+    match t.checked_duration_since(now) {
+        Some(ahead) => now_unix_ns() + ahead.as_nanos() as u64,
+        None => now_unix_ns().saturating_sub(now.duration_since(t).as_nanos() as u64),
+    }
+}
+
+/// Who of `hosts` to wait for (`up`), and who to name missing without waiting (`silent`, or
+/// `unreachable`: their leaf did not answer).
+fn expected_of(hosts: Vec<FleetHost>) -> Expected {
+    let mut up = BTreeMap::new();
+    let mut silent = Vec::new();
+    for FleetHost { place, status, silent_s, leaf, .. } in hosts {
+        match status.as_str() {
+            "up" => {
+                up.insert(place.host.clone(), place);
+            }
+            "silent" => silent.push(FleetMiss {
+                place,
+                why: format!("no heartbeat for {silent_s} s before the query; not asked"),
+                code: "silent".into(),
+            }),
+            "unreachable" => silent.push(FleetMiss {
+                place,
+                why: format!(
+                    "its leaf {} has not answered for {silent_s} s; not asked",
+                    leaf.as_deref().unwrap_or("?")
+                ),
+                code: "leaf_deadline".into(),
+            }),
+            _ => {} // left cleanly: not part of the selection any more
+        }
+    }
+    Expected { up, silent }
 }
 
 /// The merge step of an invocation, on `host`'s analysis runtime (an agent's, or the CLI's

@@ -28,10 +28,12 @@ use loupe_api::model::FleetPlace;
 /// so a flood of replies cannot grow a gather without bound.
 const EXTRA_REPLIES: usize = 1_024;
 
-/// One host's answer, as gathered.
+/// One host's (or leaf's) answer, as gathered.
 #[derive(Debug)]
 pub struct Answer<R> {
     pub place: FleetPlace,
+    /// The answering agent's leaf (its server's JetStream domain).
+    pub leaf: Option<String>,
     pub elapsed: Duration,
     pub result: Result<R, WireError>,
 }
@@ -41,11 +43,27 @@ pub struct Answer<R> {
 pub struct Gathered<R> {
     /// In the order they arrived; one per host (a second reply from a host is ignored).
     pub answers: Vec<Answer<R>>,
-    /// Expected hosts that did not answer in time.
+    /// Expected hosts (or leaves) that did not answer in time.
     pub missing: BTreeSet<String>,
     /// Replies that could not be read or were for another query (counted, not trusted).
     pub unreadable: usize,
     pub elapsed: Duration,
+}
+
+/// Whom a reply counts for: its host (hosts answering for themselves), or its leaf (one agent
+/// answering for its leaf in a tree).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyBy {
+    Host,
+    Leaf,
+}
+
+/// Asking once more: at `at`, the request is published again to `subject(key)` for every key
+/// still awaited — a leaf whose coordinator died with the request is asked again, and its
+/// queue group hands it to another agent of the leaf.
+pub struct Resend {
+    pub at: Instant,
+    pub subject: fn(&str) -> String,
 }
 
 /// Publishes `envelope` on `subject` and gathers replies until every host in `expected`
@@ -58,6 +76,31 @@ pub async fn gather<B: Serialize, R: DeserializeOwned>(
     expected: BTreeSet<String>,
     deadline: Instant,
 ) -> Result<Gathered<R>, FleetError> {
+    gather_by(client, envelope, Ask { subject, expected, deadline, key: KeyBy::Host, resend: None, at_least: None })
+        .await
+}
+
+/// What a gather waits for.
+pub struct Ask {
+    pub subject: String,
+    /// The hosts (or leaves) whose answers end the gather early.
+    pub expected: BTreeSet<String>,
+    pub deadline: Instant,
+    pub key: KeyBy,
+    pub resend: Option<Resend>,
+    /// Keep listening at least until then, for answers from hosts or leaves not expected
+    /// (a leaf that joined since the asker last heard of it).
+    pub at_least: Option<Instant>,
+}
+
+/// [`gather`], with replies counted by `key`, optionally asked again ([`Resend`]) and
+/// listening at least for a while.
+pub async fn gather_by<B: Serialize, R: DeserializeOwned>(
+    client: &async_nats::Client,
+    envelope: &Envelope<B>,
+    ask: Ask,
+) -> Result<Gathered<R>, FleetError> {
+    let Ask { subject, expected, deadline, key, mut resend, at_least } = ask;
     let limit = super::payload_limit(client);
     let payload = wire::encode(envelope);
     if payload.len() > limit {
@@ -70,7 +113,7 @@ pub async fn gather<B: Serialize, R: DeserializeOwned>(
     let mut sub = client.subscribe(inbox.clone()).await.map_err(|e| FleetError::Bus(format!("subscribing: {e}")))?;
     let started = Instant::now();
     client
-        .publish_with_reply(subject.clone(), inbox, payload.into())
+        .publish_with_reply(subject.clone(), inbox.clone(), payload.clone().into())
         .await
         .map_err(|e| FleetError::Bus(format!("publishing to {subject}: {e}")))?;
     client.flush().await.map_err(|e| FleetError::Bus(format!("flushing to {subject}: {e}")))?;
@@ -81,8 +124,27 @@ pub async fn gather<B: Serialize, R: DeserializeOwned>(
     let mut answers = Vec::new();
     let mut unreadable = 0;
     let cap = waiting.len() + EXTRA_REPLIES;
-    while answers.len() < cap && (until_deadline || !waiting.is_empty()) {
-        let next = tokio::time::timeout_at(deadline.into(), sub.next()).await;
+    let listening = |waiting: &BTreeSet<String>| {
+        until_deadline || !waiting.is_empty() || at_least.is_some_and(|t| Instant::now() < t)
+    };
+    while answers.len() < cap && listening(&waiting) {
+        let deadline = match at_least {
+            Some(t) if waiting.is_empty() && !until_deadline => t.min(deadline),
+            _ => deadline,
+        };
+        let again = resend.as_ref().map(|r| r.at).unwrap_or(deadline);
+        let next = tokio::select! {
+            next = tokio::time::timeout_at(deadline.into(), sub.next()) => next,
+            () = tokio::time::sleep_until(again.into()), if resend.is_some() => {
+                let r = resend.take().expect("resend is set");
+                for k in &waiting {
+                    let to = (r.subject)(k);
+                    debug!("asking {to} again");
+                    let _ = client.publish_with_reply(to, inbox.clone(), payload.clone().into()).await;
+                }
+                continue;
+            }
+        };
         let Ok(Some(msg)) = next else { break };
         let reply: Reply<R> = match wire::decode(&msg.payload, limit) {
             Ok(r) => r,
@@ -96,11 +158,21 @@ pub async fn gather<B: Serialize, R: DeserializeOwned>(
             unreadable += 1;
             continue;
         }
-        if !seen.insert(reply.place.host.clone()) {
+        let who = match key {
+            KeyBy::Host => reply.place.host.clone(),
+            KeyBy::Leaf => match &reply.leaf {
+                Some(leaf) => leaf.clone(),
+                None => {
+                    unreadable += 1;
+                    continue;
+                }
+            },
+        };
+        if !seen.insert(who.clone()) {
             continue;
         }
-        waiting.remove(&reply.place.host);
-        answers.push(Answer { place: reply.place, elapsed: started.elapsed(), result: reply.result });
+        waiting.remove(&who);
+        answers.push(Answer { place: reply.place, leaf: reply.leaf, elapsed: started.elapsed(), result: reply.result });
     }
     let _ = sub.unsubscribe().await;
     Ok(Gathered { answers, missing: waiting, unreadable, elapsed: started.elapsed() })

@@ -7,6 +7,8 @@
 //! - [`registry`]: each agent's registration in a JetStream key-value bucket, with heartbeats.
 //! - [`modules`]: analyses shipped by content hash through JetStream's object store.
 //! - [`gather`]: publish once, collect every expected reply or stop at the deadline.
+//! - [`leaves`]: a fleet of NATS leaf nodes — a leaf's registry and a tree merge's leaf level
+//!   answered by one agent per leaf, and the leaves the asker heard from.
 //! - [`agent`]: the agent's side — registration, answering `invoke`, `run` and `read`.
 //! - [`coordinator`]: the asking side — `fleet hosts`, `fleet run`, `fleet invoke`, a host's
 //!   stored run or profile — used by
@@ -17,6 +19,7 @@
 pub mod agent;
 pub mod coordinator;
 pub mod gather;
+pub mod leaves;
 pub mod modules;
 pub mod registry;
 pub mod subjects;

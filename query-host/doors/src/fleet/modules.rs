@@ -128,3 +128,30 @@ pub async fn fetch(js: &jetstream::Context, sha: &str) -> Result<Vec<u8>, FleetE
     }
     Ok(bytes)
 }
+
+/// A module by hash for a host or a leaf whose asker may sit in another JetStream domain: from
+/// this domain's object store if it is there, else from `origin`'s (across the leaf
+/// connection, `$JS.<origin>.API`), then put into this domain's store, so the leaf's other
+/// hosts find it locally and a module crosses to a leaf once, not once per host.
+pub async fn pull(
+    js: &jetstream::Context,
+    client: &async_nats::Client,
+    origin: Option<&str>,
+    sha: &str,
+) -> Result<Vec<u8>, FleetError> {
+    let local = fetch(js, sha).await;
+    let (Err(FleetError::NotFound(_)), Some(origin)) = (&local, origin) else { return local };
+    let bytes = fetch(&jetstream::with_domain(client.clone(), origin), sha).await.map_err(|e| match e {
+        FleetError::NotFound(m) => {
+            FleetError::NotFound(format!("{m} (looked in this leaf's domain and in {origin}'s)"))
+        }
+        other => other,
+    })?;
+    let os = objects(js).await?;
+    let mut reader = bytes.as_slice();
+    if let Err(e) = os.put(sha, &mut reader).await {
+        // The module is in hand; the next host of the leaf pulls it again.
+        tracing::warn!("keeping module {sha} in this leaf's {OBJECTS}: {e}");
+    }
+    Ok(bytes)
+}

@@ -48,6 +48,9 @@ pub struct Registration {
     /// Set by a clean stop.
     #[serde(default)]
     pub left: bool,
+    /// The JetStream domain of the agent's server: its leaf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
 }
 
 impl Registration {
@@ -71,6 +74,7 @@ impl Registration {
             heartbeat_unix_ns: self.heartbeat_unix_ns,
             status: status.into(),
             silent_s: silent_ns / 1_000_000_000,
+            leaf: self.domain.clone(),
         }
     }
 }
@@ -171,6 +175,7 @@ mod tests {
             joined_unix_ns: 0,
             heartbeat_unix_ns: 100_000_000_000,
             left: false,
+            domain: None,
         };
         assert_eq!(reg.view(105_000_000_000).status, "up");
         let silent = reg.view(130_000_000_000);

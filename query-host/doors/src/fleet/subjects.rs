@@ -15,6 +15,19 @@
 //! its members, and the server does the fan-out. Rack names are taken to be unique in the
 //! fleet; a request also carries its [`Selector`], and an agent answers only if it matches, so
 //! two datacenters' racks of one name are told apart by `--dc`.
+//!
+//! In a fleet of NATS leaf nodes (a leaf server per rack or pod, each with JetStream in a domain
+//! of its own, joined to a hub), the domain names the leaf, and two more kinds of subject exist:
+//!
+//! ```text
+//! loupe.v1.<verb>.domain.<domain>    the hosts of one leaf (a leaf's coordinator scatters here)
+//! loupe.v1.<verb>.leaf.all           one agent of every leaf (queue group loupe-leaf-<domain>)
+//! loupe.v1.<verb>.leaf.<domain>      one agent of one leaf (the same queue group)
+//! ```
+//!
+//! Every agent of a leaf joins its leaf's queue group, so the servers deliver a `leaf` request
+//! to exactly one living agent per leaf — the leaf's coordinator for that request — and to
+//! another one when that agent is gone.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +43,8 @@ pub enum Verb {
     Invoke,
     Run,
     Read,
+    /// A leaf's registry, listed by one of its agents (leaf subjects only).
+    Hosts,
 }
 
 impl Verb {
@@ -38,6 +53,7 @@ impl Verb {
             Verb::Invoke => "invoke",
             Verb::Run => "run",
             Verb::Read => "read",
+            Verb::Hosts => "hosts",
         }
     }
 
@@ -46,6 +62,7 @@ impl Verb {
             "invoke" => Some(Verb::Invoke),
             "run" => Some(Verb::Run),
             "read" => Some(Verb::Read),
+            "hosts" => Some(Verb::Hosts),
             _ => None,
         }
     }
@@ -104,19 +121,47 @@ impl Selector {
     }
 }
 
-/// The subjects an agent at this place listens on (every verb: `*`).
-pub fn agent_subjects(host: &str, rack: &str, dc: &str) -> [String; 4] {
-    [
+/// The subjects an agent at this place listens on (every verb: `*`), with its leaf's
+/// `domain` subject when its server has a JetStream domain.
+pub fn agent_subjects(host: &str, rack: &str, dc: &str, domain: Option<&str>) -> Vec<String> {
+    let mut subjects = vec![
         format!("{PREFIX}.*.all"),
         format!("{PREFIX}.*.dc.{dc}"),
         format!("{PREFIX}.*.rack.{rack}"),
         format!("{PREFIX}.*.host.{host}"),
-    ]
+    ];
+    if let Some(d) = domain {
+        subjects.push(format!("{PREFIX}.*.domain.{d}"));
+    }
+    subjects
 }
 
-/// The verb of a subject this agent received a request on.
-pub fn verb_of(subject: &str) -> Option<Verb> {
-    subject.strip_prefix(PREFIX)?.strip_prefix('.')?.split('.').next().and_then(Verb::parse)
+/// The hosts of one leaf, by its domain: where a leaf's coordinator scatters.
+pub fn domain_subject(verb: Verb, domain: &str) -> String {
+    format!("{PREFIX}.{}.domain.{domain}", verb.as_str())
+}
+
+/// One agent of every leaf (`None`) or of one leaf: the leaf-level requests of a tree.
+pub fn leaf_subject(verb: Verb, domain: Option<&str>) -> String {
+    format!("{PREFIX}.{}.leaf.{}", verb.as_str(), domain.unwrap_or("all"))
+}
+
+/// What a leaf's agents subscribe to for leaf-level requests, all in [`leaf_queue`].
+pub fn leaf_subjects(domain: &str) -> [String; 2] {
+    [format!("{PREFIX}.*.leaf.all"), format!("{PREFIX}.*.leaf.{domain}")]
+}
+
+/// The queue group of a leaf's agents: each leaf-level request goes to one of them.
+pub fn leaf_queue(domain: &str) -> String {
+    format!("loupe-leaf-{domain}")
+}
+
+/// A request's verb, and whether it was addressed to a leaf (one agent answers for the leaf)
+/// rather than to hosts.
+pub fn route_of(subject: &str) -> Option<(Verb, bool)> {
+    let mut tokens = subject.strip_prefix(PREFIX)?.strip_prefix('.')?.split('.');
+    let verb = tokens.next().and_then(Verb::parse)?;
+    Some((verb, tokens.next() == Some("leaf")))
 }
 
 /// Host, rack and dc names become subject tokens and key-value keys: letters, digits, `-` and
@@ -158,9 +203,16 @@ mod tests {
         assert!(!rack.matches("h1", "r7", "d2"), "a rack of the same name in another dc");
         assert_eq!(Selector::default().subject(Verb::Run), "loupe.v1.run.all");
         assert_eq!(Selector { dc: Some("d1".into()), ..Default::default() }.subject(Verb::Run), "loupe.v1.run.dc.d1");
-        assert_eq!(verb_of("loupe.v1.run.rack.r7"), Some(Verb::Run));
-        assert_eq!(verb_of("loupe.v2.run.rack.r7"), None);
-        assert_eq!(verb_of("loupe.v1.read.host.h1"), Some(Verb::Read));
+        assert_eq!(route_of("loupe.v1.run.rack.r7"), Some((Verb::Run, false)));
+        assert_eq!(route_of("loupe.v2.run.rack.r7"), None);
+        assert_eq!(route_of("loupe.v1.read.host.h1"), Some((Verb::Read, false)));
+        // A rack named `leaf` is still a rack.
+        assert_eq!(route_of("loupe.v1.invoke.rack.leaf"), Some((Verb::Invoke, false)));
+        assert_eq!(route_of(&leaf_subject(Verb::Invoke, None)), Some((Verb::Invoke, true)));
+        assert_eq!(route_of(&leaf_subject(Verb::Hosts, Some("r2"))), Some((Verb::Hosts, true)));
+        assert_eq!(domain_subject(Verb::Invoke, "r2"), "loupe.v1.invoke.domain.r2");
+        assert_eq!(agent_subjects("h1", "r7", "d1", Some("r2"))[4], "loupe.v1.*.domain.r2");
+        assert_eq!(agent_subjects("h1", "r7", "d1", None).len(), 4);
     }
 
     #[test]

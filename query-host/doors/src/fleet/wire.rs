@@ -9,7 +9,10 @@
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use super::subjects::Selector;
-use loupe_api::{formats::msgpack, model::FleetPlace};
+use loupe_api::{
+    formats::msgpack,
+    model::{FleetAnswered, FleetHost, FleetMiss, FleetPlace},
+};
 
 /// Bumped when a message's shape changes; an agent refuses a version it does not speak.
 pub const WIRE_VERSION: u32 = 1;
@@ -39,6 +42,10 @@ pub struct InvokeBody {
     pub to_unix_ns: u64,
     /// Parameters as JSON values, checked by the host against the module's description.
     pub params: serde_json::Map<String, serde_json::Value>,
+    /// The JetStream domain whose object store holds the module, when it is not the host's own
+    /// (the asker sits on another leaf or on the hub); absent: the host's own domain.
+    #[serde(default)]
+    pub origin_domain: Option<String>,
 }
 
 /// `invoke`'s answer: the partial result, encoded by the analysis runtime.
@@ -98,6 +105,38 @@ pub enum ReadReply {
     Profile(loupe_store::Profile),
 }
 
+/// `invoke` to a leaf: its coordinator invokes the leaf's selected hosts, waits for them until
+/// `leaf_deadline_unix_ns` (before the asker's own deadline, so the leaf's one answer arrives
+/// in time), and merges their partials into one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LeafInvokeBody {
+    pub invoke: InvokeBody,
+    pub leaf_deadline_unix_ns: u64,
+}
+
+/// A leaf's answer to a tree merge.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LeafInvokeReply {
+    /// The leaf's hosts' partials merged into one; absent when none of its hosts is selected
+    /// or none answered with a result.
+    #[serde(with = "serde_bytes")]
+    pub partial: Option<Vec<u8>>,
+    pub answered: Vec<FleetAnswered>,
+    pub missing: Vec<FleetMiss>,
+    pub failed: Vec<FleetMiss>,
+    /// The leaf's own merge, ns.
+    pub merge_ns: u64,
+    /// Every host the leaf's registry holds (not only the selected ones): the asker keeps
+    /// them, to name them missing should the whole leaf go quiet.
+    pub leaf_hosts: Vec<FleetPlace>,
+}
+
+/// `hosts` to a leaf: its registry, as one of its agents lists it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LeafHostsReply {
+    pub hosts: Vec<FleetHost>,
+}
+
 /// Why a host could not answer: a stable code and words for people.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireError {
@@ -117,6 +156,9 @@ pub struct Reply<R> {
     pub v: u32,
     pub query: String,
     pub place: FleetPlace,
+    /// The JetStream domain (leaf) of the answering agent's server; absent without one.
+    #[serde(default)]
+    pub leaf: Option<String>,
     pub result: Result<R, WireError>,
 }
 
@@ -143,6 +185,7 @@ pub fn encode_reply<R: Serialize>(reply: &Reply<R>, limit: usize) -> Vec<u8> {
         v: reply.v,
         query: reply.query.clone(),
         place: reply.place.clone(),
+        leaf: reply.leaf.clone(),
         result: Err(WireError::new(
             "too_large",
             format!(
@@ -169,6 +212,7 @@ mod tests {
             v: WIRE_VERSION,
             query: "q".into(),
             place: place(),
+            leaf: None,
             result: Ok(InvokeReply { partial: vec![7; 10_000], elapsed_ns: 1 }),
         };
         let fits = encode_reply(&reply, 1 << 20);

@@ -1,0 +1,265 @@
+//! A fleet of NATS leaf nodes: a leaf `nats-server` per rack or pod, each with JetStream in a
+//! domain of its own, joined to a hub. The domain names the leaf: its registry and module
+//! store live there, its agents' heartbeats never leave it, and a request for one of its racks
+//! reaches it alone (NATS forwards a message over a leaf connection only to interest behind
+//! it). Across leaves, what a question needs crosses as one message per leaf:
+//!
+//! - **Who is there.** `fleet hosts` asks `loupe.v1.hosts.leaf.all`; one agent of each leaf (the
+//!   leaf's queue group picks it) answers with its leaf's registry.
+//! - **Merges in a tree.** `fleet invoke --all`/`--dc` asks `loupe.v1.invoke.leaf.all`; one agent
+//!   of each leaf invokes the leaf's hosts, merges their partials in its sandbox and answers
+//!   with one partial and the names of its missing and failed hosts
+//!   (the coordinator's `invoke`).
+//!
+//! The asker remembers each leaf that answered, with its hosts, in a key-value bucket of its
+//! own domain ([`DIRECTORY`]): a later query waits for exactly those leaves, and when a whole
+//! leaf goes quiet (its server down, its link to the hub cut, no agent of it up) it can name
+//! that leaf's hosts missing instead of forgetting them. Entries expire after an hour without
+//! an answer, as host registrations do.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::{Duration, Instant},
+};
+
+use async_nats::jetstream::{self, kv};
+use futures_util::TryStreamExt;
+use serde::{Deserialize, Serialize};
+use tracing::{debug, warn};
+
+use super::{
+    FleetError,
+    gather::{Ask, Gathered, KeyBy, gather_by},
+    registry::FORGET_AFTER,
+    subjects::{self, Selector, Verb},
+    wire::{Envelope, LeafHostsReply, WIRE_VERSION},
+};
+use loupe_api::{
+    clock::now_unix_ns,
+    model::{FleetHost, FleetPlace},
+};
+
+/// The asker's bucket of leaves it heard from: leaf → [`LeafEntry`].
+pub const DIRECTORY: &str = "loupe-leaves";
+/// How long a roll call listens when the asker knows of no leaf yet.
+pub const DISCOVERY: Duration = Duration::from_secs(1);
+/// How long `fleet hosts` listens at least, for leaves the asker has not heard from before.
+pub const HOSTS_WINDOW: Duration = Duration::from_millis(250);
+/// How long a roll call waits for the leaves it knows.
+pub const ROLL_CALL_DEADLINE: Duration = Duration::from_secs(3);
+/// Largest directory entry read back.
+const MAX_ENTRY: usize = 1 << 20;
+
+/// What the asker remembers of a leaf.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeafEntry {
+    pub leaf: String,
+    /// Its hosts as its registry last listed them (those that had not left).
+    pub hosts: Vec<FleetPlace>,
+    pub seen_unix_ns: u64,
+}
+
+/// The JetStream domain of the server `js` talks to, if it has a valid one (a domain that
+/// cannot be a subject token is treated as none, with a warning).
+pub async fn own_domain(js: &jetstream::Context) -> Option<String> {
+    ask_domain(js).await.unwrap_or_else(|e| {
+        debug!("{e}: no leaf");
+        None
+    })
+}
+
+/// [`own_domain`] for an agent, which may start before NATS or JetStream is ready: waits
+/// for the connection, then asks up to five times a second apart before taking "no domain".
+pub async fn discover_domain(client: &async_nats::Client, js: &jetstream::Context) -> Option<String> {
+    for attempt in 1..=5 {
+        while client.connection_state() != async_nats::connection::State::Connected {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        match ask_domain(js).await {
+            Ok(domain) => return domain,
+            Err(e) if attempt == 5 => warn!("{e}; taking this server as no leaf (no JetStream domain)"),
+            Err(e) => debug!("{e}; asking again"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    None
+}
+
+async fn ask_domain(js: &jetstream::Context) -> Result<Option<String>, String> {
+    let account = match tokio::time::timeout(Duration::from_secs(3), js.query_account()).await {
+        Ok(Ok(account)) => account,
+        Ok(Err(e)) => return Err(format!("no JetStream account information ({e})")),
+        Err(_) => return Err("JetStream account information did not come within 3 s".into()),
+    };
+    let Some(domain) = account.domain.filter(|d| !d.is_empty()) else { return Ok(None) };
+    match subjects::check_name("JetStream domain", &domain) {
+        Ok(()) => Ok(Some(domain)),
+        Err(e) => {
+            warn!("{e}; this server's agents are not treated as a leaf");
+            Ok(None)
+        }
+    }
+}
+
+async fn directory(js: &jetstream::Context) -> Result<kv::Store, FleetError> {
+    if let Ok(store) = js.get_key_value(DIRECTORY).await {
+        return Ok(store);
+    }
+    js.create_key_value(kv::Config {
+        bucket: DIRECTORY.into(),
+        description: "Loupe: the leaf nodes this domain's askers heard from, with their hosts".into(),
+        history: 1,
+        max_age: FORGET_AFTER,
+        max_value_size: MAX_ENTRY as i32,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| FleetError::Bus(format!("creating the key-value bucket {DIRECTORY}: {e}")))
+}
+
+/// Every leaf the directory holds (none if it cannot be read: the roll call then discovers).
+pub async fn known(js: &jetstream::Context) -> BTreeMap<String, LeafEntry> {
+    let Ok(store) = directory(js).await else { return BTreeMap::new() };
+    let keys: Vec<String> = match store.keys().await {
+        Ok(keys) => keys.try_collect().await.unwrap_or_default(),
+        Err(_) => return BTreeMap::new(),
+    };
+    let mut leaves = BTreeMap::new();
+    for key in keys {
+        if let Ok(Some(bytes)) = store.get(&key).await
+            && bytes.len() <= MAX_ENTRY
+            && let Ok(entry) = serde_json::from_slice::<LeafEntry>(&bytes)
+            && entry.leaf == key
+        {
+            leaves.insert(key, entry);
+        }
+    }
+    leaves
+}
+
+/// Remembers what a leaf answered (best effort: a directory that cannot be written only means
+/// the next query discovers again).
+pub async fn record(js: &jetstream::Context, leaf: &str, hosts: Vec<FleetPlace>) {
+    if subjects::check_name("leaf", leaf).is_err() {
+        return;
+    }
+    let entry = LeafEntry { leaf: leaf.into(), hosts, seen_unix_ns: now_unix_ns() };
+    let value = serde_json::to_vec(&entry).expect("a leaf entry encodes");
+    match directory(js).await {
+        Ok(store) => {
+            if let Err(e) = store.put(leaf, value.into()).await {
+                debug!("recording leaf {leaf}: {e}");
+            }
+        }
+        Err(e) => debug!("{e}"),
+    }
+}
+
+/// Each leaf's registry, one agent of each answering: until every leaf in `known` answered and
+/// at least `window` passed, or [`ROLL_CALL_DEADLINE`]. With none known, listens for
+/// [`DISCOVERY`]. Leaves that answered are recorded; those known but silent are returned
+/// beside.
+pub async fn roll_call(
+    client: &async_nats::Client,
+    js: &jetstream::Context,
+    window: Duration,
+) -> Result<RollCall, FleetError> {
+    let known = known(js).await;
+    let started = Instant::now();
+    let envelope = Envelope {
+        v: WIRE_VERSION,
+        query: client.new_inbox(),
+        deadline_unix_ns: now_unix_ns() + ROLL_CALL_DEADLINE.as_nanos() as u64,
+        selector: Selector::default(),
+        body: (),
+    };
+    let (expected, deadline, at_least) = if known.is_empty() {
+        (BTreeSet::new(), started + DISCOVERY, None)
+    } else {
+        (known.keys().cloned().collect(), started + ROLL_CALL_DEADLINE, Some(started + window))
+    };
+    let gathered: Gathered<LeafHostsReply> = gather_by(
+        client,
+        &envelope,
+        Ask {
+            subject: subjects::leaf_subject(Verb::Hosts, None),
+            expected,
+            deadline,
+            key: KeyBy::Leaf,
+            resend: Some(super::gather::Resend {
+                at: started + ROLL_CALL_DEADLINE / 2,
+                subject: |leaf| subjects::leaf_subject(Verb::Hosts, Some(leaf)),
+            }),
+            at_least,
+        },
+    )
+    .await?;
+    let mut leaves = BTreeMap::new();
+    for answer in gathered.answers {
+        let (Some(leaf), Ok(reply)) = (answer.leaf, answer.result) else { continue };
+        let places = reply.hosts.iter().filter(|h| h.status != "left").map(|h| h.place.clone()).collect();
+        record(js, &leaf, places).await;
+        leaves.insert(leaf, reply.hosts);
+    }
+    let silent = known.into_iter().filter(|(leaf, _)| !leaves.contains_key(leaf)).map(|(_, e)| e).collect();
+    Ok(RollCall { leaves, silent })
+}
+
+/// What a roll call heard.
+pub struct RollCall {
+    /// Each answering leaf's registry.
+    pub leaves: BTreeMap<String, Vec<FleetHost>>,
+    /// Leaves known from earlier answers that did not answer now.
+    pub silent: Vec<LeafEntry>,
+}
+
+/// The hosts of a leaf that did not answer, as `fleet hosts` lists them: `unreachable`, with
+/// the seconds since the leaf last answered.
+pub fn unreachable_hosts(entry: &LeafEntry, now_unix_ns: u64) -> impl Iterator<Item = FleetHost> + '_ {
+    let silent_s = now_unix_ns.saturating_sub(entry.seen_unix_ns) / 1_000_000_000;
+    entry.hosts.iter().map(move |place| FleetHost {
+        place: place.clone(),
+        version: String::new(),
+        ifaces: Vec::new(),
+        retained_from_unix_ns: 0,
+        retained_to_unix_ns: 0,
+        joined_unix_ns: 0,
+        heartbeat_unix_ns: 0,
+        status: "unreachable".into(),
+        silent_s,
+        leaf: Some(entry.leaf.clone()),
+    })
+}
+
+/// Lists a leaf's registry for a roll call (on the leaf's agent).
+pub async fn list_leaf(js: &jetstream::Context) -> Result<LeafHostsReply, FleetError> {
+    let hosts = super::registry::list(&super::registry::bucket(js).await?, &Selector::default()).await?;
+    Ok(LeafHostsReply { hosts })
+}
+
+/// How long a leaf may wait for its hosts, for an asker waiting until `deadline`: a fifth of
+/// the time left (between 50 ms and 2 s) is kept for the leaf's merge and its answer's trip,
+/// so the asker hears every leaf before its own deadline.
+pub fn leaf_deadline(now: Instant, deadline: Instant) -> Instant {
+    let left = deadline.saturating_duration_since(now);
+    let margin = (left / 5).clamp(Duration::from_millis(50), Duration::from_secs(2)).min(left / 2);
+    deadline - margin
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_leaf_waits_less_than_its_asker_by_a_share_of_the_time_left() {
+        let now = Instant::now();
+        let two_s = leaf_deadline(now, now + Duration::from_secs(2));
+        assert_eq!(two_s - now, Duration::from_millis(1_600));
+        let long = leaf_deadline(now, now + Duration::from_secs(60));
+        assert_eq!(long - now, Duration::from_secs(58), "at most 2 s kept back");
+        let short = leaf_deadline(now, now + Duration::from_millis(80));
+        assert_eq!(short - now, Duration::from_millis(40), "never more than half");
+        let past = leaf_deadline(now, now);
+        assert_eq!(past, now);
+    }
+}
