@@ -79,10 +79,11 @@ async fn agent(i: usize, url: String, partial: Arc<Vec<u8>>, slow: bool, slow_no
         // Far in the future: up for the whole bench without heartbeats.
         heartbeat_unix_ns: now + 3_600_000_000_000,
         left: false,
+        domain: None,
     };
     registry::put(&bucket, &reg).await.unwrap();
     let mut subs = Vec::new();
-    for s in agent_subjects(&place.host, &place.rack, &place.dc) {
+    for s in agent_subjects(&place.host, &place.rack, &place.dc, None) {
         subs.push(client.subscribe(s).await.unwrap());
     }
     client.flush().await.unwrap();
@@ -102,6 +103,7 @@ async fn agent(i: usize, url: String, partial: Arc<Vec<u8>>, slow: bool, slow_no
                 v: WIRE_VERSION,
                 query: env.query,
                 place,
+                leaf: None,
                 result: Ok(InvokeReply { partial: partial.to_vec(), elapsed_ns: 1 }),
             };
             let _ = client.publish(reply_to, wire::encode(&reply).into()).await;

@@ -8,7 +8,9 @@
 //!   bursts (every slot with traffic: ~300 rows) — the large case.
 //!
 //! Partials are made by the real analyses on real stores (a few hosts), then copied under other
-//! host names up to 1,000. Goal from the fleet issue: ≤ 50 ms for 1,000 partials.
+//! host names up to 1,000. Both analyses' partials are columnar (the `fleet-columns` world): as
+//! tables, `rack-contention`'s took 384 ms, most of it lowering 3.3 million cells into wasm.
+//! Goal from the fleet issues: ≤ 50 ms for 1,000 partials.
 //!
 //! `cargo bench -p loupe-query-host --bench merge` (after building udf-sdk for wasm32-wasip2).
 
@@ -18,7 +20,7 @@ use loupe_core::analyses::host_info;
 use loupe_detect::{fleet_hot, rack};
 use loupe_sandbox::{
     bindings::wit,
-    partial,
+    partial::{self, Decoded},
     runtime::{Allocation, Runtime},
     sandbox::Limits,
 };
@@ -40,24 +42,32 @@ fn store() -> (tempfile::TempDir, Store) {
     (dir, s)
 }
 
-/// Replaces host `from` by `to` in every text cell (host columns and host lists).
-fn rename(o: &wit::Output, from: &str, to: &str) -> wit::Output {
-    let wit::Output::Table(t) = o else { panic!("a table") };
-    let rows = t
-        .rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(|c| match c {
-                    wit::Cell::Text(s) => wit::Cell::Text(
-                        s.split(',').map(|h| if h == from { to } else { h }).collect::<Vec<_>>().join(","),
-                    ),
-                    other => other.clone(),
-                })
-                .collect()
-        })
-        .collect();
-    wit::Output::Table(wit::Table { columns: t.columns.clone(), rows })
+/// Replaces host `from` by `to` in every string (host columns and host lists): a partial of
+/// another host.
+fn rename(d: &Decoded, from: &str, to: &str) -> Decoded {
+    let Decoded::Columns(c) = d else { panic!("a columnar partial") };
+    let mut c = c.clone();
+    for col in &mut c.columns {
+        if let wit::ColumnValues::Text(t) = &mut col.values {
+            for s in &mut t.dictionary {
+                *s = s.split(',').map(|h| if h == from { to } else { h }).collect::<Vec<_>>().join(",");
+            }
+        }
+    }
+    Decoded::Columns(c)
+}
+
+/// Rows of a columnar partial.
+fn rows_of(d: &Decoded) -> usize {
+    match d {
+        Decoded::Columns(c) => c.columns.first().map_or(0, |col| match &col.values {
+            wit::ColumnValues::Unsigned(v) => v.len(),
+            wit::ColumnValues::Signed(v) => v.len(),
+            wit::ColumnValues::Float(v) => v.len(),
+            wit::ColumnValues::Text(t) => t.codes.len(),
+        }),
+        Decoded::Output(_) => 0,
+    }
 }
 
 fn p50(mut v: Vec<f64>) -> f64 {
@@ -116,15 +126,9 @@ fn main() {
             });
         native_parts.push(counts.into_iter().map(|((f, m), n)| (f.to_string(), m.to_string(), n)).collect::<Vec<_>>());
     }
-    let partials: Vec<wit::Output> =
+    let partials: Vec<Decoded> =
         (0..HOSTS).map(|i| rename(&seeds[i % SEEDS], &format!("h{}", i % SEEDS), &format!("h{i}"))).collect();
-    let rows: usize = partials
-        .iter()
-        .map(|p| match p {
-            wit::Output::Table(t) => t.rows.len(),
-            _ => 0,
-        })
-        .sum();
+    let rows: usize = partials.iter().map(rows_of).sum();
     let mut sandbox = Vec::new();
     let mut native = Vec::new();
     for _ in 0..5 {
@@ -184,15 +188,9 @@ fn main() {
         seeds.push(partial::decode(&bytes).unwrap());
         runs.push(col);
     }
-    let partials: Vec<wit::Output> =
+    let partials: Vec<Decoded> =
         (0..HOSTS).map(|i| rename(&seeds[i % SEEDS], &format!("h{}", i % SEEDS), &format!("h{i}"))).collect();
-    let rows: usize = partials
-        .iter()
-        .map(|p| match p {
-            wit::Output::Table(t) => t.rows.len(),
-            _ => 0,
-        })
-        .sum();
+    let rows: usize = partials.iter().map(rows_of).sum();
     let names: Vec<String> = (0..HOSTS).map(|i| format!("h{i}")).collect();
     let mut sandbox = Vec::new();
     let mut native = Vec::new();
@@ -218,7 +216,7 @@ fn main() {
             )
         });
         let merged = rack::merge(parts);
-        std::hint::black_box(rack::incasts(&merged, 2, 2).len());
+        std::hint::black_box(rack::incast_slots(&merged, 2, 2).len());
         native.push(t.elapsed().as_secs_f64() * 1e3);
     }
     println!(

@@ -7,14 +7,19 @@
 //! - merging the per-host partials equals running the analysis once over one store holding all
 //!   the hosts' data (`rack-contention`, over synchronized runs of random bursts);
 //! - per-host hot-function counts survive any merge tree exactly (`fleet-hot-functions`);
-//! - a module without `merge` is refused for fleet use, and `merge` cannot read data.
+//! - a tree of leaves as a fleet of NATS leaf nodes merges it — random groups each merged into
+//!   one encoded partial (what a leaf's coordinator sends up), decoded, then merged — equals the
+//!   flat merge, for both analyses (their partials are columnar);
+//! - a module without `merge` is refused for fleet use, `merge` cannot read data, and a
+//!   malformed columnar result is refused with what it broke.
 
 use loupe_api::model::AnalysisOutput;
 use loupe_core::analyses::host_info;
 use loupe_sandbox::{
     UdfError,
     bindings::{HostInfo, wit},
-    output, partial,
+    output,
+    partial::{self, Decoded},
     runtime::{Allocation, Compiled, Runtime},
     sandbox::Limits,
 };
@@ -101,16 +106,16 @@ fn random_tree(
     c: &Compiled,
     store: &Store,
     params: &Map<String, Value>,
-    mut parts: Vec<wit::Output>,
+    mut parts: Vec<Decoded>,
     rng: &mut StdRng,
-) -> wit::Output {
+) -> Decoded {
     let info = info(store, "asker");
     while parts.len() > 1 {
         parts.shuffle(rng);
         let mut next = Vec::new();
         while !parts.is_empty() {
             let take = rng.random_range(1..=5).min(parts.len());
-            let group: Vec<wit::Output> = parts.drain(..take).collect();
+            let group: Vec<Decoded> = parts.drain(..take).collect();
             next.push(sb.runtime.merge_group(c, "t", store, &info, TimeRange::ALL, params, group).unwrap());
         }
         parts = next;
@@ -118,7 +123,33 @@ fn random_tree(
     parts.pop().unwrap()
 }
 
-fn view(o: wit::Output) -> AnalysisOutput {
+/// Merges `parts` as a fleet of leaf nodes does: random groups (leaves), each merged into one
+/// partial and encoded for the wire, decoded at the top and merged there.
+fn leaf_tree(
+    sb: &Sandbox,
+    c: &Compiled,
+    store: &Store,
+    params: &Map<String, Value>,
+    mut parts: Vec<Decoded>,
+    rng: &mut StdRng,
+) -> AnalysisOutput {
+    let info = info(store, "top");
+    parts.shuffle(rng);
+    let mut leaves = Vec::new();
+    while !parts.is_empty() {
+        let take = rng.random_range(1..=4).min(parts.len());
+        let group: Vec<Decoded> = parts.drain(..take).collect();
+        let (bytes, _log) = sb.runtime.merge_to_partial(c, "t", store, &info, TimeRange::ALL, params, group).unwrap();
+        leaves.push(partial::decode(&bytes).unwrap());
+    }
+    sb.runtime.merge(c, "t", store, &info, TimeRange::ALL, params, leaves).unwrap().output
+}
+
+fn view(d: Decoded) -> AnalysisOutput {
+    let o = match d {
+        Decoded::Output(o) => o,
+        Decoded::Columns(c) => output::columns_output(c),
+    };
     output::bounded(o, 64 << 20).unwrap()
 }
 
@@ -153,6 +184,7 @@ fn rack_contention_merges_in_any_order_and_grouping_to_the_all_hosts_answer() {
         for _ in 0..3 {
             let tree = random_tree(&sb, &c, &all, &params, partials.clone(), &mut rng);
             assert_eq!(view(tree), whole, "case {case}: a random merge tree");
+            assert_eq!(leaf_tree(&sb, &c, &all, &params, partials.clone(), &mut rng), whole, "case {case}: leaves");
         }
         let AnalysisOutput::Table { rows, .. } = &whole else { panic!("a table") };
         assert!(!rows.is_empty(), "case {case}: no slots");
@@ -214,6 +246,7 @@ fn fleet_hot_functions_merge_exactly_in_any_order_and_grouping() {
         for _ in 0..3 {
             let tree = random_tree(&sb, &c, &asker, &params, partials.clone(), &mut rng);
             assert_eq!(view(tree), flat, "case {case}: a random merge tree");
+            assert_eq!(leaf_tree(&sb, &c, &asker, &params, partials.clone(), &mut rng), flat, "case {case}: leaves");
         }
         let AnalysisOutput::Table { rows, .. } = &flat else { panic!("a table") };
         let total = rows.iter().find(|r| r[0] == json_cell("host") && r[3] == json_cell("*")).unwrap();
@@ -236,15 +269,35 @@ fn modules_without_merge_are_refused_and_merge_reads_no_data() {
     assert!(err.to_string().contains("export_fleet_analysis!"), "{err}");
     let fleet = sb.compile("rack_contention", &s);
     assert!(fleet.description.mergeable);
-    // A partial that is not this analysis' table: merge answers an error, the host survives.
-    let text = wit::Output::Text("not a table".into());
+    // A partial that is not this analysis' kind: refused before the guest sees it.
+    let text = Decoded::Output(wit::Output::Text("not a table".into()));
     let err = sb.runtime.merge(&fleet, "t", &s, &info(&s, "h"), TimeRange::ALL, &Map::new(), vec![text]).unwrap_err();
-    assert!(err.to_string().contains("merge(): a rack-contention partial is a table"), "{err}");
+    assert!(err.to_string().contains("a table partial for an analysis with columnar partials"), "{err}");
+    // Columns of the right kind but another shape: the guest's own error, the host survives.
+    let alien = Decoded::Columns(wit::Columns { columns: vec![], series: vec![] });
+    let err = sb.runtime.merge(&fleet, "t", &s, &info(&s, "h"), TimeRange::ALL, &Map::new(), vec![alien]).unwrap_err();
+    assert!(err.to_string().contains("merge(): a partial without the column \"slot_start_ns\""), "{err}");
     // The data functions refuse inside merge (there is data in this store to read).
     s.put_run(run("h", &mut StdRng::seed_from_u64(1)), T0).unwrap();
     let reader = sb.compile("hostile_huge_partial", &s);
     let params: Map<String, Value> = json!({"read_in_merge": true}).as_object().unwrap().clone();
-    let one = wit::Output::Text("1".into());
+    let one = Decoded::Output(wit::Output::Text("1".into()));
     let err = sb.runtime.merge(&reader, "t", &s, &info(&s, "h"), TimeRange::ALL, &params, vec![one]).unwrap_err();
     assert!(err.to_string().contains("merge() must not read data"), "{err}");
+}
+
+#[test]
+fn a_malformed_columnar_result_is_refused_with_what_it_broke() {
+    let mut sb = Sandbox::new();
+    let s = sb.store();
+    let bad = sb.compile("hostile_bad_columns", &s);
+    assert!(bad.description.mergeable);
+    // Its run-columns codes a string past its dictionary: refused on the host, never sent.
+    let err = sb.runtime.invoke_partial(&bad, "t", &s, &info(&s, "h"), TimeRange::ALL, &Map::new()).unwrap_err();
+    assert!(matches!(err, UdfError::BadColumns(_)), "{err}");
+    assert!(err.to_string().contains("codes 7, past its dictionary of 1"), "{err}");
+    // Its merge-columns answers columns of different lengths.
+    let fine = Decoded::Columns(wit::Columns { columns: vec![], series: vec![] });
+    let err = sb.runtime.merge(&bad, "t", &s, &info(&s, "h"), TimeRange::ALL, &Map::new(), vec![fine]).unwrap_err();
+    assert!(err.to_string().contains("has 1 rows, the first 3"), "{err}");
 }

@@ -57,6 +57,7 @@
 //! Build with `cargo build --release --target wasm32-wasip2`; the component is
 //! `target/wasm32-wasip2/release/<crate_name>.wasm`.
 
+mod columns;
 mod data;
 pub mod log;
 mod output;
@@ -93,12 +94,30 @@ pub mod fleet_bindings {
     });
 }
 
+/// The raw bindings of the `fleet-columns` world (`describe`, `run`, `run-columns`,
+/// `merge-columns`), sharing every type and resource with [`bindings`].
+/// [`export_fleet_columns!`] uses them.
+pub mod columns_bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "fleet-columns",
+        pub_export_macro: true,
+        export_macro_name: "export",
+        default_bindings_module: "loupe_udf::columns_bindings",
+        with: {
+            "loupe:udf/types@0.1.0": crate::bindings::loupe::udf::types,
+            "loupe:udf/data@0.1.0": crate::bindings::loupe::udf::data,
+        },
+    });
+}
+
 /// Every type of the WIT `types` interface, as generated (records, variants, enums).
 pub mod types {
     pub use crate::bindings::loupe::udf::types::*;
 }
 
 pub use bindings::loupe::udf::data::{HostInfo, Level};
+pub use columns::TextColumn;
 pub use data::{
     Batched, CommDictionary, Comms, Dictionary, IdCache, NextBatch, OptionalText, RunQuery, Runs, SampleBatch,
     SampleQuery, Samples, StackDictionary, Stacks, TimelineDefinitions, TimelineEvents, TimelineQuery, WaitQuery,
@@ -111,9 +130,10 @@ pub use probes::{CallBatches, ProbeCalls, ProbeQuery, ProbeSessions, histogram_q
 /// [`Param::float`], [`Param::text`] or [`Param::flag`], then [`Param::default`].
 pub use types::ParamSpec as Param;
 pub use types::{
-    Cell, Column, CpuMetrics, Description, Frame, LatencyBucket, Metrics, Output, ParamKind, ParamValue, Point,
-    ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleColumns, SampleFilter, Series, SeriesSet,
-    Table, TimeRange, TimelineDefinition, TimelineEvent, TimelineFilter, Wait, WeightedStack,
+    Cell, CodedText, Column, ColumnValues, Columns, CpuMetrics, Description, Frame, LatencyBucket, Metrics, Output,
+    ParamKind, ParamValue, Point, ProbeCall, ProbeFunction, ProbeSession, ResultKind, Run, Sample, SampleColumns,
+    SampleFilter, Series, SeriesSet, Table, TimeRange, TimelineDefinition, TimelineEvent, TimelineFilter, Wait,
+    WeightedStack,
 };
 
 /// One analysis: implement it on a unit struct and export it with [`export_analysis!`].
@@ -139,6 +159,21 @@ pub trait Analysis {
 /// cursors fail inside `merge`); `ctx.range` and `ctx.params` are the invocation's.
 pub trait Merge: Analysis {
     fn merge(ctx: &Context, partials: Vec<Output>) -> Result<Output, String>;
+}
+
+/// A fleet analysis with columnar partials ([`Columns`]): each host answers
+/// [`ColumnarAnalysis::run_columns`], whoever asked merges with
+/// [`ColumnarAnalysis::merge_columns`] — the contract of [`Merge`] — and a local invocation
+/// shows `run_columns`'s result as a table. Export it with [`export_fleet_columns!`]. Worth it
+/// when partials are many rows: they cross into the merging sandbox as whole lists.
+pub trait ColumnarAnalysis {
+    /// As [`Analysis::describe`].
+    fn describe() -> Description;
+    /// One host's result over `ctx.range`.
+    fn run_columns(ctx: &Context) -> Result<Columns, String>;
+    /// Merges results of `run_columns` or of earlier merges into one of the same shape:
+    /// commutative and associative, reading no data.
+    fn merge_columns(ctx: &Context, partials: Vec<Columns>) -> Result<Columns, String>;
 }
 
 /// What an invocation is about: the time range and the parameters.
@@ -261,6 +296,46 @@ macro_rules! export_fleet_analysis {
     };
 }
 
+/// Exports a type implementing [`ColumnarAnalysis`] as the component's `describe`, `run`,
+/// `run-columns` and `merge-columns` (the `fleet-columns` world).
+///
+/// ```ignore
+/// loupe_udf::export_fleet_columns!(MyAnalysis);
+/// ```
+#[macro_export]
+macro_rules! export_fleet_columns {
+    ($ty:ty) => {
+        const _: () = {
+            struct __LoupeUdfExport;
+            impl $crate::columns_bindings::Guest for __LoupeUdfExport {
+                fn describe() -> $crate::Description {
+                    $crate::__private::describe_columnar::<$ty>(::core::env!("CARGO_PKG_VERSION"))
+                }
+                fn run(
+                    range: $crate::TimeRange,
+                    params: $crate::__private::Vec<$crate::types::Param>,
+                ) -> ::core::result::Result<$crate::Output, $crate::__private::String> {
+                    $crate::__private::run_columns::<$ty>(range, params).map($crate::Output::from)
+                }
+                fn run_columns(
+                    range: $crate::TimeRange,
+                    params: $crate::__private::Vec<$crate::types::Param>,
+                ) -> ::core::result::Result<$crate::Columns, $crate::__private::String> {
+                    $crate::__private::run_columns::<$ty>(range, params)
+                }
+                fn merge_columns(
+                    range: $crate::TimeRange,
+                    params: $crate::__private::Vec<$crate::types::Param>,
+                    partials: $crate::__private::Vec<$crate::Columns>,
+                ) -> ::core::result::Result<$crate::Columns, $crate::__private::String> {
+                    $crate::__private::merge_columns::<$ty>(range, params, partials)
+                }
+            }
+    $crate::columns_bindings::export!(__LoupeUdfExport with_types_in $crate::columns_bindings);
+        };
+    };
+}
+
 #[doc(hidden)]
 pub mod __private {
     pub use std::{string::String, vec::Vec};
@@ -268,7 +343,29 @@ pub mod __private {
     use crate::{Analysis, Context, Description, Output, Params, TimeRange, types};
 
     pub fn describe<A: Analysis>(crate_version: &str) -> Description {
-        let mut d = A::describe();
+        checked(A::describe(), crate_version)
+    }
+
+    pub fn describe_columnar<A: crate::ColumnarAnalysis>(crate_version: &str) -> Description {
+        checked(A::describe(), crate_version)
+    }
+
+    pub fn run_columns<A: crate::ColumnarAnalysis>(
+        range: TimeRange,
+        params: Vec<types::Param>,
+    ) -> Result<crate::Columns, String> {
+        A::run_columns(&Context::new(range, Params::new(params)))
+    }
+
+    pub fn merge_columns<A: crate::ColumnarAnalysis>(
+        range: TimeRange,
+        params: Vec<types::Param>,
+        partials: Vec<crate::Columns>,
+    ) -> Result<crate::Columns, String> {
+        A::merge_columns(&Context::new(range, Params::new(params)), partials)
+    }
+
+    fn checked(mut d: Description, crate_version: &str) -> Description {
         if d.version.is_empty() {
             d.version = crate_version.to_string();
         }

@@ -57,7 +57,7 @@ pub enum UdfError {
     #[error("the server already runs {limit} analyses at once; retry shortly")]
     ServerBusy { limit: usize },
     #[error(
-        "analysis '{0}' does not export merge, so it cannot run fleet-wide: build it with loupe_udf::export_fleet_analysis! (the fleet-analysis world)"
+        "analysis '{0}' does not export merge, so it cannot run fleet-wide: build it with loupe_udf::export_fleet_analysis! (the fleet-analysis world) or loupe_udf::export_fleet_columns! (fleet-columns)"
     )]
     NotMergeable(String),
     #[error(
@@ -66,6 +66,8 @@ pub enum UdfError {
     PartialTooLarge { size: usize, limit: usize },
     #[error("bad partial result: {0}")]
     BadPartial(String),
+    #[error("the analysis' columnar result is malformed: {0}")]
+    BadColumns(String),
     #[error("no space left on the data dir: {0}")]
     NoSpace(String),
     #[error("internal error: {0}")]
@@ -95,7 +97,7 @@ impl UdfError {
             MemoryLimit { .. } | TableLimit { .. } | StackLimit { .. } | OutputTooLarge { .. } => ErrorKind::Refused,
             OutputShape { .. } | CursorLimit { .. } | CopyLimit { .. } => ErrorKind::Refused,
             Trap { .. } | AnalysisFailed { .. } => ErrorKind::Refused,
-            NotMergeable(_) | PartialTooLarge { .. } | BadPartial(_) => ErrorKind::Refused,
+            NotMergeable(_) | PartialTooLarge { .. } | BadPartial(_) | BadColumns(_) => ErrorKind::Refused,
             NoSpace(_) => ErrorKind::NoSpace,
             Internal(_) => ErrorKind::Internal,
         }
@@ -133,6 +135,7 @@ impl UdfError {
             NotMergeable(_) => "not_mergeable",
             PartialTooLarge { .. } => "too_large",
             BadPartial(_) => "bad_partial",
+            BadColumns(_) => "bad_columns",
             Trap { .. } => "trap",
             AnalysisFailed { .. } => "analysis_error",
             TeamBusy { .. } => "team_concurrency_limit",

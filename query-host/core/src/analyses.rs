@@ -264,7 +264,7 @@ pub struct MergedPartial {
 
 /// Decodes each partial within the bounds: the readable ones, and the refused ones by index
 /// with why; an error when none can be read.
-fn decode_partials(partials: &[Vec<u8>]) -> CoreResult<(Vec<wit::Output>, Vec<(usize, String)>)> {
+fn decode_partials(partials: &[Vec<u8>]) -> CoreResult<(Vec<partial::Decoded>, Vec<(usize, String)>)> {
     let mut refused = Vec::new();
     let mut decoded = Vec::with_capacity(partials.len());
     for (i, bytes) in partials.iter().enumerate() {

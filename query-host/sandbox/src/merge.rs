@@ -16,9 +16,10 @@ use super::{
     UdfError,
     bindings::{HostInfo, wit},
     log::InvocationLog,
-    merge_world::MergePre,
+    merge_world::Merger,
     output,
     params::resolve_params,
+    partial::Decoded,
     runtime::{Compiled, InvocationReport, Runtime},
     sandbox::State,
 };
@@ -30,7 +31,7 @@ pub const FAN_IN: usize = 64;
 fn merge_of<'a>(
     compiled: &'a Compiled,
     params: &serde_json::Map<String, serde_json::Value>,
-) -> Result<(&'a MergePre, Vec<wit::Param>), UdfError> {
+) -> Result<(&'a Merger, Vec<wit::Param>), UdfError> {
     let pre = compiled.merge.as_ref().ok_or_else(|| UdfError::NotMergeable(compiled.description.name.clone()))?;
     Ok((pre, resolve_params(&compiled.description.params, params)?))
 }
@@ -51,10 +52,14 @@ impl Runtime {
         info: &HostInfo,
         range: TimeRange,
         params: &serde_json::Map<String, serde_json::Value>,
-        partials: Vec<wit::Output>,
+        partials: Vec<Decoded>,
     ) -> Result<InvocationReport, UdfError> {
         let started = Instant::now();
         let (raw, log, peak) = self.merge_raw(compiled, team, store, info, range, params, partials)?;
+        let raw = match raw {
+            Decoded::Output(o) => o,
+            Decoded::Columns(c) => output::columns_output(c),
+        };
         let output = output::bounded(raw, self.limits().output_bytes)?;
         let output_bytes = serde_json::to_vec(&output).map(|v| v.len()).unwrap_or(usize::MAX);
         if output_bytes > self.limits().output_bytes {
@@ -81,11 +86,13 @@ impl Runtime {
         info: &HostInfo,
         range: TimeRange,
         params: &serde_json::Map<String, serde_json::Value>,
-        partials: Vec<wit::Output>,
+        partials: Vec<Decoded>,
     ) -> Result<(Vec<u8>, InvocationLog), UdfError> {
         let (raw, log, _peak) = self.merge_raw(compiled, team, store, info, range, params, partials)?;
-        output::bounded(raw.clone(), self.limits().output_bytes)?;
-        Ok((super::partial::encode(&raw)?, log))
+        if let Decoded::Output(o) = &raw {
+            output::bounded(o.clone(), self.limits().output_bytes)?;
+        }
+        Ok((super::partial::encode_decoded(&raw)?, log))
     }
 
     /// The merge itself: groups of at most [`FAN_IN`], then their results again, until one is
@@ -99,8 +106,8 @@ impl Runtime {
         info: &HostInfo,
         range: TimeRange,
         params: &serde_json::Map<String, serde_json::Value>,
-        partials: Vec<wit::Output>,
-    ) -> Result<(wit::Output, InvocationLog, usize), UdfError> {
+        partials: Vec<Decoded>,
+    ) -> Result<(Decoded, InvocationLog, usize), UdfError> {
         if partials.is_empty() {
             return Err(UdfError::BadPartial("nothing to merge".into()));
         }
@@ -115,7 +122,7 @@ impl Runtime {
             let mut next = Vec::with_capacity(level.len().div_ceil(FAN_IN));
             let mut rest = level.into_iter().peekable();
             while rest.peek().is_some() {
-                let group: Vec<wit::Output> = rest.by_ref().take(FAN_IN).collect();
+                let group: Vec<Decoded> = rest.by_ref().take(FAN_IN).collect();
                 let (merged, state) = self.merge_once(pre, store, info, range, &params, group)?;
                 for line in state.data.log.lines {
                     log.push_line(line);
@@ -142,32 +149,68 @@ impl Runtime {
         info: &HostInfo,
         range: TimeRange,
         params: &serde_json::Map<String, serde_json::Value>,
-        group: Vec<wit::Output>,
-    ) -> Result<wit::Output, UdfError> {
+        group: Vec<Decoded>,
+    ) -> Result<Decoded, UdfError> {
         let (pre, params) = merge_of(compiled, params)?;
         let _slot = self.slot(team)?;
         let _ticking = self.ticking();
         Ok(self.merge_once(pre, store, info, wit_range(range), &params, group)?.0)
     }
 
-    /// One `merge` call in a fresh store.
+    /// One `merge` (or `merge-columns`) call in a fresh store. Every partial must be of the
+    /// analysis' kind: a table from an older version of a columnar analysis is refused.
     fn merge_once(
         &self,
-        pre: &MergePre,
+        merger: &Merger,
         store: &Store,
         info: &HostInfo,
         range: wit::TimeRange,
         params: &[wit::Param],
-        group: Vec<wit::Output>,
-    ) -> Result<(wit::Output, State), UdfError> {
+        group: Vec<Decoded>,
+    ) -> Result<(Decoded, State), UdfError> {
         let mut st = self.new_store(store, info, self.limits().clone());
         st.data_mut().data.merging = true;
-        let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
-        let result =
-            analysis.call_merge(&mut st, range, params, &group).map_err(|e| self.classify(e, &mut st, "merge()"))?;
+        let result = match merger {
+            Merger::Rows(pre) => {
+                let group = group
+                    .into_iter()
+                    .map(|d| match d {
+                        Decoded::Output(o) => Ok(o),
+                        Decoded::Columns(_) => Err(UdfError::BadPartial(
+                            "a columnar partial for an analysis that merges results (another version of it?)".into(),
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
+                analysis
+                    .call_merge(&mut st, range, params, &group)
+                    .map_err(|e| self.classify(e, &mut st, "merge()"))?
+                    .map(Decoded::Output)
+            }
+            Merger::Columns(pre) => {
+                let group = group
+                    .into_iter()
+                    .map(|d| match d {
+                        Decoded::Columns(c) => Ok(c),
+                        Decoded::Output(_) => Err(UdfError::BadPartial(
+                            "a table partial for an analysis with columnar partials (another version of it?)".into(),
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
+                analysis
+                    .call_merge_columns(&mut st, range, params, &group)
+                    .map_err(|e| self.classify(e, &mut st, "merge-columns()"))?
+                    .map(Decoded::Columns)
+            }
+        };
         st.data_mut().collect_output();
         match result {
-            Ok(o) => Ok((o, st.into_data())),
+            Ok(Decoded::Columns(c)) => {
+                output::check_columns(&c).map_err(UdfError::BadColumns)?;
+                Ok((Decoded::Columns(c), st.into_data()))
+            }
+            Ok(merged) => Ok((merged, st.into_data())),
             Err(message) => {
                 let log = std::mem::take(&mut st.data_mut().data.log);
                 Err(UdfError::AnalysisFailed { message: format!("merge(): {message}"), log: log.lines })

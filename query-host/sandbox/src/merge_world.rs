@@ -1,6 +1,8 @@
-//! The `fleet-analysis` world (an analysis that also exports `merge`): its bindings, and whether
-//! a compiled component has that entry point ([`merge_pre`], asked once at compile time by
-//! the runtime). Calling it is the `merge` module's.
+//! The worlds of analyses that run fleet-wide: `fleet-analysis` (`merge` over results of `run`)
+//! and `fleet-columns` (`run-columns` and `merge-columns` over columnar results). Their
+//! bindings, and which of them a compiled component exports ([`merger`], asked once at compile
+//! time by the runtime). Calling them is the `merge` module's (and the runtime's, for
+//! `run-columns`).
 
 use wasmtime::component::InstancePre;
 
@@ -19,17 +21,48 @@ mod world {
     });
 }
 
+/// The `fleet-columns` world's bindings, sharing every type with the `analysis` world's.
+mod columns_world {
+    wasmtime::component::bindgen!({
+        path: "../../udf-sdk/wit",
+        world: "fleet-columns",
+        imports: { default: trappable },
+        with: {
+            "loupe:udf/types": crate::bindings::loupe::udf::types,
+            "loupe:udf/data": crate::bindings::loupe::udf::data,
+        },
+    });
+}
+
+pub use columns_world::FleetColumnsPre;
 pub use world::FleetAnalysisPre;
 
-/// The merge entry point of a compiled analysis that exports it.
+/// The merge entry point of a compiled analysis that exports `merge`.
 pub type MergePre = FleetAnalysisPre<State>;
+/// The entry points of a compiled analysis with columnar partials.
+pub type ColumnsPre = FleetColumnsPre<State>;
 
-/// `Some` when the component exports `merge` (checked against the `fleet-analysis` world).
-pub fn merge_pre(pre: &InstancePre<State>, exports_merge: bool) -> Result<Option<MergePre>, UdfError> {
-    if !exports_merge {
-        return Ok(None);
+/// How a fleet analysis answers as one host and merges.
+#[derive(Clone)]
+pub enum Merger {
+    /// `run` answers, `merge` merges (`fleet-analysis`).
+    Rows(MergePre),
+    /// `run-columns` answers, `merge-columns` merges (`fleet-columns`).
+    Columns(ColumnsPre),
+}
+
+/// `Some` when the component exports `merge` or `merge-columns` (checked against its world).
+pub fn merger(pre: &InstancePre<State>, exports: &[String]) -> Result<Option<Merger>, UdfError> {
+    let exports_ = |name: &str| exports.iter().any(|e| e == name);
+    if exports_("merge-columns") {
+        return FleetColumnsPre::new(pre.clone()).map(|p| Some(Merger::Columns(p))).map_err(|e| {
+            UdfError::Incompatible(format!("it exports merge-columns, but not as the fleet-columns world: {e:#}"))
+        });
     }
-    FleetAnalysisPre::new(pre.clone())
-        .map(Some)
-        .map_err(|e| UdfError::Incompatible(format!("it exports merge, but not as the fleet-analysis world: {e:#}")))
+    if exports_("merge") {
+        return FleetAnalysisPre::new(pre.clone()).map(|p| Some(Merger::Rows(p))).map_err(|e| {
+            UdfError::Incompatible(format!("it exports merge, but not as the fleet-analysis world: {e:#}"))
+        });
+    }
+    Ok(None)
 }

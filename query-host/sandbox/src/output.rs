@@ -149,3 +149,95 @@ fn cell(c: wit::Cell) -> Cell {
         wit::Cell::Text(s) => Cell::Text(s),
     }
 }
+
+/// A columnar result (`fleet-columns`) checked: the table bounds on its columns (every column
+/// one length, every code inside its dictionary, each distinct string a cell's size at most),
+/// the series bounds on its series (times and values of one length). What it breaks is
+/// returned as words, for the caller's error: a guest's output (`bad_columns`) or another
+/// host's partial (`bad_partial`).
+pub fn check_columns(c: &wit::Columns) -> Result<(), String> {
+    let bound = |what: Bound, limit: usize, got: usize| match check(what, limit, got) {
+        Ok(()) => Ok(()),
+        Err(_) => Err(format!("{}, over the {} limit of {limit}", what.says(got), what.name())),
+    };
+    bound(Bound::TableColumns, MAX_TABLE_COLUMNS, c.columns.len())?;
+    let rows = c.columns.first().map_or(0, |col| column_len(&col.values));
+    bound(Bound::TableRows, MAX_TABLE_ROWS, rows)?;
+    for col in &c.columns {
+        bound(Bound::NameBytes, MAX_NAME_BYTES, col.name.len().max(col.unit.len()))?;
+        if column_len(&col.values) != rows {
+            return Err(format!("column {:?} has {} rows, the first {rows}", col.name, column_len(&col.values)));
+        }
+        if let wit::ColumnValues::Text(t) = &col.values {
+            bound(Bound::TableRows, MAX_TABLE_ROWS, t.dictionary.len())?;
+            if let Some(s) = t.dictionary.iter().find(|s| s.len() > MAX_CELL_BYTES) {
+                bound(Bound::CellBytes, MAX_CELL_BYTES, s.len())?;
+            }
+            if let Some(code) = t.codes.iter().find(|&&code| code as usize >= t.dictionary.len()) {
+                return Err(format!(
+                    "column {:?} codes {code}, past its dictionary of {}",
+                    col.name,
+                    t.dictionary.len()
+                ));
+            }
+        }
+    }
+    bound(Bound::Series, MAX_SERIES, c.series.len())?;
+    bound(Bound::SeriesPoints, MAX_POINTS, c.series.iter().map(|s| s.times_ns.len()).sum())?;
+    for s in &c.series {
+        bound(Bound::NameBytes, MAX_NAME_BYTES, s.name.len().max(s.unit.len()))?;
+        if s.times_ns.len() != s.values.len() {
+            return Err(format!("series {:?} has {} times and {} values", s.name, s.times_ns.len(), s.values.len()));
+        }
+    }
+    Ok(())
+}
+
+fn column_len(v: &wit::ColumnValues) -> usize {
+    match v {
+        wit::ColumnValues::Unsigned(v) => v.len(),
+        wit::ColumnValues::Signed(v) => v.len(),
+        wit::ColumnValues::Float(v) => v.len(),
+        wit::ColumnValues::Text(t) => t.codes.len(),
+    }
+}
+
+/// A checked columnar result as the output it is shown as: a table when it has columns, else
+/// its series (then bounded like any output by [`bounded`]).
+pub fn columns_output(c: wit::Columns) -> wit::Output {
+    if c.columns.is_empty() {
+        return wit::Output::Series(
+            c.series
+                .into_iter()
+                .map(|s| wit::Series {
+                    name: s.name,
+                    unit: s.unit,
+                    points: s
+                        .times_ns
+                        .into_iter()
+                        .zip(s.values)
+                        .map(|(time_ns, value)| wit::Point { time_ns, value })
+                        .collect(),
+                })
+                .collect(),
+        );
+    }
+    let rows = column_len(&c.columns[0].values);
+    let columns = c.columns.iter().map(|col| wit::Column { name: col.name.clone(), unit: col.unit.clone() }).collect();
+    let rows = (0..rows)
+        .map(|i| {
+            c.columns
+                .iter()
+                .map(|col| match &col.values {
+                    wit::ColumnValues::Unsigned(v) => wit::Cell::Unsigned(v[i]),
+                    wit::ColumnValues::Signed(v) => wit::Cell::Signed(v[i]),
+                    wit::ColumnValues::Float(v) => wit::Cell::Float(v[i]),
+                    wit::ColumnValues::Text(t) => {
+                        wit::Cell::Text(t.dictionary.get(t.codes[i] as usize).cloned().unwrap_or_default())
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    wit::Output::Table(wit::Table { columns, rows })
+}

@@ -14,6 +14,7 @@ use super::{
     bindings::wit,
     output::{
         MAX_CELL_BYTES, MAX_FLAME_DEPTH, MAX_NAME_BYTES, MAX_POINTS, MAX_SERIES, MAX_TABLE_COLUMNS, MAX_TABLE_ROWS,
+        check_columns,
     },
 };
 use loupe_api::formats::msgpack;
@@ -25,12 +26,51 @@ pub const MAX_PARTIAL_BYTES: usize = 768 << 10;
 /// Stacks of one flame-graph partial (each up to [`MAX_FLAME_DEPTH`] frames).
 const MAX_STACKS: usize = 200_000;
 
+/// A partial as it travels. Variants are encoded by index: new ones go last.
 #[derive(Serialize, Deserialize)]
 enum Partial {
-    Table { columns: Vec<(String, String)>, rows: Vec<Vec<Cell>> },
+    Table {
+        columns: Vec<(String, String)>,
+        rows: Vec<Vec<Cell>>,
+    },
     Series(Vec<(String, String, Vec<(u64, f64)>)>),
     Flamegraph(Vec<(Vec<(String, String, bool)>, u64)>),
     Text(String),
+    /// A `fleet-columns` analysis' partial: (name, unit, values) columns, (name, unit, times,
+    /// values) series.
+    Columns {
+        columns: Vec<(String, String, Values)>,
+        series: Vec<(String, String, Vec<u64>, Vec<f64>)>,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+enum Values {
+    Unsigned(Vec<u64>),
+    Signed(Vec<i64>),
+    Float(Vec<f64>),
+    /// Dictionary, codes.
+    Text(Vec<String>, Vec<u32>),
+}
+
+/// A decoded partial: a result of any fleet analysis (`fleet-analysis`), or a columnar one
+/// (`fleet-columns`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decoded {
+    Output(wit::Output),
+    Columns(wit::Columns),
+}
+
+impl From<wit::Output> for Decoded {
+    fn from(o: wit::Output) -> Decoded {
+        Decoded::Output(o)
+    }
+}
+
+impl From<wit::Columns> for Decoded {
+    fn from(c: wit::Columns) -> Decoded {
+        Decoded::Columns(c)
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -62,7 +102,40 @@ pub fn encode(output: &wit::Output) -> Result<Vec<u8>, UdfError> {
         ),
         wit::Output::Text(t) => Partial::Text(t.clone()),
     };
-    let bytes = rmp_serde::to_vec(&p).map_err(|e| UdfError::Internal(format!("encoding a partial: {e}")))?;
+    to_wire(&p)
+}
+
+/// Encodes a columnar result for the wire (checked by the caller), refusing one over
+/// [`MAX_PARTIAL_BYTES`] with both sizes.
+pub fn encode_columns(c: &wit::Columns) -> Result<Vec<u8>, UdfError> {
+    let columns = c
+        .columns
+        .iter()
+        .map(|col| {
+            let values = match &col.values {
+                wit::ColumnValues::Unsigned(v) => Values::Unsigned(v.clone()),
+                wit::ColumnValues::Signed(v) => Values::Signed(v.clone()),
+                wit::ColumnValues::Float(v) => Values::Float(v.clone()),
+                wit::ColumnValues::Text(t) => Values::Text(t.dictionary.clone(), t.codes.clone()),
+            };
+            (col.name.clone(), col.unit.clone(), values)
+        })
+        .collect();
+    let series =
+        c.series.iter().map(|s| (s.name.clone(), s.unit.clone(), s.times_ns.clone(), s.values.clone())).collect();
+    to_wire(&Partial::Columns { columns, series })
+}
+
+/// Either kind of partial, encoded.
+pub fn encode_decoded(d: &Decoded) -> Result<Vec<u8>, UdfError> {
+    match d {
+        Decoded::Output(o) => encode(o),
+        Decoded::Columns(c) => encode_columns(c),
+    }
+}
+
+fn to_wire(p: &Partial) -> Result<Vec<u8>, UdfError> {
+    let bytes = rmp_serde::to_vec(p).map_err(|e| UdfError::Internal(format!("encoding a partial: {e}")))?;
     if bytes.len() > MAX_PARTIAL_BYTES {
         return Err(UdfError::PartialTooLarge { size: bytes.len(), limit: MAX_PARTIAL_BYTES });
     }
@@ -89,10 +162,10 @@ fn name(s: String) -> Result<String, UdfError> {
 }
 
 /// Decodes a partial from another host, every dimension bounded.
-pub fn decode(bytes: &[u8]) -> Result<wit::Output, UdfError> {
+pub fn decode(bytes: &[u8]) -> Result<Decoded, UdfError> {
     bound("bytes", MAX_PARTIAL_BYTES, bytes.len())?;
     let p: Partial = msgpack::from_slice(bytes).map_err(|e| UdfError::BadPartial(format!("undecodable: {e}")))?;
-    Ok(match p {
+    Ok(Decoded::Output(match p {
         Partial::Table { columns, rows } => {
             bound("columns", MAX_TABLE_COLUMNS, columns.len())?;
             bound("rows", MAX_TABLE_ROWS, rows.len())?;
@@ -155,7 +228,33 @@ pub fn decode(bytes: &[u8]) -> Result<wit::Output, UdfError> {
             )
         }
         Partial::Text(t) => wit::Output::Text(t),
-    })
+        Partial::Columns { columns, series } => {
+            // The sizes first: nothing below is built past them.
+            bound("columns", MAX_TABLE_COLUMNS, columns.len())?;
+            bound("series", MAX_SERIES, series.len())?;
+            let columns = columns
+                .into_iter()
+                .map(|(name, unit, values)| {
+                    let values = match values {
+                        Values::Unsigned(v) => wit::ColumnValues::Unsigned(v),
+                        Values::Signed(v) => wit::ColumnValues::Signed(v),
+                        Values::Float(v) => wit::ColumnValues::Float(v),
+                        Values::Text(dictionary, codes) => {
+                            wit::ColumnValues::Text(wit::CodedText { dictionary, codes })
+                        }
+                    };
+                    wit::NamedColumn { name, unit, values }
+                })
+                .collect();
+            let series = series
+                .into_iter()
+                .map(|(name, unit, times_ns, values)| wit::SeriesColumn { name, unit, times_ns, values })
+                .collect();
+            let c = wit::Columns { columns, series };
+            check_columns(&c).map_err(UdfError::BadPartial)?;
+            return Ok(Decoded::Columns(c));
+        }
+    }))
 }
 
 #[cfg(test)]
@@ -175,12 +274,60 @@ mod tests {
     #[test]
     fn a_partial_round_trips() {
         let t = table(3, "x");
-        assert_eq!(decode(&encode(&t).unwrap()).unwrap(), t);
+        assert_eq!(decode(&encode(&t).unwrap()).unwrap(), Decoded::Output(t));
         let f = wit::Output::Flamegraph(vec![wit::WeightedStack {
             frames: vec![wit::Frame { function: "f".into(), module: "m".into(), kernel: false }],
             count: 3,
         }]);
-        assert_eq!(decode(&encode(&f).unwrap()).unwrap(), f);
+        assert_eq!(decode(&encode(&f).unwrap()).unwrap(), Decoded::Output(f));
+        let c = columns(&[0, 1, 0]);
+        assert_eq!(decode(&encode_columns(&c).unwrap()).unwrap(), Decoded::Columns(c));
+    }
+
+    fn columns(codes: &[u32]) -> wit::Columns {
+        wit::Columns {
+            columns: vec![
+                wit::NamedColumn {
+                    name: "n".into(),
+                    unit: "".into(),
+                    values: wit::ColumnValues::Unsigned((0..codes.len() as u64).collect()),
+                },
+                wit::NamedColumn {
+                    name: "host".into(),
+                    unit: "".into(),
+                    values: wit::ColumnValues::Text(wit::CodedText {
+                        dictionary: vec!["h1".into(), "h2".into()],
+                        codes: codes.to_vec(),
+                    }),
+                },
+            ],
+            series: vec![wit::SeriesColumn {
+                name: "rate".into(),
+                unit: "bps".into(),
+                times_ns: vec![1, 2],
+                values: vec![0.5, 1.0],
+            }],
+        }
+    }
+
+    #[test]
+    fn hostile_columnar_partials_are_refused_with_what_they_broke() {
+        let refused = |c: &wit::Columns| decode(&encode_columns(c).unwrap()).unwrap_err().to_string();
+        assert!(refused(&columns(&[0, 2])).contains("codes 2, past its dictionary of 2"));
+        let mut ragged = columns(&[0, 1]);
+        ragged.columns[0].values = wit::ColumnValues::Unsigned(vec![1, 2, 3]);
+        assert!(refused(&ragged).contains("column \"host\" has 2 rows, the first 3"), "{}", refused(&ragged));
+        let mut series = columns(&[0]);
+        series.series[0].values.pop();
+        assert!(refused(&series).contains("2 times and 1 values"));
+        let mut wide = columns(&[0]);
+        let first = wide.columns[0].clone();
+        wide.columns.extend(std::iter::repeat_n(first, MAX_TABLE_COLUMNS));
+        assert!(refused(&wide).contains("columns"));
+        let mut long = columns(&[]);
+        long.columns.truncate(1);
+        long.columns[0].values = wit::ColumnValues::Unsigned(vec![0; MAX_TABLE_ROWS + 1]);
+        assert!(refused(&long).contains("rows"), "{}", refused(&long));
     }
 
     #[test]

@@ -31,6 +31,7 @@ use super::{
     bindings::{Analysis, AnalysisPre, HostInfo, wit},
     host::DataHost,
     log::InvocationLog,
+    merge_world::Merger,
     output,
     params::{Description, description_of, resolve_params},
     sandbox::{self, Limits, State, Tripped},
@@ -53,8 +54,8 @@ const DESCRIBE_TIME: Duration = Duration::from_secs(2);
 pub struct Compiled {
     pub pre: AnalysisPre<State>,
     pub description: Description,
-    /// Its `merge`, when it exports one (it can then run fleet-wide).
-    pub merge: Option<super::merge_world::MergePre>,
+    /// How it answers as one host of a fleet and merges, when it can run fleet-wide.
+    pub merge: Option<super::merge_world::Merger>,
 }
 
 /// What an invocation returns besides its output.
@@ -212,10 +213,10 @@ impl Runtime {
         if !refused.is_empty() {
             return Err(UdfError::ForbiddenImport { imports: refused });
         }
-        let exports_merge = ty.exports(&self.engine).any(|(name, _)| name == "merge");
+        let exports: Vec<String> = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let pre: InstancePre<State> =
             self.linker.instantiate_pre(&component).map_err(|e| UdfError::Incompatible(format!("{e:#}")))?;
-        let merge = super::merge_world::merge_pre(&pre, exports_merge)?;
+        let merge = super::merge_world::merger(&pre, &exports)?;
         let pre = AnalysisPre::new(pre).map_err(|e| UdfError::Incompatible(format!("{e:#}")))?;
         let mut limits = self.limits.clone();
         limits.time = DESCRIBE_TIME;
@@ -292,14 +293,36 @@ impl Runtime {
         range: TimeRange,
         params: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<(Vec<u8>, u64), UdfError> {
-        if compiled.merge.is_none() {
-            return Err(UdfError::NotMergeable(compiled.description.name.clone()));
+        match &compiled.merge {
+            None => Err(UdfError::NotMergeable(compiled.description.name.clone())),
+            Some(Merger::Rows(_)) => {
+                let (raw, _state, started) = self.run_guest(compiled, team, store, info, range, params)?;
+                // The same bounds as a local result, before it leaves the host.
+                output::bounded(raw.clone(), self.limits.output_bytes)?;
+                let bytes = super::partial::encode(&raw)?;
+                Ok((bytes, started.elapsed().as_nanos() as u64))
+            }
+            Some(Merger::Columns(pre)) => {
+                let params = resolve_params(&compiled.description.params, params)?;
+                let _slot = self.slot(team)?;
+                let _ticking = self.ticking();
+                let started = Instant::now();
+                let mut st = self.new_store(store, info, self.limits.clone());
+                let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
+                let range = wit::TimeRange { from_ns: range.from_unix_ns(), to_ns: range.to_unix_ns() };
+                let result = analysis
+                    .call_run_columns(&mut st, range, &params)
+                    .map_err(|e| self.classify(e, &mut st, "run-columns()"))?;
+                st.data_mut().collect_output();
+                let columns = result.map_err(|message| {
+                    let log = std::mem::take(&mut st.data_mut().data.log);
+                    UdfError::AnalysisFailed { message, log: log.lines }
+                })?;
+                output::check_columns(&columns).map_err(UdfError::BadColumns)?;
+                let bytes = super::partial::encode_columns(&columns)?;
+                Ok((bytes, started.elapsed().as_nanos() as u64))
+            }
         }
-        let (raw, _state, started) = self.run_guest(compiled, team, store, info, range, params)?;
-        // The same bounds as a local result, before it leaves the host.
-        output::bounded(raw.clone(), self.limits.output_bytes)?;
-        let bytes = super::partial::encode(&raw)?;
-        Ok((bytes, started.elapsed().as_nanos() as u64))
     }
 
     /// Calls the guest's `run` in a fresh store with the limits: its raw result and state.

@@ -114,6 +114,74 @@ pub fn incasts(rack: &Rack, min_senders: u64, gap_slots: u64) -> Vec<Incast> {
     found
 }
 
+/// Victims and senders by slot: for each slot of an incast, its victims and the senders of
+/// their incasts, each list in name order — what a result row shows. The same as gathering
+/// [`incasts`] by slot (a test holds it to that), computed over interned hosts and bitsets: a
+/// rack of a thousand hosts whose hundreds of bursts each see dozens of senders would clone
+/// millions of names into [`Incast::senders`].
+pub fn incast_slots(rack: &Rack, min_senders: u64, gap_slots: u64) -> BTreeMap<(u64, u64), (Vec<&str>, Vec<&str>)> {
+    let mut names: Vec<&str> =
+        rack.values().flat_map(|s| s.in_burst.iter().chain(&s.out_burst)).map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    let id = |h: &str| names.binary_search(&h).expect("every burst host is interned");
+    let words = names.len().div_ceil(64);
+    let keys: Vec<(u64, u64)> = rack.keys().copied().collect();
+    let outs: Vec<Vec<usize>> = rack.values().map(|s| s.out_burst.iter().map(|h| id(h)).collect()).collect();
+    // (victim, width) → indices of the slots in which it burst in, in time order.
+    let mut bursts: BTreeMap<(usize, u64), Vec<usize>> = BTreeMap::new();
+    for (i, slot) in rack.values().enumerate() {
+        for v in &slot.in_burst {
+            bursts.entry((id(v), keys[i].1)).or_default().push(i);
+        }
+    }
+    // Per slot with an incast: victims' and senders' bits.
+    let mut marked: BTreeMap<usize, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+    let mut senders = vec![0u64; words];
+    let set = |bits: &mut [u64], i: usize| bits[i / 64] |= 1 << (i % 64);
+    let mut close = |victim: usize, slots: &[usize], senders: &mut Vec<u64>| {
+        senders[victim / 64] &= !(1 << (victim % 64));
+        let count: u64 = senders.iter().map(|w| w.count_ones() as u64).sum();
+        if !slots.is_empty() && count >= min_senders.max(1) {
+            for &i in slots {
+                let (v, s) = marked.entry(i).or_insert_with(|| (vec![0; words], vec![0; words]));
+                set(v, victim);
+                for (a, b) in s.iter_mut().zip(senders.iter()) {
+                    *a |= b;
+                }
+            }
+        }
+        senders.iter_mut().for_each(|w| *w = 0);
+    };
+    for ((victim, width), slots) in bursts {
+        let reach = width.saturating_mul(gap_slots.saturating_add(1));
+        let mut current: Vec<usize> = Vec::new();
+        for i in slots {
+            let start = keys[i].0;
+            let from = match current.last() {
+                Some(&last) if start - keys[last].0 <= reach => keys[last].0 + width,
+                _ => {
+                    close(victim, &current, &mut senders);
+                    current.clear();
+                    start.saturating_sub(width.saturating_mul(gap_slots))
+                }
+            };
+            current.push(i);
+            let first = keys.partition_point(|k| *k < (from, width));
+            for j in (first..=i).filter(|&j| keys[j].1 == width) {
+                for &h in &outs[j] {
+                    set(&mut senders, h);
+                }
+            }
+        }
+        close(victim, &current, &mut senders);
+    }
+    let listed = |bits: &[u64]| -> Vec<&str> {
+        (0..names.len()).filter(|&i| bits[i / 64] & (1 << (i % 64)) != 0).map(|i| names[i]).collect()
+    };
+    marked.into_iter().map(|(i, (v, s))| (keys[i], (listed(&v), listed(&s)))).collect()
+}
+
 /// Bytes in one slot of `interval_ns` at `threshold_bps` (bytes per second).
 pub fn burst_bytes(threshold_bps: u64, interval_ns: u64) -> u64 {
     ((threshold_bps as u128 * interval_ns as u128).div_ceil(1_000_000_000) as u64).max(1)
@@ -246,6 +314,50 @@ mod tests {
         // The slot at 12 is a burst of its own (four quiet slots before it), with s4 in its lead.
         let last = incasts(&rack, 1, 2).into_iter().find(|i| i.slots == [(12 * ms, ms)]).unwrap();
         assert_eq!(last.senders.iter().collect::<Vec<_>>(), ["s4"]);
+    }
+
+    /// [`incast_slots`] against [`incasts`] gathered by slot, on random racks.
+    #[test]
+    fn incast_slots_are_the_incasts_by_slot() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut compared = 0;
+        for case in 0..40 {
+            let hosts: Vec<String> = (0..2 + next(12)).map(|h| format!("h{h}")).collect();
+            let slots = 1 + next(60) as usize;
+            let series: Vec<(Vec<u64>, Vec<u64>)> = hosts
+                .iter()
+                .map(|_| {
+                    let mut burst = || (0..slots).map(|_| if next(5) == 0 { 20_000 } else { next(900) }).collect();
+                    (burst(), burst())
+                })
+                .collect();
+            let mut runs: Vec<RunSlots> = hosts.iter().zip(&series).map(|(h, (i, o))| run(h, 0, i, o)).collect();
+            // A run of another width, to be kept apart.
+            runs.push(RunSlots { interval_ns: 10_000_000, ..run(&hosts[0], 0, &series[1].1, &series[0].0) });
+            let rack = contention(runs, 10_000_000);
+            for (min, gap) in [(1, 0), (2, 2), (3, 1)] {
+                let mut want: BTreeMap<(u64, u64), (BTreeSet<String>, BTreeSet<String>)> = BTreeMap::new();
+                for incast in incasts(&rack, min, gap) {
+                    for key in &incast.slots {
+                        let e = want.entry(*key).or_default();
+                        e.0.insert(incast.victim.clone());
+                        e.1.extend(incast.senders.iter().cloned());
+                    }
+                }
+                let owned = |names: Vec<&str>| names.into_iter().map(String::from).collect::<BTreeSet<String>>();
+                let got: BTreeMap<_, _> =
+                    incast_slots(&rack, min, gap).into_iter().map(|(k, (v, s))| (k, (owned(v), owned(s)))).collect();
+                assert_eq!(got, want, "case {case}, min {min}, gap {gap}");
+                compared += want.len();
+            }
+        }
+        assert!(compared > 100, "only {compared} incast slots compared");
     }
 
     #[test]

@@ -5,46 +5,91 @@
 //!
 //! Every figure is a count, so `merge` sums them: exact, in any order and grouping. Each host
 //! keeps its `top` functions and libraries and counts the rest as `[other]` (exact when no host
-//! has more). The algorithm is [`loupe_detect::fleet_hot`].
+//! has more). The algorithm is [`loupe_detect::fleet_hot`]. Partials are columnar (the
+//! `fleet-columns` world): a datacenter's thousand partials cross into the merging sandbox as
+//! whole lists, their names coded once per partial.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use loupe_detect::fleet_hot::{self, Counts, Kind};
-use loupe_udf::{Analysis, Cell, Context, Description, Merge, Output, Param, ResultKind, Stacks, Table, row};
+use loupe_udf::{ColumnarAnalysis, Columns, Context, Description, Param, ResultKind, Stacks, TextColumn};
 
 struct FleetHotFunctions;
 
-const COLUMNS: [(&str, &str); 6] =
-    [("kind", ""), ("function", ""), ("module", ""), ("host", ""), ("samples", "samples"), ("percent", "%")];
-
-fn table(counts: &Counts) -> Output {
-    let mut t = Table::new();
-    for (name, unit) in COLUMNS {
-        t = t.column(name, unit);
+/// The result as columns: kind, function, module and host coded as text, samples and percent.
+fn columns(counts: &Counts) -> Columns {
+    let rows = fleet_hot::rows(counts);
+    let (mut kind, mut function, mut module, mut host) =
+        (TextColumn::new(), TextColumn::new(), TextColumn::new(), TextColumn::new());
+    let mut samples = Vec::with_capacity(rows.len());
+    let mut percent = Vec::with_capacity(rows.len());
+    for ((k, f, m, h), n, p) in rows {
+        kind.push(k.name());
+        function.push(f);
+        module.push(m);
+        host.push(h);
+        samples.push(n);
+        percent.push(p);
     }
-    for ((kind, function, module, host), n, percent) in fleet_hot::rows(counts) {
-        t.push_row(row![kind.name(), function.as_str(), module.as_str(), host.as_str(), n, percent]);
-    }
-    t.into()
+    Columns::new()
+        .column("kind", "", kind)
+        .column("function", "", function)
+        .column("module", "", module)
+        .column("host", "", host)
+        .column("samples", "samples", samples)
+        .column("percent", "%", percent)
 }
 
-/// Adds a partial result (made by [`table`], here or on another host) into `counts`: one map
-/// for every partial of a merge, each row's strings moved in, not copied.
-fn parse_into(counts: &mut Counts, output: Output) -> Result<(), String> {
-    let Output::Table(t) = output else { return Err("a fleet-hot-functions partial is a table".into()) };
-    for r in t.rows {
-        let [Cell::Text(kind), Cell::Text(function), Cell::Text(module), Cell::Text(host), Cell::Unsigned(n), _] =
-            <[Cell; 6]>::try_from(r).map_err(|r| format!("a row of {} cells, not 6", r.len()))?
-        else {
-            return Err("a fleet-hot-functions row of the wrong types".into());
-        };
-        let kind = Kind::parse(&kind).ok_or_else(|| format!("unknown row kind {kind:?}"))?;
-        *counts.entry((kind, function, module, host)).or_default() += n;
-    }
-    Ok(())
+/// Counts being merged, by interned names: each partial's dictionaries are looked up once,
+/// its rows then add numbers only.
+#[derive(Default)]
+struct Merging {
+    names: Vec<String>,
+    ids: HashMap<String, u32>,
+    counts: HashMap<(Kind, u32, u32, u32), u64>,
 }
 
-impl Analysis for FleetHotFunctions {
+impl Merging {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(s.to_string());
+        self.ids.insert(s.to_string(), id);
+        id
+    }
+
+    /// Adds a partial made by [`columns`], here or on another host.
+    fn add(&mut self, c: &Columns) -> Result<(), String> {
+        let text = |name: &str| c.require(name).and_then(|v| v.text());
+        let (kind, function, module, host) = (text("kind")?, text("function")?, text("module")?, text("host")?);
+        let samples = c.require("samples")?.u64s()?;
+        let n = samples.len();
+        if [&kind.codes, &function.codes, &module.codes, &host.codes].iter().any(|codes| codes.len() != n) {
+            return Err("a fleet-hot-functions partial with columns of different lengths".into());
+        }
+        let kinds: Vec<Option<Kind>> = kind.dictionary.iter().map(|k| Kind::parse(k)).collect();
+        let mut ids = |d: &[String]| d.iter().map(|s| self.intern(s)).collect::<Vec<u32>>();
+        let (functions, modules, hosts) = (ids(&function.dictionary), ids(&module.dictionary), ids(&host.dictionary));
+        for i in 0..n {
+            let bad = || format!("row {i} of a fleet-hot-functions partial codes past its dictionary");
+            let k = kinds.get(kind.codes[i] as usize).copied().ok_or_else(bad)?.ok_or("an unknown row kind")?;
+            let f = *functions.get(function.codes[i] as usize).ok_or_else(bad)?;
+            let m = *modules.get(module.codes[i] as usize).ok_or_else(bad)?;
+            let h = *hosts.get(host.codes[i] as usize).ok_or_else(bad)?;
+            *self.counts.entry((k, f, m, h)).or_default() += samples[i];
+        }
+        Ok(())
+    }
+
+    fn into_counts(self) -> Counts {
+        let name = |id: u32| self.names[id as usize].clone();
+        self.counts.iter().map(|(&(k, f, m, h), &n)| ((k, name(f), name(m), name(h)), n)).collect()
+    }
+}
+
+impl ColumnarAnalysis for FleetHotFunctions {
     fn describe() -> Description {
         Description::new("fleet-hot-functions", ResultKind::Table)
             .summary(
@@ -61,7 +106,7 @@ impl Analysis for FleetHotFunctions {
             )
     }
 
-    fn run(ctx: &Context) -> Result<Output, String> {
+    fn run_columns(ctx: &Context) -> Result<Columns, String> {
         let top = usize::try_from(ctx.params.u64("top")?).unwrap_or(usize::MAX);
         let mut samples = ctx.samples().include_idle(ctx.params.flag("include_idle")?).open()?;
         let mut per_stack: BTreeMap<u32, u64> = BTreeMap::new();
@@ -75,18 +120,16 @@ impl Analysis for FleetHotFunctions {
             None => ("[unknown]", "", n),
         });
         let host = loupe_udf::host_info().hostname;
-        Ok(table(&fleet_hot::host_counts(&host, leaves, top, ctx.params.flag("per_host_functions")?)))
+        Ok(columns(&fleet_hot::host_counts(&host, leaves, top, ctx.params.flag("per_host_functions")?)))
     }
-}
 
-impl Merge for FleetHotFunctions {
-    fn merge(_ctx: &Context, partials: Vec<Output>) -> Result<Output, String> {
-        let mut counts = Counts::new();
-        for p in partials {
-            parse_into(&mut counts, p)?;
+    fn merge_columns(_ctx: &Context, partials: Vec<Columns>) -> Result<Columns, String> {
+        let mut merging = Merging::default();
+        for p in &partials {
+            merging.add(p)?;
         }
-        Ok(table(&counts))
+        Ok(columns(&merging.into_counts()))
     }
 }
 
-loupe_udf::export_fleet_analysis!(FleetHotFunctions);
+loupe_udf::export_fleet_columns!(FleetHotFunctions);

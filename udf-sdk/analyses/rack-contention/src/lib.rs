@@ -8,113 +8,151 @@
 //!
 //! One row per slot in which any host moved bytes (a quiet slot adds nothing to a sum), so that
 //! `merge` — numbers summed, host sets united, victims recomputed — is exact, commutative and
-//! associative. The algorithm is [`loupe_detect::rack`].
+//! associative. The algorithm is [`loupe_detect::rack`]. Partials are columnar (the
+//! `fleet-columns` world): a thousand hosts' slots cross into the merging sandbox as whole lists,
+//! each partial's host lists split once per distinct list.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use loupe_detect::rack::{self, Rack, RunSlots};
-use loupe_udf::{Analysis, Cell, Context, Description, Merge, Output, Param, ResultKind, Table, row};
+use loupe_detect::rack::{self, Rack, RackSlot, RunSlots};
+use loupe_udf::{ColumnarAnalysis, Columns, Context, Description, Param, ResultKind, TextColumn};
 
 /// Most slots in one result: a rack's synchronized run of 2,000 slots fits fifty times.
 const MAX_ROWS: usize = 100_000;
 
-const COLUMNS: [(&str, &str); 11] = [
-    ("slot_start_ns", "ns"),
-    ("interval_ns", "ns"),
-    ("rack_in_bytes", "bytes"),
-    ("rack_out_bytes", "bytes"),
-    ("bursting_hosts", "hosts"),
-    ("victims", ""),
-    ("senders", ""),
-    ("in_burst", ""),
-    ("out_burst", ""),
-    ("ce_bytes", "bytes"),
-    ("retx_bytes", "bytes"),
-];
-
 struct RackContention;
 
-fn table(rack: &Rack, min_senders: u64, gap_slots: u64) -> Result<Output, String> {
+/// The result as columns (one row per slot with traffic), the incasts recomputed from the slots.
+fn columns(rack: &Rack, min_senders: u64, gap_slots: u64) -> Result<Columns, String> {
     if rack.len() > MAX_ROWS {
         return Err(format!(
             "{} slots with traffic, over {MAX_ROWS}: narrow the range to the synchronized run",
             rack.len()
         ));
     }
-    let mut t = Table::new();
-    for (name, unit) in COLUMNS {
-        t = t.column(name, unit);
-    }
     // Each slot of an incast names its victim(s) and the senders of the whole incast.
-    let mut named: BTreeMap<(u64, u64), (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
-    let found = rack::incasts(rack, min_senders, gap_slots);
-    for incast in &found {
-        for key in &incast.slots {
-            let e = named.entry(*key).or_default();
-            e.0.insert(&incast.victim);
-            e.1.extend(incast.senders.iter().map(String::as_str));
-        }
-    }
-    let list = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(",");
+    let named = rack::incast_slots(rack, min_senders, gap_slots);
+    let n = rack.len();
+    let mut nums: [Vec<u64>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
+    let mut text: [TextColumn; 4] = std::array::from_fn(|_| TextColumn::new());
+    let join = |set: &BTreeSet<String>| set.iter().map(String::as_str).collect::<Vec<_>>().join(",");
     for (key @ &(start, interval), slot) in rack {
-        let (victims, senders) = named.get(key).cloned().unwrap_or_default();
-        let victims: Vec<&str> = victims.into_iter().collect();
-        let senders: Vec<&str> = senders.into_iter().collect();
-        t.push_row(row![
+        let (victims, senders) = named.get(key).map_or((&[][..], &[][..]), |(v, s)| (&v[..], &s[..]));
+        for (col, v) in nums.iter_mut().zip([
             start,
             interval,
             slot.in_bytes,
             slot.out_bytes,
             slot.bursting() as u64,
-            victims.join(","),
-            senders.join(","),
-            list(&slot.in_burst),
-            list(&slot.out_burst),
             slot.ce_bytes,
-            slot.retx_bytes
-        ]);
+            slot.retx_bytes,
+        ]) {
+            col.push(v);
+        }
+        text[0].push(&victims.join(","));
+        text[1].push(&senders.join(","));
+        text[2].push(&join(&slot.in_burst));
+        text[3].push(&join(&slot.out_burst));
     }
-    Ok(t.into())
+    let [start, interval, rin, rout, bursting, ce, retx] = nums;
+    let [victims, senders, in_burst, out_burst] = text;
+    Ok(Columns::new()
+        .column("slot_start_ns", "ns", start)
+        .column("interval_ns", "ns", interval)
+        .column("rack_in_bytes", "bytes", rin)
+        .column("rack_out_bytes", "bytes", rout)
+        .column("bursting_hosts", "hosts", bursting)
+        .column("victims", "", victims)
+        .column("senders", "", senders)
+        .column("in_burst", "", in_burst)
+        .column("out_burst", "", out_burst)
+        .column("ce_bytes", "bytes", ce)
+        .column("retx_bytes", "bytes", retx))
 }
 
-/// Adds a partial result (made by [`table`], here or on another host) into `rack`, slot by
-/// slot: one map for every partial of a merge, so each row is absorbed once.
-fn parse_into(rack: &mut Rack, output: Output) -> Result<(), String> {
-    let Output::Table(t) = output else { return Err("a rack-contention partial is a table".into()) };
-    if t.columns.len() != COLUMNS.len() {
-        return Err(format!("a rack-contention partial has {} columns, not {}", t.columns.len(), COLUMNS.len()));
-    }
-    let num = |c: &Cell| match c {
-        Cell::Unsigned(n) => Ok(*n),
-        other => Err(format!("expected a count, got {other:?}")),
-    };
-    let set = |c: &Cell, into: &mut BTreeSet<String>| match c {
-        Cell::Text(s) => {
-            for h in s.split(',').filter(|h| !h.is_empty()) {
-                if !into.contains(h) {
-                    into.insert(h.to_string());
+/// Slots being merged, hosts interned: each partial's host lists are split once per distinct
+/// list (its dictionary), its rows then add numbers and ids.
+#[derive(Default)]
+struct Merging {
+    hosts: Vec<String>,
+    ids: HashMap<String, u32>,
+    slots: BTreeMap<(u64, u64), Slot>,
+}
+
+#[derive(Default)]
+struct Slot {
+    sums: [u64; 4],
+    in_burst: BTreeSet<u32>,
+    out_burst: BTreeSet<u32>,
+}
+
+impl Merging {
+    /// The ids of a comma-separated host list.
+    fn list(&mut self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::new();
+        for h in text.split(',').filter(|h| !h.is_empty()) {
+            let id = match self.ids.get(h) {
+                Some(&id) => id,
+                None => {
+                    let id = self.hosts.len() as u32;
+                    self.hosts.push(h.to_string());
+                    self.ids.insert(h.to_string(), id);
+                    id
                 }
-            }
-            Ok(())
+            };
+            ids.push(id);
         }
-        other => Err(format!("expected a host list, got {other:?}")),
-    };
-    for r in &t.rows {
-        if r.len() != COLUMNS.len() {
-            return Err("a rack-contention row of the wrong width".into());
-        }
-        let slot = rack.entry((num(&r[0])?, num(&r[1])?)).or_default();
-        slot.in_bytes += num(&r[2])?;
-        slot.out_bytes += num(&r[3])?;
-        slot.ce_bytes += num(&r[9])?;
-        slot.retx_bytes += num(&r[10])?;
-        set(&r[7], &mut slot.in_burst)?;
-        set(&r[8], &mut slot.out_burst)?;
+        ids
     }
-    Ok(())
+
+    /// Adds a partial made by [`columns`], here or on another host, slot by slot.
+    fn add(&mut self, c: &Columns) -> Result<(), String> {
+        let num = |name: &str| c.require(name).and_then(|v| v.u64s());
+        let (start, interval) = (num("slot_start_ns")?, num("interval_ns")?);
+        let sums = [num("rack_in_bytes")?, num("rack_out_bytes")?, num("ce_bytes")?, num("retx_bytes")?];
+        let (in_burst, out_burst) = (c.require("in_burst")?.text()?, c.require("out_burst")?.text()?);
+        let n = start.len();
+        let lengths = [interval.len(), in_burst.codes.len(), out_burst.codes.len()];
+        if lengths.into_iter().chain(sums.iter().map(|s| s.len())).any(|len| len != n) {
+            return Err("a rack-contention partial with columns of different lengths".into());
+        }
+        let in_lists: Vec<Vec<u32>> = in_burst.dictionary.iter().map(|t| self.list(t)).collect();
+        let out_lists: Vec<Vec<u32>> = out_burst.dictionary.iter().map(|t| self.list(t)).collect();
+        for i in 0..n {
+            let bad = || format!("row {i} of a rack-contention partial codes past its dictionary");
+            let ins = in_lists.get(in_burst.codes[i] as usize).ok_or_else(bad)?;
+            let outs = out_lists.get(out_burst.codes[i] as usize).ok_or_else(bad)?;
+            let slot = self.slots.entry((start[i], interval[i])).or_default();
+            for (sum, column) in slot.sums.iter_mut().zip(&sums) {
+                *sum += column[i];
+            }
+            slot.in_burst.extend(ins);
+            slot.out_burst.extend(outs);
+        }
+        Ok(())
+    }
+
+    fn into_rack(self) -> Rack {
+        let names = |ids: BTreeSet<u32>| ids.into_iter().map(|id| self.hosts[id as usize].clone()).collect();
+        self.slots
+            .into_iter()
+            .map(|(key, s)| {
+                let [in_bytes, out_bytes, ce_bytes, retx_bytes] = s.sums;
+                let slot = RackSlot {
+                    in_bytes,
+                    out_bytes,
+                    ce_bytes,
+                    retx_bytes,
+                    in_burst: names(s.in_burst),
+                    out_burst: names(s.out_burst),
+                };
+                (key, slot)
+            })
+            .collect()
+    }
 }
 
-impl Analysis for RackContention {
+impl ColumnarAnalysis for RackContention {
     fn describe() -> Description {
         Description::new("rack-contention", ResultKind::Table)
             .summary("Per slot: the rack's traffic, hosts bursting, incast victims and their senders (run with loupe fleet invoke)")
@@ -130,7 +168,7 @@ impl Analysis for RackContention {
             .param(Param::text("iface", "only runs of this interface (empty: all)").default(""))
     }
 
-    fn run(ctx: &Context) -> Result<Output, String> {
+    fn run_columns(ctx: &Context) -> Result<Columns, String> {
         let threshold = ctx.params.u64("threshold_bps")?;
         let runs: Vec<loupe_udf::Run> = ctx.runs().iface(ctx.params.nonempty_text("iface")?).open()?.collect();
         let retx: Vec<Vec<u64>> = runs
@@ -146,18 +184,16 @@ impl Analysis for RackContention {
             in_ce_bytes: &r.metrics.in_ce_bytes,
             retx_bytes: retx,
         });
-        table(&rack::contention(slots, threshold), ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
+        columns(&rack::contention(slots, threshold), ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
     }
-}
 
-impl Merge for RackContention {
-    fn merge(ctx: &Context, partials: Vec<Output>) -> Result<Output, String> {
-        let mut rack = Rack::new();
-        for p in partials {
-            parse_into(&mut rack, p)?;
+    fn merge_columns(ctx: &Context, partials: Vec<Columns>) -> Result<Columns, String> {
+        let mut merging = Merging::default();
+        for p in &partials {
+            merging.add(p)?;
         }
-        table(&rack, ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
+        columns(&merging.into_rack(), ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
     }
 }
 
-loupe_udf::export_fleet_analysis!(RackContention);
+loupe_udf::export_fleet_columns!(RackContention);
