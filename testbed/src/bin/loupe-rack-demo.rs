@@ -7,7 +7,11 @@
 //! Host 0's agent also samples waits off the CPU (`--off-cpu`, of the whole machine: the agents
 //! share one kernel), for its profile's "waits off the CPU" box. Ctrl-C stops the agents and removes the namespaces.
 //!
-//! `loupe-rack-demo [--hosts 4] [--dir ./loupe-rack] [--loupe target/release/loupe] [--incast-log FILE]`
+//! `loupe-rack-demo [--hosts 4] [--leaves N] [--dir ./loupe-rack] [--loupe target/release/loupe] [--incast-log FILE]`
+//!
+//! `--leaves N` (2 or more) makes the bus a fleet of NATS leaf nodes: a hub on the usual address
+//! and N leaf servers, each with JetStream in its own domain; the hosts are split among them in
+//! order, each leaf a rack named `r1`, `r2`, … (docs/fleet.md, "A fleet of leaf nodes").
 //!
 //! `--incast-log FILE` appends one JSON line per sender per incast: when its first datagram left
 //! and when its last had been sent (Unix ns, `CLOCK_REALTIME` as the runs' starts), and how many
@@ -40,6 +44,7 @@ fn main() -> Result<()> {
     let mut dir = PathBuf::from("loupe-rack");
     let mut loupe = std::env::current_exe()?.with_file_name("loupe");
     let mut incast_log: Option<PathBuf> = None;
+    let mut leaves = 1usize;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().with_context(|| format!("{a} needs a value"));
@@ -48,13 +53,18 @@ fn main() -> Result<()> {
             "--dir" => dir = value()?.into(),
             "--loupe" => loupe = value()?.into(),
             "--incast-log" => incast_log = Some(value()?.into()),
+            "--leaves" => leaves = value()?.parse()?,
             other => bail!(
-                "unknown argument {other}: loupe-rack-demo [--hosts N] [--dir DIR] [--loupe PATH] [--incast-log FILE]"
+                "unknown argument {other}: loupe-rack-demo [--hosts N] [--leaves N] [--dir DIR] [--loupe PATH] \
+                 [--incast-log FILE]"
             ),
         }
     }
     if !(2..=16).contains(&hosts) {
         bail!("--hosts {hosts}: give 2 to 16");
+    }
+    if leaves == 0 || leaves > hosts {
+        bail!("--leaves {leaves}: give 1 (one server) to the number of hosts ({hosts})");
     }
     // SAFETY: the handler only stores to an atomic.
     unsafe {
@@ -65,6 +75,13 @@ fn main() -> Result<()> {
     let dir = dir.canonicalize()?;
     let mut rack = Rack::new("demo", hosts, &dir.join("nats"))?;
     rack.shape(0, 100)?;
+    // With leaves, each is a rack of its own; else the one rack is `demo`.
+    let names: Vec<String> = (1..=leaves).map(|k| format!("r{k}")).collect();
+    let rack_of = |i: usize| if leaves > 1 { names[i * leaves / hosts].clone() } else { "demo".to_string() };
+    if leaves > 1 {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        rack.use_leaves(&refs, (0..hosts).map(|i| i * leaves / hosts).collect())?;
+    }
     rack.start_nats()?;
     let _uplink = rack.uplink()?;
     let url = rack.nats_url();
@@ -72,7 +89,7 @@ fn main() -> Result<()> {
     for (i, h) in rack.hosts.iter().enumerate() {
         let log = std::fs::File::create(dir.join(format!("agent-{}.log", h.name)))?;
         let listen = format!("10.78.0.{}:7878", i + 1);
-        let mut agent = rack.agent(i, &loupe, &dir.join(&h.name), "demo", "local");
+        let mut agent = rack.agent(i, &loupe, &dir.join(&h.name), &rack_of(i), "local");
         // Plain HTTP on the rack's private management network (a lab on one machine; beyond
         // loopback the agent wants TLS otherwise), so a browser here opens it without a CA.
         agent.args(["--listen", &listen, "--insecure-plaintext"]);
@@ -90,12 +107,20 @@ fn main() -> Result<()> {
     let cli = loupe.display();
     let ui = "http://10.78.0.1:7878";
     let token = web_ui_access(&loupe, &dir.join(&rack.hosts[0].name), ui)?;
+    let (first, bus) = if leaves > 1 {
+        (rack_of(0), format!("{leaves} leaf servers (racks {}) under a hub", names.join(", ")))
+    } else {
+        (rack_of(0), "one nats-server".to_string())
+    };
     eprintln!(
-        "rack-demo: {hosts} hosts (h0 … h{}), h0's port shaped to 100 Mbit/s, an incast at h0 every second; logs in {}\n\
+        "rack-demo: {hosts} hosts (h0 … h{}) on {bus}, h0's port shaped to 100 Mbit/s, an incast at h0 every \
+         second; logs in {}\n\
          the fleet view: {ui}/#/fleet (token {token})\n\
-         try:\n  {cli} fleet hosts --nats {url}\n  {cli} fleet run --nats {url} --rack demo --interval 1ms\n  \
-         {cli} fleet invoke rack-contention --nats {url} --rack demo --from -1m \\\n      \
-         --wasm udf-sdk/target/wasm32-wasip2/release/rack_contention.wasm -p threshold_bps=10000000\n\
+         try:\n  {cli} fleet hosts --nats {url}\n  {cli} fleet run --nats {url} --rack {first} --interval 1ms\n  \
+         {cli} fleet invoke rack-contention --nats {url} --rack {first} --from -1m \\\n      \
+         --wasm udf-sdk/target/wasm32-wasip2/release/rack_contention.wasm -p threshold_bps=10000000\n  \
+         {cli} fleet invoke fleet-hot-functions --nats {url} --all --from -1m \\\n      \
+         --wasm udf-sdk/target/wasm32-wasip2/release/fleet_hot_functions.wasm\n\
          Ctrl-C stops it.",
         hosts - 1,
         dir.display(),

@@ -349,27 +349,20 @@ fn invoke(ctx: &Ctx, envelope: &Envelope<InvokeBody>) -> Result<InvokeReply, Wir
 fn lead_leaf(ctx: &Ctx, envelope: &Envelope<LeafInvokeBody>) -> Result<LeafInvokeReply, WireError> {
     let body = &envelope.body.invoke;
     let analyses = ctx.host.analyses().map_err(core_error)?;
-    let store = ctx.host.store();
     let rt = tokio::runtime::Handle::current();
     let origin = body.origin_domain.as_deref().filter(|o| Some(*o) != ctx.domain());
     let bytes = rt.block_on(modules::pull(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(fleet_error)?;
-    let module = analyses.fleet_module(store, &body.name, &body.sha256, || Ok(bytes)).map_err(core_error)?;
-    let coordinator =
-        Coordinator::with_client(ctx.client.clone(), &ctx.place.host).with_domain(ctx.domain().map(str::to_string));
-    let mut gathered = rt.block_on(coordinator.gather_leaf(envelope)).map_err(fleet_error)?;
-    if gathered.partials.is_empty() {
-        return Ok(gathered.reply(None, Vec::new(), 0));
-    }
+    let module = analyses.fleet_module(ctx.host.store(), &body.name, &body.sha256, || Ok(bytes)).map_err(core_error)?;
     let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)
         .map_err(|e| WireError::new("bad_request", e.to_string()))?;
-    let started = std::time::Instant::now();
-    let partials: Vec<Vec<u8>> = gathered.partials.iter_mut().map(|(_, bytes)| std::mem::take(bytes)).collect();
-    let merged = analyses.merge_to_partial(store, &module, FLEET_TEAM, range, &body.params, partials);
-    let merge_ns = started.elapsed().as_nanos() as u64;
-    match merged {
-        Ok(m) => Ok(gathered.reply(Some(m.bytes), m.refused, merge_ns)),
-        Err(e) => Err(core_error(e)),
-    }
+    let (host, params) = (Arc::clone(&ctx.host), body.params.clone());
+    let merge = move |partials: Vec<Vec<u8>>| {
+        let merged = host.analyses()?.merge_to_partial(host.store(), &module, FLEET_TEAM, range, &params, partials)?;
+        Ok((merged.bytes, merged.refused))
+    };
+    let coordinator =
+        Coordinator::with_client(ctx.client.clone(), &ctx.place.host).with_domain(ctx.domain().map(str::to_string));
+    rt.block_on(coordinator.lead_leaf(envelope, merge)).map_err(fleet_error)
 }
 
 /// `hosts` for the leaf: its registry, as this agent lists it.

@@ -160,9 +160,17 @@ impl Coordinator {
         Coordinator { domain: tokio::sync::OnceCell::new_with(Some(domain)), ..self }
     }
 
-    /// The JetStream domain of the server this coordinator talks to: its leaf, if any.
+    /// The JetStream domain of the server this coordinator talks to: its leaf, if any. Kept
+    /// once the server said; asked again next time if it did not answer (busy, or JetStream
+    /// not up yet), so one slow moment does not make a leaf look like a single server.
     pub async fn domain(&self) -> Option<String> {
-        self.domain.get_or_init(|| leaves::own_domain(&self.js)).await.clone()
+        match self.domain.get_or_try_init(|| leaves::ask_domain(&self.js)).await {
+            Ok(domain) => domain.clone(),
+            Err(e) => {
+                tracing::debug!("{e}: taken as no domain for now");
+                None
+            }
+        }
     }
 
     /// Registered hosts the selector matches, with their status. In a fleet of leaf nodes,
@@ -448,6 +456,10 @@ impl Coordinator {
             // First question from this domain: find the leaves (and remember them).
             leaves::roll_call(&self.client, &self.js, leaves::HOSTS_WINDOW).await?;
             known = leaves::known(&self.js).await;
+            if known.is_empty() {
+                // No leaf answered: nobody to wait for (the caller says no host answered).
+                return Ok(Collected::default());
+            }
         }
         let now = Instant::now();
         let leaf_deadline = leaves::leaf_deadline(now, deadline);
@@ -532,9 +544,31 @@ impl Coordinator {
         Ok(c)
     }
 
-    /// A leaf's part of a tree, on the agent its queue group chose: the leaf's selected hosts
-    /// (from its own registry, on its `domain` subject) invoked and gathered by the leaf's
-    /// deadline. The agent merges the partials and answers ([`LeafGathered::reply`]).
+    /// A leaf's part of a tree, on the agent its queue group chose: [`Coordinator::gather_leaf`],
+    /// then the partials merged into one by `merge` (on the blocking pool: it runs wasm), which
+    /// answers the encoded partial and the partials it refused (by index, with why).
+    pub async fn lead_leaf<M>(
+        &self,
+        envelope: &Envelope<LeafInvokeBody>,
+        merge: M,
+    ) -> Result<LeafInvokeReply, FleetError>
+    where
+        M: FnOnce(Vec<Vec<u8>>) -> Result<(Vec<u8>, Vec<(usize, String)>), FleetError> + Send + 'static,
+    {
+        let mut gathered = self.gather_leaf(envelope).await?;
+        if gathered.partials.is_empty() {
+            return Ok(gathered.reply(None, Vec::new(), 0));
+        }
+        let partials: Vec<Vec<u8>> = gathered.partials.iter_mut().map(|(_, bytes)| std::mem::take(bytes)).collect();
+        let started = Instant::now();
+        let (partial, refused) = tokio::task::spawn_blocking(move || merge(partials))
+            .await
+            .map_err(|e| FleetError::Bus(format!("the leaf's merge task failed: {e}")))??;
+        Ok(gathered.reply(Some(partial), refused, started.elapsed().as_nanos() as u64))
+    }
+
+    /// The leaf's selected hosts (from its own registry, on its `domain` subject) invoked and
+    /// gathered by the leaf's deadline, for [`Coordinator::lead_leaf`].
     pub async fn gather_leaf(&self, envelope: &Envelope<LeafInvokeBody>) -> Result<LeafGathered, FleetError> {
         let Some(own) = self.domain().await else {
             return Err(FleetError::BadRequest(

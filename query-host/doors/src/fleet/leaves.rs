@@ -59,17 +59,9 @@ pub struct LeafEntry {
     pub seen_unix_ns: u64,
 }
 
-/// The JetStream domain of the server `js` talks to, if it has a valid one (a domain that
-/// cannot be a subject token is treated as none, with a warning).
-pub async fn own_domain(js: &jetstream::Context) -> Option<String> {
-    ask_domain(js).await.unwrap_or_else(|e| {
-        debug!("{e}: no leaf");
-        None
-    })
-}
-
-/// [`own_domain`] for an agent, which may start before NATS or JetStream is ready: waits
-/// for the connection, then asks up to five times a second apart before taking "no domain".
+/// The domain of an agent's server ([`ask_domain`]). An agent may start before NATS or
+/// JetStream is ready, so this waits for the connection, then asks up to five times a second
+/// apart before taking "no domain".
 pub async fn discover_domain(client: &async_nats::Client, js: &jetstream::Context) -> Option<String> {
     for attempt in 1..=5 {
         while client.connection_state() != async_nats::connection::State::Connected {
@@ -85,7 +77,9 @@ pub async fn discover_domain(client: &async_nats::Client, js: &jetstream::Contex
     None
 }
 
-async fn ask_domain(js: &jetstream::Context) -> Result<Option<String>, String> {
+/// The server's JetStream domain (`None`: it has none, or one that cannot name a leaf), or why
+/// it did not say.
+pub async fn ask_domain(js: &jetstream::Context) -> Result<Option<String>, String> {
     let account = match tokio::time::timeout(Duration::from_secs(3), js.query_account()).await {
         Ok(Ok(account)) => account,
         Ok(Err(e)) => return Err(format!("no JetStream account information ({e})")),

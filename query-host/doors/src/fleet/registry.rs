@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use async_nats::jetstream::{self, kv};
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tracing::warn;
 
@@ -31,8 +31,10 @@ pub const SILENT_AFTER: Duration = Duration::from_secs(15);
 pub const FORGET_AFTER: Duration = Duration::from_secs(3600);
 /// Largest entry read back (a registration is a few hundred bytes).
 const MAX_ENTRY: usize = 64 << 10;
-/// Entries fetched at once when listing.
-const LIST_CONCURRENCY: usize = 64;
+/// Most hosts one listing reads (a leaf, or a single server's whole fleet).
+const MAX_LISTED: usize = 200_000;
+/// How long a listing waits for the next entry.
+const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What an agent says about itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,52 +114,68 @@ pub async fn put(store: &kv::Store, reg: &Registration) -> Result<(), FleetError
 
 /// Every registered host the selector matches, sorted by dc, rack, host. Entries that do not
 /// decode (written by something else) are skipped with a log line.
+///
+/// The whole bucket is read in one pass (an ordered consumer delivering each key's latest
+/// value), not a key listing and then one request per key: a leaf of a thousand hosts is read
+/// in one stream on every tree query.
 pub async fn list(store: &kv::Store, selector: &Selector) -> Result<Vec<FleetHost>, FleetError> {
-    // Keys are host names: one host needs one read, not the whole bucket.
-    let keys: Vec<String> = match &selector.host {
-        Some(host) => vec![host.clone()],
-        None => store
-            .keys()
-            .await
-            .map_err(|e| FleetError::Bus(format!("listing {BUCKET}: {e}")))?
-            .try_collect()
-            .await
-            .map_err(|e| FleetError::Bus(format!("listing {BUCKET}: {e}")))?,
+    let regs: Vec<Registration> = match &selector.host {
+        // Keys are host names: one host needs one read.
+        Some(host) => match store.get(host).await {
+            Ok(Some(bytes)) => decode(host, &bytes).into_iter().collect(),
+            Ok(None) => Vec::new(),
+            Err(e) => return Err(FleetError::Bus(format!("reading {BUCKET}: {e}"))),
+        },
+        None => read_all(store).await?,
     };
     let now = now_unix_ns();
-    let entries: Vec<Option<Registration>> = futures_util::stream::iter(keys)
-        .map(|key| async move {
-            match store.get(&key).await {
-                Ok(Some(bytes)) if bytes.len() <= MAX_ENTRY => match serde_json::from_slice::<Registration>(&bytes) {
-                    Ok(reg) => Some(reg),
-                    Err(e) => {
-                        warn!(key, "fleet registration not understood, skipped: {e}");
-                        None
-                    }
-                },
-                Ok(Some(bytes)) => {
-                    warn!(key, bytes = bytes.len(), "fleet registration too large, skipped");
-                    None
-                }
-                // Deleted or expired between listing and reading.
-                Ok(None) => None,
-                Err(e) => {
-                    warn!(key, "fleet registration unreadable: {e}");
-                    None
-                }
-            }
-        })
-        .buffer_unordered(LIST_CONCURRENCY)
-        .collect()
-        .await;
-    let mut hosts: Vec<FleetHost> = entries
+    let mut hosts: Vec<FleetHost> = regs
         .into_iter()
-        .flatten()
         .filter(|r| selector.matches(&r.place.host, &r.place.rack, &r.place.dc))
         .map(|r| r.view(now))
         .collect();
     hosts.sort_by(|a, b| (&a.place.dc, &a.place.rack, &a.place.host).cmp(&(&b.place.dc, &b.place.rack, &b.place.host)));
     Ok(hosts)
+}
+
+/// Every entry's latest value, at most [`MAX_LISTED`].
+async fn read_all(store: &kv::Store) -> Result<Vec<Registration>, FleetError> {
+    let failed = |e: &dyn std::fmt::Display| FleetError::Bus(format!("listing {BUCKET}: {e}"));
+    if store.status().await.map_err(|e| failed(&e))?.values() == 0 {
+        return Ok(Vec::new());
+    }
+    let mut watch = store.watch_with_history(">").await.map_err(|e| failed(&e))?;
+    let mut regs = Vec::new();
+    loop {
+        let entry = match tokio::time::timeout(LIST_TIMEOUT, watch.next()).await {
+            Ok(Some(Ok(entry))) => entry,
+            Ok(Some(Err(e))) => return Err(failed(&e)),
+            Ok(None) => break,
+            Err(_) => return Err(failed(&format!("no entry for {} s", LIST_TIMEOUT.as_secs()))),
+        };
+        if entry.operation == kv::Operation::Put
+            && let Some(reg) = decode(&entry.key, &entry.value)
+        {
+            regs.push(reg);
+        }
+        if entry.delta == 0 {
+            break;
+        }
+        if regs.len() >= MAX_LISTED {
+            warn!("{BUCKET} holds more than {MAX_LISTED} hosts; listing the first");
+            break;
+        }
+    }
+    Ok(regs)
+}
+
+/// An entry's registration, or `None` with a log line (too large, or not understood).
+fn decode(key: &str, bytes: &[u8]) -> Option<Registration> {
+    if bytes.len() > MAX_ENTRY {
+        warn!(key, bytes = bytes.len(), "fleet registration too large, skipped");
+        return None;
+    }
+    serde_json::from_slice(bytes).map_err(|e| warn!(key, "fleet registration not understood, skipped: {e}")).ok()
 }
 
 #[cfg(test)]
