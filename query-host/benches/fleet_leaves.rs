@@ -21,6 +21,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+mod common;
+
 use futures_util::StreamExt;
 use loupe_api::model::{FleetPlace, InvokeResponse};
 use loupe_core::analyses::host_info;
@@ -34,19 +36,18 @@ use loupe_doors::fleet::{
     wire::{self, Envelope, InvokeBody, InvokeReply, LeafInvokeBody, Reply, WIRE_VERSION},
 };
 use loupe_sandbox::{
-    bindings::{HostInfo, wit},
+    bindings::HostInfo,
     partial::{self, Decoded},
     runtime::{Allocation, Compiled, Runtime},
     sandbox::Limits,
 };
-use loupe_store::{Frame, Retention, StackSample, Store, TimeRange};
-use rand::{Rng, SeedableRng, rngs::StdRng};
+use loupe_store::{Retention, Store, TimeRange};
+use rand::{SeedableRng, rngs::StdRng};
 use serde_json::{Map, Value, json};
 
 const HUB_PORT: u16 = 4500;
 const HUB_MONITOR: u16 = 8500;
 const LEAF_LISTEN: u16 = 7500;
-const T0: u64 = 1_795_392_000_000_000_000;
 const SEEDS: usize = 8;
 /// Agents of each leaf that join its queue group (any of them may lead it).
 const LEADERS: usize = 2;
@@ -183,31 +184,11 @@ impl Merger {
 /// Real `fleet-hot-functions` partials of SEEDS hosts, as the analysis makes them.
 fn seeds(merger: &Merger) -> Vec<Decoded> {
     let mut rng = StdRng::seed_from_u64(5);
-    let leaves: Vec<(String, String)> = (0..50)
-        .map(|i| (format!("fn_{i}"), ["libc.so.6", "libz.so.1", "app", "[kernel]"][i % 4].to_string()))
-        .collect();
+    let pool = common::leaf_pool();
     (0..SEEDS)
         .map(|h| {
-            let dir = tempfile::tempdir().unwrap();
-            let s =
-                Store::open(dir.path(), Retention { max_age: Duration::from_secs(3_000_000_000), max_bytes: 1 << 40 })
-                    .unwrap();
-            let samples: Vec<StackSample> = (0..2000)
-                .map(|i| {
-                    let (f, m) = &leaves[rng.random_range(0..leaves.len())];
-                    StackSample {
-                        time_unix_ns: T0 + i * 1_000_000,
-                        cpu: (i % 8) as u32,
-                        pid: 1,
-                        tid: 1,
-                        comm: "svc".into(),
-                        cgroup_id: 1,
-                        idle: false,
-                        frames: vec![Frame::user(f.clone(), m.clone()), Frame::user("main", "app")],
-                    }
-                })
-                .collect();
-            s.put_samples(&samples, 0, T0).unwrap();
+            let (_dir, s) = common::store();
+            s.put_samples(&common::samples(&mut rng, &pool), 0, common::T0).unwrap();
             let mut info = host_info(&s).unwrap();
             info.hostname = format!("seed{h}");
             let (bytes, _) = merger
@@ -221,17 +202,7 @@ fn seeds(merger: &Merger) -> Vec<Decoded> {
 
 /// A seed's partial as host `to`'s, encoded.
 fn renamed(seed: &Decoded, from: &str, to: &str) -> Vec<u8> {
-    let Decoded::Columns(c) = seed else { panic!("fleet-hot-functions' partials are columnar") };
-    let mut c = c.clone();
-    for col in &mut c.columns {
-        if let wit::ColumnValues::Text(t) = &mut col.values {
-            for s in &mut t.dictionary {
-                if s == from {
-                    *s = to.to_string();
-                }
-            }
-        }
-    }
+    let Decoded::Columns(c) = common::rename(seed, from, to) else { unreachable!("rename keeps columns") };
     partial::encode_columns(&c).unwrap()
 }
 

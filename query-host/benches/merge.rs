@@ -16,6 +16,9 @@
 
 use std::time::Instant;
 
+mod common;
+
+use common::{T0, rename, store};
 use loupe_core::analyses::host_info;
 use loupe_detect::{fleet_hot, rack};
 use loupe_sandbox::{
@@ -24,38 +27,12 @@ use loupe_sandbox::{
     runtime::{Allocation, Runtime},
     sandbox::Limits,
 };
-use loupe_store::{Counter, CpuColumns, Frame, NewRun, Retention, RunSource, StackSample, Store, TimeRange};
+use loupe_store::{Counter, CpuColumns, NewRun, RunSource, TimeRange};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use serde_json::{Map, Value, json};
 
-const T0: u64 = 1_795_392_000_000_000_000;
 const HOSTS: usize = 1000;
 const SEEDS: usize = 8;
-
-fn store() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Store::open(
-        dir.path(),
-        Retention { max_age: std::time::Duration::from_secs(3_000_000_000), max_bytes: 1 << 40 },
-    )
-    .unwrap();
-    (dir, s)
-}
-
-/// Replaces host `from` by `to` in every string (host columns and host lists): a partial of
-/// another host.
-fn rename(d: &Decoded, from: &str, to: &str) -> Decoded {
-    let Decoded::Columns(c) = d else { panic!("a columnar partial") };
-    let mut c = c.clone();
-    for col in &mut c.columns {
-        if let wit::ColumnValues::Text(t) = &mut col.values {
-            for s in &mut t.dictionary {
-                *s = s.split(',').map(|h| if h == from { to } else { h }).collect::<Vec<_>>().join(",");
-            }
-        }
-    }
-    Decoded::Columns(c)
-}
 
 /// Rows of a columnar partial.
 fn rows_of(d: &Decoded) -> usize {
@@ -86,9 +63,7 @@ fn main() {
     let info = host_info(&asker).unwrap();
 
     // fleet-hot-functions: SEEDS real hosts' partials.
-    let leaves: Vec<(String, String)> = (0..50)
-        .map(|i| (format!("fn_{i}"), ["libc.so.6", "libz.so.1", "app", "[kernel]"][i % 4].to_string()))
-        .collect();
+    let leaves = common::leaf_pool();
     let hot = runtime
         .compile(&std::fs::read(loupe_testbed::wasm_component("fleet_hot_functions")).unwrap(), &asker, &info)
         .unwrap()
@@ -99,21 +74,7 @@ fn main() {
     let mut native_parts = Vec::new();
     for h in 0..SEEDS {
         let (_dir, s) = store();
-        let samples: Vec<StackSample> = (0..2000)
-            .map(|i| {
-                let (f, m) = &leaves[rng.random_range(0..leaves.len())];
-                StackSample {
-                    time_unix_ns: T0 + i * 1_000_000,
-                    cpu: (i % 8) as u32,
-                    pid: 1,
-                    tid: 1,
-                    comm: "svc".into(),
-                    cgroup_id: 1,
-                    idle: false,
-                    frames: vec![Frame::user(f.clone(), m.clone()), Frame::user("main", "app")],
-                }
-            })
-            .collect();
+        let samples = common::samples(&mut rng, &leaves);
         s.put_samples(&samples, 0, T0).unwrap();
         let mut i = host_info(&s).unwrap();
         i.hostname = format!("h{h}");

@@ -13,7 +13,6 @@
 //!   the answer on time.
 
 use std::{
-    collections::BTreeMap,
     path::{Path, PathBuf},
     process::{Child, Command, Output},
     thread,
@@ -26,6 +25,8 @@ use loupe_testbed::{
 };
 use serde_json::Value;
 
+mod common;
+
 const LOUPE: &str = env!("CARGO_BIN_EXE_loupe");
 /// Leaf (and rack) of each host: r1 holds h0–h2, r2 h3–h5, r3 h6–h7.
 const LEAVES: [&str; 3] = ["r1", "r2", "r3"];
@@ -33,15 +34,6 @@ const LEAF_OF: [usize; 8] = [0, 0, 0, 1, 1, 1, 2, 2];
 
 fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
-}
-
-fn nats_available() -> bool {
-    let found = Command::new("nats-server").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "nats-server missing in CI: scripts/setup installs it");
-        eprintln!("SKIP fleet_leaves: nats-server not installed (scripts/setup installs it)");
-    }
-    found
 }
 
 fn module(crate_name: &str) -> String {
@@ -149,43 +141,21 @@ impl Tree {
 
     /// Host `i`'s own `loupe profile --json` of `[from, to)`.
     fn own_profile(&self, i: usize, from: &str, to: &str) -> Value {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.rack.hosts[i].ns.name, LOUPE, "profile", "--json", "--from", from])
-            .args(["--to", to, "--data-dir"])
-            .arg(self.data_dir(i))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "h{i}: {}", String::from_utf8_lossy(&out.stderr));
-        loupe_api::formats::deep_json::from_slice(&out.stdout).unwrap()
+        common::fleet::own_profile(LOUPE, &self.rack.hosts[i].ns.name, &self.data_dir(i), from, to, &[])
     }
 
     fn logs(&self) -> String {
-        let mut out = String::new();
-        for i in 0..LEAF_OF.len() {
-            let text = std::fs::read_to_string(self.dir.path().join(format!("agent-h{i}.log"))).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            out.push_str(&format!("--- h{i}\n{}\n", lines[lines.len().saturating_sub(6)..].join("\n")));
-        }
-        out
+        common::fleet::agent_logs(self.dir.path(), LEAF_OF.len())
     }
 
     fn kill_agent(&mut self, i: usize) {
-        if let Some(mut child) = self.agents[i].take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        common::fleet::kill(&mut self.agents[i]);
     }
 }
 
 impl Drop for Tree {
     fn drop(&mut self) {
-        for child in self.agents.iter_mut().flatten() {
-            // SAFETY: kill(2) on our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        }
-        for child in self.agents.iter_mut().flatten() {
-            let _ = child.wait();
-        }
+        common::fleet::stop(&mut self.agents);
     }
 }
 
@@ -196,26 +166,10 @@ fn hosts_of(list: &Value, key: &str) -> Vec<String> {
     hosts
 }
 
-/// The hot functions' rows of `host`, summed by function, against its own profile's self counts.
-fn assert_host_equals_own_profile(hot: &Value, host: &str, own: &Value) {
-    let mut mine = BTreeMap::<String, u64>::new();
-    for r in hot["rows"].as_array().unwrap().iter().filter(|r| r[0] == "function" && r[3] == host) {
-        *mine.entry(r[1].as_str().unwrap().to_string()).or_default() += r[4].as_u64().unwrap();
-    }
-    let theirs: BTreeMap<String, u64> = own["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["self"].as_u64().unwrap() > 0)
-        .map(|f| (f["name"].as_str().unwrap().to_string(), f["self"].as_u64().unwrap()))
-        .collect();
-    assert_eq!(mine, theirs, "{host}: the tree's functions against its own profile");
-}
-
 #[test]
 fn a_hub_and_three_leaves_list_merge_as_a_tree_and_survive_losing_a_coordinator_and_a_leaf() {
     require_root!();
-    if !nats_available() {
+    if !common::fleet::nats_available("fleet_leaves") {
         return;
     }
     let mut tree = Tree::start();
@@ -287,7 +241,7 @@ fn a_hub_and_three_leaves_list_merge_as_a_tree_and_survive_losing_a_coordinator_
     for i in 0..LEAF_OF.len() {
         let own = tree.own_profile(i, &from, &to);
         assert!(own["samples"].as_u64().unwrap() > 0, "h{i} sampled nothing");
-        assert_host_equals_own_profile(&hot, &format!("h{i}"), &own);
+        common::fleet::assert_hot_functions_are_own_profile(&hot, &format!("h{i}"), &own);
         total += own["samples"].as_u64().unwrap();
     }
     let all = hot["rows"].as_array().unwrap().iter().find(|r| r[0] == "host" && r[3] == "*").unwrap();

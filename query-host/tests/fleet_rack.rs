@@ -23,7 +23,6 @@ use std::{
 mod common;
 
 use common::Http;
-use loupe_api::formats::deep_json;
 use loupe_testbed::{
     pki::Pki,
     rack::{BusTls, NATS_ADDR, Rack},
@@ -53,16 +52,6 @@ fn sleep_until_ns(t: u64) {
     while now_ns() < t {
         std::hint::spin_loop();
     }
-}
-
-/// `nats-server` is installed by scripts/setup; without it the test cannot run.
-fn nats_available() -> bool {
-    let found = Command::new("nats-server").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "nats-server missing in CI: scripts/setup installs it");
-        eprintln!("SKIP fleet_rack: nats-server not installed (scripts/setup installs it)");
-    }
-    found
 }
 
 struct Fleet {
@@ -137,22 +126,7 @@ impl Fleet {
     /// Host `i`'s own `loupe profile --json` of `[from, to)` (`kind`: `--off-cpu` or nothing),
     /// from its data dir (through its agent's control socket).
     fn own_profile(&self, i: usize, from: &str, to: &str, kind: &[&str]) -> Value {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &self.rack.hosts[i].ns.name, LOUPE, "profile", "--json", "--from", from])
-            .args(kind)
-            .args(["--to", to, "--data-dir"])
-            .arg(self.data_dir(i))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "h{i}: {}", String::from_utf8_lossy(&out.stderr));
-        // A flame graph nests two JSON levels per frame, past serde_json's default cap of 128.
-        deep_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "h{i}: loupe profile --json printed no JSON ({e}): stdout {:?}, stderr {:?}",
-                String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(400)]),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+        common::fleet::own_profile(LOUPE, &self.rack.hosts[i].ns.name, &self.data_dir(i), from, to, kind)
     }
 
     /// `loupe fleet ARGS --nats URL --json` from the switch's namespace (where NATS is).
@@ -208,33 +182,17 @@ impl Fleet {
 
     /// The last lines of every agent's log, for failure messages.
     fn logs(&self) -> String {
-        let mut out = String::new();
-        for i in 0..HOSTS {
-            let text = std::fs::read_to_string(self.dir.path().join(format!("agent-h{i}.log"))).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().filter(|l| !l.contains("run stored")).collect();
-            out.push_str(&format!("--- h{i}\n{}\n", lines[lines.len().saturating_sub(6)..].join("\n")));
-        }
-        out
+        common::fleet::agent_logs(self.dir.path(), HOSTS)
     }
 
     fn kill_agent(&mut self, i: usize) {
-        if let Some(mut child) = self.agents[i].take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        common::fleet::kill(&mut self.agents[i]);
     }
 }
 
 impl Drop for Fleet {
     fn drop(&mut self) {
-        for child in self.agents.iter_mut().flatten() {
-            // SIGTERM: agents leave the fleet and detach their filters.
-            // SAFETY: kill(2) on our own child.
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        }
-        for child in self.agents.iter_mut().flatten() {
-            let _ = child.wait();
-        }
+        common::fleet::stop(&mut self.agents);
     }
 }
 
@@ -251,7 +209,7 @@ fn series(host: &Value, key: &str) -> Vec<u64> {
 #[test]
 fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
     require_root!();
-    if !nats_available() {
+    if !common::fleet::nats_available("fleet_rack") {
         return;
     }
     let fleet = Fleet::start("rack1", false, false);
@@ -456,7 +414,7 @@ fn a_synchronized_rack_run_is_aligned_exact_and_shows_the_incast() {
 #[test]
 fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     require_root!();
-    if !nats_available() {
+    if !common::fleet::nats_available("fleet_rack") {
         return;
     }
     // This rack's bus is TLS with client certificates: everything below goes over it.
@@ -568,18 +526,7 @@ fn missing_hosts_are_named_at_the_deadline_and_nats_restarts_are_survived() {
     for i in 0..HOSTS {
         let profile = fleet.own_profile(i, &from, &to, &[]);
         let host = format!("h{i}");
-        let mut mine = std::collections::BTreeMap::<String, u64>::new();
-        for r in hot["rows"].as_array().unwrap().iter().filter(|r| r[0] == "function" && r[3] == host.as_str()) {
-            *mine.entry(r[1].as_str().unwrap().to_string()).or_default() += r[4].as_u64().unwrap();
-        }
-        let theirs: std::collections::BTreeMap<String, u64> = profile["functions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["self"].as_u64().unwrap() > 0)
-            .map(|f| (f["name"].as_str().unwrap().to_string(), f["self"].as_u64().unwrap()))
-            .collect();
-        assert_eq!(mine, theirs, "{host}: the fleet's functions against its own profile");
+        common::fleet::assert_hot_functions_are_own_profile(&hot, &host, &profile);
         assert!(profile["samples"].as_u64().unwrap() > 0, "{host} sampled nothing");
         fleet_total += profile["samples"].as_u64().unwrap();
     }

@@ -172,36 +172,22 @@ impl Runtime {
         st.data_mut().data.merging = true;
         let result = match merger {
             Merger::Rows(pre) => {
-                let group = group
-                    .into_iter()
-                    .map(|d| match d {
-                        Decoded::Output(o) => Ok(o),
-                        Decoded::Columns(_) => Err(UdfError::BadPartial(
-                            "a columnar partial for an analysis that merges results (another version of it?)".into(),
-                        )),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
+                let group = of_kind(group, "a columnar partial for an analysis that merges results", |d| match d {
+                    Decoded::Output(o) => Some(o),
+                    Decoded::Columns(_) => None,
+                })?;
                 let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
-                analysis
-                    .call_merge(&mut st, range, params, &group)
-                    .map_err(|e| self.classify(e, &mut st, "merge()"))?
-                    .map(Decoded::Output)
+                let merged = analysis.call_merge(&mut st, range, params, &group);
+                merged.map_err(|e| self.classify(e, &mut st, "merge()"))?.map(Decoded::Output)
             }
             Merger::Columns(pre) => {
-                let group = group
-                    .into_iter()
-                    .map(|d| match d {
-                        Decoded::Columns(c) => Ok(c),
-                        Decoded::Output(_) => Err(UdfError::BadPartial(
-                            "a table partial for an analysis with columnar partials (another version of it?)".into(),
-                        )),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
+                let group = of_kind(group, "a table partial for an analysis with columnar partials", |d| match d {
+                    Decoded::Columns(c) => Some(c),
+                    Decoded::Output(_) => None,
+                })?;
                 let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
-                analysis
-                    .call_merge_columns(&mut st, range, params, &group)
-                    .map_err(|e| self.classify(e, &mut st, "merge-columns()"))?
-                    .map(Decoded::Columns)
+                let merged = analysis.call_merge_columns(&mut st, range, params, &group);
+                merged.map_err(|e| self.classify(e, &mut st, "merge-columns()"))?.map(Decoded::Columns)
             }
         };
         st.data_mut().collect_output();
@@ -217,4 +203,13 @@ impl Runtime {
             }
         }
     }
+}
+
+/// Every partial of `group` as the analysis' kind (`pick`), or a `bad_partial` saying it is
+/// `other` (made by another version of the analysis?).
+fn of_kind<T>(group: Vec<Decoded>, other: &str, pick: fn(Decoded) -> Option<T>) -> Result<Vec<T>, UdfError> {
+    group
+        .into_iter()
+        .map(|d| pick(d).ok_or_else(|| UdfError::BadPartial(format!("{other} (another version of it?)"))))
+        .collect()
 }

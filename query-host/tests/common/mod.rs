@@ -9,6 +9,7 @@ use std::{
 };
 
 pub mod data;
+pub mod fleet;
 
 use serde_json::Value;
 

@@ -1,0 +1,59 @@
+//! What the fleet benches share: a throwaway store, a host's stack samples for
+//! `fleet-hot-functions`, and a columnar partial renamed to another host's.
+#![allow(dead_code)]
+
+use loupe_sandbox::{bindings::wit, partial::Decoded};
+use loupe_store::{Frame, Retention, StackSample, Store};
+use rand::{Rng, rngs::StdRng};
+
+pub const T0: u64 = 1_795_392_000_000_000_000;
+
+/// A store in a temporary directory, keeping everything.
+pub fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(
+        dir.path(),
+        Retention { max_age: std::time::Duration::from_secs(3_000_000_000), max_bytes: 1 << 40 },
+    )
+    .unwrap();
+    (dir, s)
+}
+
+/// The leaf functions hosts share: 50 functions over libc, zlib, an app and the kernel.
+pub fn leaf_pool() -> Vec<(String, String)> {
+    (0..50).map(|i| (format!("fn_{i}"), ["libc.so.6", "libz.so.1", "app", "[kernel]"][i % 4].to_string())).collect()
+}
+
+/// A host's 2,000 samples, 1 ms apart from T0, each leaf drawn from `pool` under `main`.
+pub fn samples(rng: &mut StdRng, pool: &[(String, String)]) -> Vec<StackSample> {
+    (0..2000)
+        .map(|i| {
+            let (f, m) = &pool[rng.random_range(0..pool.len())];
+            StackSample {
+                time_unix_ns: T0 + i * 1_000_000,
+                cpu: (i % 8) as u32,
+                pid: 1,
+                tid: 1,
+                comm: "svc".into(),
+                cgroup_id: 1,
+                idle: false,
+                frames: vec![Frame::user(f.clone(), m.clone()), Frame::user("main", "app")],
+            }
+        })
+        .collect()
+}
+
+/// A columnar partial with host `from` replaced by `to` in every string (host columns and
+/// comma-separated host lists): the partial of another host.
+pub fn rename(d: &Decoded, from: &str, to: &str) -> Decoded {
+    let Decoded::Columns(c) = d else { panic!("a columnar partial") };
+    let mut c = c.clone();
+    for col in &mut c.columns {
+        if let wit::ColumnValues::Text(t) = &mut col.values {
+            for s in &mut t.dictionary {
+                *s = s.split(',').map(|h| if h == from { to } else { h }).collect::<Vec<_>>().join(",");
+            }
+        }
+    }
+    Decoded::Columns(c)
+}
