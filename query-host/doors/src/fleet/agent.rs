@@ -351,8 +351,12 @@ fn lead_leaf(ctx: &Ctx, envelope: &Envelope<LeafInvokeBody>) -> Result<LeafInvok
     let analyses = ctx.host.analyses().map_err(core_error)?;
     let rt = tokio::runtime::Handle::current();
     let origin = body.origin_domain.as_deref().filter(|o| Some(*o) != ctx.domain());
-    let bytes = rt.block_on(modules::pull(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(fleet_error)?;
-    let module = analyses.fleet_module(ctx.host.store(), &body.name, &body.sha256, || Ok(bytes)).map_err(core_error)?;
+    rt.block_on(modules::ensure(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(fleet_error)?;
+    let module = analyses
+        .fleet_module(ctx.host.store(), &body.name, &body.sha256, || {
+            rt.block_on(modules::fetch(&ctx.js, &body.sha256)).map_err(|e| e.to_string())
+        })
+        .map_err(core_error)?;
     let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)
         .map_err(|e| WireError::new("bad_request", e.to_string()))?;
     let (host, params) = (Arc::clone(&ctx.host), body.params.clone());

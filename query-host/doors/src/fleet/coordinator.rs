@@ -92,7 +92,7 @@ pub struct Coordinator {
     js: jetstream::Context,
     /// Who ships modules (for the catalog): a host name or `cli`.
     by: String,
-    /// The JetStream domain (leaf) of the server it talks to, asked once.
+    /// The JetStream domain (leaf) of the server it talks to, kept once the server said.
     domain: tokio::sync::OnceCell<Option<String>>,
 }
 
@@ -118,7 +118,7 @@ struct Collected {
 /// A leaf's gather, for its coordinator to merge: what its hosts answered, and every host of
 /// the leaf's registry.
 pub struct LeafGathered {
-    collected_answered: Vec<FleetAnswered>,
+    answered: Vec<FleetAnswered>,
     missing: Vec<FleetMiss>,
     failed: Vec<FleetMiss>,
     pub partials: Partials,
@@ -130,14 +130,14 @@ impl LeafGathered {
     /// answered) and `refused` (indices into [`LeafGathered::partials`], with why) listed as
     /// failed.
     pub fn reply(self, partial: Option<Vec<u8>>, refused: Vec<(usize, String)>, merge_ns: u64) -> LeafInvokeReply {
-        let LeafGathered { mut collected_answered, missing, mut failed, partials, leaf_hosts } = self;
+        let LeafGathered { mut answered, missing, mut failed, partials, leaf_hosts } = self;
         for (i, why) in refused {
             if let Some((place, _)) = partials.get(i) {
-                collected_answered.retain(|a| &a.place != place);
+                answered.retain(|a| &a.place != place);
                 failed.push(FleetMiss { place: place.clone(), why, code: "bad_partial".into() });
             }
         }
-        LeafInvokeReply { partial, answered: collected_answered, missing, failed, merge_ns, leaf_hosts }
+        LeafInvokeReply { partial, answered: answered, missing, failed, merge_ns, leaf_hosts }
     }
 }
 
@@ -585,7 +585,7 @@ impl Coordinator {
         let expected = expected_of(selected);
         if expected.up.is_empty() {
             return Ok(LeafGathered {
-                collected_answered: Vec::new(),
+                answered: Vec::new(),
                 missing: expected.silent,
                 failed: Vec::new(),
                 partials: Vec::new(),
@@ -604,7 +604,7 @@ impl Coordinator {
         let subject = subjects::domain_subject(Verb::Invoke, &own);
         let c = self.scatter(&order, &body.name, &body.sha256, None, subject, expected, deadline).await?;
         Ok(LeafGathered {
-            collected_answered: c.answered,
+            answered: c.answered,
             missing: c.missing,
             failed: c.failed,
             partials: c.partials,

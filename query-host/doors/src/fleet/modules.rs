@@ -129,6 +129,22 @@ pub async fn fetch(js: &jetstream::Context, sha: &str) -> Result<Vec<u8>, FleetE
     Ok(bytes)
 }
 
+/// Makes sure module `sha` is in this domain's object store (pulled from `origin`'s when it is
+/// not), without reading it when it is: a leaf's coordinator calls it on every tree query, so
+/// its hosts find the module in their own leaf.
+pub async fn ensure(
+    js: &jetstream::Context,
+    client: &async_nats::Client,
+    origin: Option<&str>,
+    sha: &str,
+) -> Result<(), FleetError> {
+    let os = objects(js).await?;
+    if matches!(os.info(sha).await, Ok(info) if !info.deleted) {
+        return Ok(());
+    }
+    pull(js, client, origin, sha).await.map(|_| ())
+}
+
 /// A module by hash for a host or a leaf whose asker may sit in another JetStream domain: from
 /// this domain's object store if it is there, else from `origin`'s (across the leaf
 /// connection, `$JS.<origin>.API`), then put into this domain's store, so the leaf's other
