@@ -124,34 +124,73 @@ pub fn incast_slots(rack: &Rack, min_senders: u64, gap_slots: u64) -> BTreeMap<(
         rack.values().flat_map(|s| s.in_burst.iter().chain(&s.out_burst)).map(String::as_str).collect();
     names.sort_unstable();
     names.dedup();
-    let id = |h: &str| names.binary_search(&h).expect("every burst host is interned");
-    let words = names.len().div_ceil(64);
+    let id = |h: &String| names.binary_search(&h.as_str()).expect("every burst host is interned");
     let keys: Vec<(u64, u64)> = rack.keys().copied().collect();
-    let outs: Vec<Vec<usize>> = rack.values().map(|s| s.out_burst.iter().map(|h| id(h)).collect()).collect();
+    let ins: Vec<Vec<usize>> = rack.values().map(|s| s.in_burst.iter().map(id).collect()).collect();
+    let outs: Vec<Vec<usize>> = rack.values().map(|s| s.out_burst.iter().map(id).collect()).collect();
+    let listed = |bits: &HostBits| -> Vec<&str> { bits.ids().map(|i| names[i]).collect() };
+    incast_slots_by_id(&keys, &ins, &outs, names.len(), min_senders, gap_slots)
+        .into_iter()
+        .map(|(i, (v, s))| (keys[i], (listed(&v), listed(&s))))
+        .collect()
+}
+
+/// A set of hosts by id, as bits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostBits(Vec<u64>);
+
+impl HostBits {
+    fn new(hosts: usize) -> HostBits {
+        HostBits(vec![0; hosts.div_ceil(64)])
+    }
+
+    fn set(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+
+    /// The ids in the set, ascending.
+    pub fn ids(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0
+            .iter()
+            .enumerate()
+            .flat_map(|(w, &bits)| (0..64).filter(move |b| bits & (1 << b) != 0).map(move |b| w * 64 + b))
+    }
+}
+
+/// [`incast_slots`] over hosts as ids `0..hosts`: `keys` the slots in [`Rack`] order, `ins` and
+/// `outs` each slot's hosts bursting in and out. Per slot index with an incast: its victims'
+/// and their senders' bits. For a caller that keeps hosts as ids (a merge that interned them
+/// once), with ids in name order when it wants the lists in name order.
+pub fn incast_slots_by_id(
+    keys: &[(u64, u64)],
+    ins: &[Vec<usize>],
+    outs: &[Vec<usize>],
+    hosts: usize,
+    min_senders: u64,
+    gap_slots: u64,
+) -> BTreeMap<usize, (HostBits, HostBits)> {
     // (victim, width) → indices of the slots in which it burst in, in time order.
     let mut bursts: BTreeMap<(usize, u64), Vec<usize>> = BTreeMap::new();
-    for (i, slot) in rack.values().enumerate() {
-        for v in &slot.in_burst {
-            bursts.entry((id(v), keys[i].1)).or_default().push(i);
+    for (i, slot_ins) in ins.iter().enumerate() {
+        for &v in slot_ins {
+            bursts.entry((v, keys[i].1)).or_default().push(i);
         }
     }
-    // Per slot with an incast: victims' and senders' bits.
-    let mut marked: BTreeMap<usize, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
-    let mut senders = vec![0u64; words];
-    let set = |bits: &mut [u64], i: usize| bits[i / 64] |= 1 << (i % 64);
-    let mut close = |victim: usize, slots: &[usize], senders: &mut Vec<u64>| {
-        senders[victim / 64] &= !(1 << (victim % 64));
-        let count: u64 = senders.iter().map(|w| w.count_ones() as u64).sum();
+    let mut marked: BTreeMap<usize, (HostBits, HostBits)> = BTreeMap::new();
+    let mut senders = HostBits::new(hosts);
+    let mut close = |victim: usize, slots: &[usize], senders: &mut HostBits| {
+        senders.0[victim / 64] &= !(1 << (victim % 64));
+        let count: u64 = senders.0.iter().map(|w| w.count_ones() as u64).sum();
         if !slots.is_empty() && count >= min_senders.max(1) {
             for &i in slots {
-                let (v, s) = marked.entry(i).or_insert_with(|| (vec![0; words], vec![0; words]));
-                set(v, victim);
-                for (a, b) in s.iter_mut().zip(senders.iter()) {
+                let (v, s) = marked.entry(i).or_insert_with(|| (HostBits::new(hosts), HostBits::new(hosts)));
+                v.set(victim);
+                for (a, b) in s.0.iter_mut().zip(senders.0.iter()) {
                     *a |= b;
                 }
             }
         }
-        senders.iter_mut().for_each(|w| *w = 0);
+        senders.0.iter_mut().for_each(|w| *w = 0);
     };
     for ((victim, width), slots) in bursts {
         let reach = width.saturating_mul(gap_slots.saturating_add(1));
@@ -170,16 +209,13 @@ pub fn incast_slots(rack: &Rack, min_senders: u64, gap_slots: u64) -> BTreeMap<(
             let first = keys.partition_point(|k| *k < (from, width));
             for j in (first..=i).filter(|&j| keys[j].1 == width) {
                 for &h in &outs[j] {
-                    set(&mut senders, h);
+                    senders.set(h);
                 }
             }
         }
         close(victim, &current, &mut senders);
     }
-    let listed = |bits: &[u64]| -> Vec<&str> {
-        (0..names.len()).filter(|&i| bits[i / 64] & (1 << (i % 64)) != 0).map(|i| names[i]).collect()
-    };
-    marked.into_iter().map(|(i, (v, s))| (keys[i], (listed(&v), listed(&s)))).collect()
+    marked
 }
 
 /// Bytes in one slot of `interval_ns` at `threshold_bps` (bytes per second).

@@ -12,9 +12,9 @@
 //! `fleet-columns` world): a thousand hosts' slots cross into the merging sandbox as whole lists,
 //! each partial's host lists split once per distinct list.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
-use loupe_detect::rack::{self, Rack, RackSlot, RunSlots};
+use loupe_detect::rack::{self, Rack, RunSlots};
 use loupe_udf::{ColumnarAnalysis, Columns, Context, Description, Param, ResultKind, TextColumn};
 
 /// Most slots in one result: a rack's synchronized run of 2,000 slots fits fifty times.
@@ -22,90 +22,64 @@ const MAX_ROWS: usize = 100_000;
 
 struct RackContention;
 
-/// The result as columns (one row per slot with traffic), the incasts recomputed from the slots.
-fn columns(rack: &Rack, min_senders: u64, gap_slots: u64) -> Result<Columns, String> {
-    if rack.len() > MAX_ROWS {
-        return Err(format!(
-            "{} slots with traffic, over {MAX_ROWS}: narrow the range to the synchronized run",
-            rack.len()
-        ));
-    }
-    // Each slot of an incast names its victim(s) and the senders of the whole incast.
-    let named = rack::incast_slots(rack, min_senders, gap_slots);
-    let n = rack.len();
-    let mut nums: [Vec<u64>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
-    let mut text: [TextColumn; 4] = std::array::from_fn(|_| TextColumn::new());
-    let join = |set: &BTreeSet<String>| set.iter().map(String::as_str).collect::<Vec<_>>().join(",");
-    for (key @ &(start, interval), slot) in rack {
-        let (victims, senders) = named.get(key).map_or((&[][..], &[][..]), |(v, s)| (&v[..], &s[..]));
-        for (col, v) in nums.iter_mut().zip([
-            start,
-            interval,
-            slot.in_bytes,
-            slot.out_bytes,
-            slot.bursting() as u64,
-            slot.ce_bytes,
-            slot.retx_bytes,
-        ]) {
-            col.push(v);
-        }
-        text[0].push(&victims.join(","));
-        text[1].push(&senders.join(","));
-        text[2].push(&join(&slot.in_burst));
-        text[3].push(&join(&slot.out_burst));
-    }
-    let [start, interval, rin, rout, bursting, ce, retx] = nums;
-    let [victims, senders, in_burst, out_burst] = text;
-    Ok(Columns::new()
-        .column("slot_start_ns", "ns", start)
-        .column("interval_ns", "ns", interval)
-        .column("rack_in_bytes", "bytes", rin)
-        .column("rack_out_bytes", "bytes", rout)
-        .column("bursting_hosts", "hosts", bursting)
-        .column("victims", "", victims)
-        .column("senders", "", senders)
-        .column("in_burst", "", in_burst)
-        .column("out_burst", "", out_burst)
-        .column("ce_bytes", "bytes", ce)
-        .column("retx_bytes", "bytes", retx))
-}
-
-/// Slots being merged, hosts interned: each partial's host lists are split once per distinct
-/// list (its dictionary), its rows then add numbers and ids.
+/// Slots being merged, hosts interned once: a partial's host lists are split once per distinct
+/// list (its dictionary), its rows then add numbers and ids, and the result is written from
+/// the ids (incasts over host bitsets) — no map of host names is rebuilt per merge.
 #[derive(Default)]
 struct Merging {
     hosts: Vec<String>,
-    ids: HashMap<String, u32>,
-    slots: BTreeMap<(u64, u64), Slot>,
+    ids: HashMap<String, usize>,
+    /// Slot key → index into `slots`.
+    index: HashMap<(u64, u64), usize>,
+    slots: Vec<Slot>,
 }
 
-#[derive(Default)]
 struct Slot {
+    key: (u64, u64),
+    /// In, out, CE, retransmitted bytes.
     sums: [u64; 4],
-    in_burst: BTreeSet<u32>,
-    out_burst: BTreeSet<u32>,
+    in_burst: Vec<usize>,
+    out_burst: Vec<usize>,
 }
 
 impl Merging {
-    /// The ids of a comma-separated host list.
-    fn list(&mut self, text: &str) -> Vec<u32> {
-        let mut ids = Vec::new();
-        for h in text.split(',').filter(|h| !h.is_empty()) {
-            let id = match self.ids.get(h) {
-                Some(&id) => id,
-                None => {
-                    let id = self.hosts.len() as u32;
-                    self.hosts.push(h.to_string());
-                    self.ids.insert(h.to_string(), id);
-                    id
-                }
-            };
-            ids.push(id);
+    fn id(&mut self, host: &str) -> usize {
+        if let Some(&id) = self.ids.get(host) {
+            return id;
         }
-        ids
+        self.hosts.push(host.to_string());
+        self.ids.insert(host.to_string(), self.hosts.len() - 1);
+        self.hosts.len() - 1
     }
 
-    /// Adds a partial made by [`columns`], here or on another host, slot by slot.
+    /// The ids of a comma-separated host list.
+    fn list(&mut self, text: &str) -> Vec<usize> {
+        text.split(',').filter(|h| !h.is_empty()).map(|h| self.id(h)).collect()
+    }
+
+    fn slot(&mut self, key: (u64, u64)) -> &mut Slot {
+        let i = *self.index.entry(key).or_insert_with(|| {
+            self.slots.push(Slot { key, sums: [0; 4], in_burst: Vec::new(), out_burst: Vec::new() });
+            self.slots.len() - 1
+        });
+        &mut self.slots[i]
+    }
+
+    /// Adds one host's (or several hosts') view of the rack.
+    fn add_rack(&mut self, rack: &Rack) {
+        for (&key, s) in rack {
+            let ins: Vec<usize> = s.in_burst.iter().map(|h| self.id(h)).collect();
+            let outs: Vec<usize> = s.out_burst.iter().map(|h| self.id(h)).collect();
+            let slot = self.slot(key);
+            for (sum, v) in slot.sums.iter_mut().zip([s.in_bytes, s.out_bytes, s.ce_bytes, s.retx_bytes]) {
+                *sum += v;
+            }
+            slot.in_burst.extend(ins);
+            slot.out_burst.extend(outs);
+        }
+    }
+
+    /// Adds a partial made by [`Merging::columns`], here or on another host, slot by slot.
     fn add(&mut self, c: &Columns) -> Result<(), String> {
         let num = |name: &str| c.require(name).and_then(|v| v.u64s());
         let (start, interval) = (num("slot_start_ns")?, num("interval_ns")?);
@@ -116,13 +90,13 @@ impl Merging {
         if lengths.into_iter().chain(sums.iter().map(|s| s.len())).any(|len| len != n) {
             return Err("a rack-contention partial with columns of different lengths".into());
         }
-        let in_lists: Vec<Vec<u32>> = in_burst.dictionary.iter().map(|t| self.list(t)).collect();
-        let out_lists: Vec<Vec<u32>> = out_burst.dictionary.iter().map(|t| self.list(t)).collect();
+        let in_lists: Vec<Vec<usize>> = in_burst.dictionary.iter().map(|t| self.list(t)).collect();
+        let out_lists: Vec<Vec<usize>> = out_burst.dictionary.iter().map(|t| self.list(t)).collect();
         for i in 0..n {
             let bad = || format!("row {i} of a rack-contention partial codes past its dictionary");
             let ins = in_lists.get(in_burst.codes[i] as usize).ok_or_else(bad)?;
             let outs = out_lists.get(out_burst.codes[i] as usize).ok_or_else(bad)?;
-            let slot = self.slots.entry((start[i], interval[i])).or_default();
+            let slot = self.slot((start[i], interval[i]));
             for (sum, column) in slot.sums.iter_mut().zip(&sums) {
                 *sum += column[i];
             }
@@ -132,23 +106,78 @@ impl Merging {
         Ok(())
     }
 
-    fn into_rack(self) -> Rack {
-        let names = |ids: BTreeSet<u32>| ids.into_iter().map(|id| self.hosts[id as usize].clone()).collect();
-        self.slots
-            .into_iter()
-            .map(|(key, s)| {
-                let [in_bytes, out_bytes, ce_bytes, retx_bytes] = s.sums;
-                let slot = RackSlot {
-                    in_bytes,
-                    out_bytes,
-                    ce_bytes,
-                    retx_bytes,
-                    in_burst: names(s.in_burst),
-                    out_burst: names(s.out_burst),
-                };
-                (key, slot)
-            })
-            .collect()
+    /// The result as columns (one row per slot with traffic, in time order), the incasts
+    /// recomputed from the slots: hosts renumbered in name order so every list comes out
+    /// sorted by name.
+    fn columns(self, min_senders: u64, gap_slots: u64) -> Result<Columns, String> {
+        if self.slots.len() > MAX_ROWS {
+            return Err(format!(
+                "{} slots with traffic, over {MAX_ROWS}: narrow the range to the synchronized run",
+                self.slots.len()
+            ));
+        }
+        let mut by_name: Vec<usize> = (0..self.hosts.len()).collect();
+        by_name.sort_unstable_by(|&a, &b| self.hosts[a].cmp(&self.hosts[b]));
+        let mut rank = vec![0; self.hosts.len()];
+        for (r, &id) in by_name.iter().enumerate() {
+            rank[id] = r;
+        }
+        let name = |r: usize| self.hosts[by_name[r]].as_str();
+        let mut slots = self.slots;
+        slots.sort_unstable_by_key(|s| s.key);
+        let ranked = |ids: &[usize]| {
+            let mut r: Vec<usize> = ids.iter().map(|&id| rank[id]).collect();
+            r.sort_unstable();
+            r.dedup();
+            r
+        };
+        let keys: Vec<(u64, u64)> = slots.iter().map(|s| s.key).collect();
+        let ins: Vec<Vec<usize>> = slots.iter().map(|s| ranked(&s.in_burst)).collect();
+        let outs: Vec<Vec<usize>> = slots.iter().map(|s| ranked(&s.out_burst)).collect();
+        // Each slot of an incast names its victim(s) and the senders of the whole incast.
+        let named = rack::incast_slots_by_id(&keys, &ins, &outs, self.hosts.len(), min_senders, gap_slots);
+        let join = |ranks: &mut dyn Iterator<Item = usize>| ranks.map(name).collect::<Vec<_>>().join(",");
+        let n = slots.len();
+        let mut nums: [Vec<u64>; 7] = std::array::from_fn(|_| Vec::with_capacity(n));
+        let mut text: [TextColumn; 4] = std::array::from_fn(|_| TextColumn::new());
+        for (i, slot) in slots.iter().enumerate() {
+            let bursting = {
+                let mut both: Vec<usize> = ins[i].iter().chain(&outs[i]).copied().collect();
+                both.sort_unstable();
+                both.dedup();
+                both.len() as u64
+            };
+            let [in_bytes, out_bytes, ce, retx] = slot.sums;
+            for (col, v) in nums.iter_mut().zip([slot.key.0, slot.key.1, in_bytes, out_bytes, bursting, ce, retx]) {
+                col.push(v);
+            }
+            match named.get(&i) {
+                Some((victims, senders)) => {
+                    text[0].push(&join(&mut victims.ids()));
+                    text[1].push(&join(&mut senders.ids()));
+                }
+                None => {
+                    text[0].push("");
+                    text[1].push("");
+                }
+            }
+            text[2].push(&join(&mut ins[i].iter().copied()));
+            text[3].push(&join(&mut outs[i].iter().copied()));
+        }
+        let [start, interval, rin, rout, bursting, ce, retx] = nums;
+        let [victims, senders, in_burst, out_burst] = text;
+        Ok(Columns::new()
+            .column("slot_start_ns", "ns", start)
+            .column("interval_ns", "ns", interval)
+            .column("rack_in_bytes", "bytes", rin)
+            .column("rack_out_bytes", "bytes", rout)
+            .column("bursting_hosts", "hosts", bursting)
+            .column("victims", "", victims)
+            .column("senders", "", senders)
+            .column("in_burst", "", in_burst)
+            .column("out_burst", "", out_burst)
+            .column("ce_bytes", "bytes", ce)
+            .column("retx_bytes", "bytes", retx))
     }
 }
 
@@ -184,7 +213,9 @@ impl ColumnarAnalysis for RackContention {
             in_ce_bytes: &r.metrics.in_ce_bytes,
             retx_bytes: retx,
         });
-        columns(&rack::contention(slots, threshold), ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
+        let mut merging = Merging::default();
+        merging.add_rack(&rack::contention(slots, threshold));
+        merging.columns(ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
     }
 
     fn merge_columns(ctx: &Context, partials: Vec<Columns>) -> Result<Columns, String> {
@@ -192,7 +223,7 @@ impl ColumnarAnalysis for RackContention {
         for p in &partials {
             merging.add(p)?;
         }
-        columns(&merging.into_rack(), ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
+        merging.columns(ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
     }
 }
 
