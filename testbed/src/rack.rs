@@ -321,17 +321,7 @@ impl Rack {
             .spawn()
             .context("starting nats-server (scripts/setup installs it)")?;
         self.nats = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let addr = std::net::SocketAddr::from((NATS_ADDR, NATS_PORT));
-        while Instant::now() < deadline {
-            let up =
-                self.tor.run(|| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok())?;
-            if up {
-                return Ok(());
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
-        bail!("nats-server did not accept connections within 10 s (see {})", self.nats_dir.display())
+        self.wait_listening(NATS_PORT)
     }
 
     /// The hub and every leaf server, each waited for.
@@ -398,6 +388,7 @@ impl Rack {
         Ok(child)
     }
 
+    /// Waits until a server in the tor namespace accepts connections on `port` (at most 10 s).
     fn wait_listening(&self, port: u16) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(10);
         let addr = std::net::SocketAddr::from((NATS_ADDR, port));
