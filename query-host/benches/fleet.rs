@@ -27,10 +27,11 @@ use loupe_api::model::{AnalysisOutput, FleetPlace, InvokeResponse};
 use loupe_doors::fleet::{
     Connection, Coordinator, InvokeOrder, Selector,
     coordinator::Merged,
-    registry::{self, Registration},
     subjects::agent_subjects,
     wire::{self, Envelope, InvokeBody, InvokeReply, Reply, WIRE_VERSION},
 };
+
+mod common;
 
 const PORT: u16 = 4399;
 
@@ -67,21 +68,7 @@ async fn agent(i: usize, url: String, partial: Arc<Vec<u8>>, slow: bool, slow_no
     let conn = Connection::plain(url, place.host.clone());
     let client = loupe_doors::fleet::connect(&conn, false).await.unwrap();
     let js = async_nats::jetstream::new(client.clone());
-    let bucket = registry::bucket(&js).await.unwrap();
-    let now = loupe_api::clock::now_unix_ns();
-    let reg = Registration {
-        place: place.clone(),
-        version: "bench".into(),
-        ifaces: vec!["eth0".into()],
-        retained_from_unix_ns: 0,
-        retained_to_unix_ns: 0,
-        joined_unix_ns: now,
-        // Far in the future: up for the whole bench without heartbeats.
-        heartbeat_unix_ns: now + 3_600_000_000_000,
-        left: false,
-        domain: None,
-    };
-    registry::put(&bucket, &reg).await.unwrap();
+    common::register(&js, &place, None).await;
     let mut subs = Vec::new();
     for s in agent_subjects(&place.host, &place.rack, &place.dc, None) {
         subs.push(client.subscribe(s).await.unwrap());

@@ -31,7 +31,6 @@ use loupe_doors::fleet::{
     coordinator::Merged,
     gather::{Gathered, gather},
     leaves,
-    registry::{self, Registration},
     subjects::{Verb, agent_subjects, leaf_queue, leaf_subjects, route_of},
     wire::{self, Envelope, InvokeBody, InvokeReply, LeafInvokeBody, Reply, WIRE_VERSION},
 };
@@ -212,36 +211,7 @@ async fn agent(place: FleetPlace, url: String, leaf: String, partial: Vec<u8>, l
     let conn = Connection::plain(url, place.host.clone());
     let client = loupe_doors::fleet::connect(&conn, false).await.unwrap();
     let js = async_nats::jetstream::new(client.clone());
-    let now = loupe_api::clock::now_unix_ns();
-    let reg = Registration {
-        place: place.clone(),
-        version: "bench".into(),
-        ifaces: vec!["eth0".into()],
-        retained_from_unix_ns: 0,
-        retained_to_unix_ns: 0,
-        joined_unix_ns: now,
-        // Far in the future: up for the whole bench without heartbeats.
-        heartbeat_unix_ns: now + 3_600_000_000_000,
-        left: false,
-        domain: Some(leaf.clone()),
-    };
-    // A thousand agents create their leaf's bucket at once: retry as the agent's heartbeat does.
-    let mut tries = 0;
-    loop {
-        let put = match registry::bucket(&js).await {
-            Ok(bucket) => registry::put(&bucket, &reg).await,
-            Err(e) => Err(e),
-        };
-        match put {
-            Ok(()) => break,
-            Err(e) if tries < 20 => {
-                tries += 1;
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-            Err(e) => panic!("{}: {e}", place.host),
-        }
-    }
+    common::register(&js, &place, Some(leaf.clone())).await;
     let mut subs = Vec::new();
     for s in agent_subjects(&place.host, &place.rack, &place.dc, Some(&leaf)) {
         subs.push(client.subscribe(s).await.unwrap());

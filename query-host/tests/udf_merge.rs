@@ -111,16 +111,23 @@ fn random_tree(
 ) -> Decoded {
     let info = info(store, "asker");
     while parts.len() > 1 {
-        parts.shuffle(rng);
-        let mut next = Vec::new();
-        while !parts.is_empty() {
-            let take = rng.random_range(1..=5).min(parts.len());
-            let group: Vec<Decoded> = parts.drain(..take).collect();
-            next.push(sb.runtime.merge_group(c, "t", store, &info, TimeRange::ALL, params, group).unwrap());
-        }
-        parts = next;
+        parts = random_groups(parts, 5, rng)
+            .into_iter()
+            .map(|group| sb.runtime.merge_group(c, "t", store, &info, TimeRange::ALL, params, group).unwrap())
+            .collect();
     }
     parts.pop().unwrap()
+}
+
+/// `parts` shuffled and cut into groups of 1 to `most`.
+fn random_groups(mut parts: Vec<Decoded>, most: usize, rng: &mut StdRng) -> Vec<Vec<Decoded>> {
+    parts.shuffle(rng);
+    let mut groups = Vec::new();
+    while !parts.is_empty() {
+        let take = rng.random_range(1..=most).min(parts.len());
+        groups.push(parts.drain(..take).collect());
+    }
+    groups
 }
 
 /// Merges `parts` as a fleet of leaf nodes does: random groups (leaves), each merged into one
@@ -130,18 +137,18 @@ fn leaf_tree(
     c: &Compiled,
     store: &Store,
     params: &Map<String, Value>,
-    mut parts: Vec<Decoded>,
+    parts: Vec<Decoded>,
     rng: &mut StdRng,
 ) -> AnalysisOutput {
     let info = info(store, "top");
-    parts.shuffle(rng);
-    let mut leaves = Vec::new();
-    while !parts.is_empty() {
-        let take = rng.random_range(1..=4).min(parts.len());
-        let group: Vec<Decoded> = parts.drain(..take).collect();
-        let (bytes, _log) = sb.runtime.merge_to_partial(c, "t", store, &info, TimeRange::ALL, params, group).unwrap();
-        leaves.push(partial::decode(&bytes).unwrap());
-    }
+    let leaves = random_groups(parts, 4, rng)
+        .into_iter()
+        .map(|group| {
+            let (bytes, _log) =
+                sb.runtime.merge_to_partial(c, "t", store, &info, TimeRange::ALL, params, group).unwrap();
+            partial::decode(&bytes).unwrap()
+        })
+        .collect();
     sb.runtime.merge(c, "t", store, &info, TimeRange::ALL, params, leaves).unwrap().output
 }
 

@@ -1,7 +1,12 @@
 //! What the fleet benches share: a throwaway store, a host's stack samples for
-//! `fleet-hot-functions`, and a columnar partial renamed to another host's.
+//! `fleet-hot-functions`, a columnar partial renamed to another host's, and a simulated agent's
+//! registration.
 #![allow(dead_code)]
 
+use std::time::Duration;
+
+use loupe_api::model::FleetPlace;
+use loupe_doors::fleet::registry::{self, Registration};
 use loupe_sandbox::{bindings::wit, partial::Decoded};
 use loupe_store::{Frame, Retention, StackSample, Store};
 use rand::{Rng, rngs::StdRng};
@@ -56,4 +61,33 @@ pub fn rename(d: &Decoded, from: &str, to: &str) -> Decoded {
         }
     }
     Decoded::Columns(c)
+}
+
+/// Registers a simulated agent at `place` (on leaf `domain`), up for an hour without
+/// heartbeats. Many agents create their bucket at once: a refused put is retried, as the
+/// agent's heartbeat does.
+pub async fn register(js: &async_nats::jetstream::Context, place: &FleetPlace, domain: Option<String>) {
+    let now = loupe_api::clock::now_unix_ns();
+    let reg = Registration {
+        place: place.clone(),
+        version: "bench".into(),
+        ifaces: vec!["eth0".into()],
+        retained_from_unix_ns: 0,
+        retained_to_unix_ns: 0,
+        joined_unix_ns: now,
+        heartbeat_unix_ns: now + 3_600_000_000_000,
+        left: false,
+        domain,
+    };
+    for tries in 0.. {
+        let put = match registry::bucket(js).await {
+            Ok(bucket) => registry::put(&bucket, &reg).await,
+            Err(e) => Err(e),
+        };
+        match put {
+            Ok(()) => return,
+            Err(e) if tries == 20 => panic!("{}: {e}", place.host),
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
 }

@@ -23,7 +23,6 @@ use std::{
 };
 
 use async_nats::jetstream::{self, kv};
-use futures_util::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use tracing::{debug, warn};
 
@@ -49,6 +48,8 @@ pub const HOSTS_WINDOW: Duration = Duration::from_millis(250);
 pub const ROLL_CALL_DEADLINE: Duration = Duration::from_secs(3);
 /// Largest directory entry read back.
 const MAX_ENTRY: usize = 1 << 20;
+/// Most leaves the directory is read for.
+const MAX_LEAVES: usize = 10_000;
 
 /// What the asker remembers of a leaf.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,39 +97,30 @@ pub async fn ask_domain(js: &jetstream::Context) -> Result<Option<String>, Strin
 }
 
 async fn directory(js: &jetstream::Context) -> Result<kv::Store, FleetError> {
-    if let Ok(store) = js.get_key_value(DIRECTORY).await {
-        return Ok(store);
-    }
-    js.create_key_value(kv::Config {
-        bucket: DIRECTORY.into(),
-        description: "Loupe: the leaf nodes this domain's askers heard from, with their hosts".into(),
-        history: 1,
-        max_age: FORGET_AFTER,
-        max_value_size: MAX_ENTRY as i32,
-        ..Default::default()
-    })
+    super::key_value(
+        js,
+        kv::Config {
+            bucket: DIRECTORY.into(),
+            description: "Loupe: the leaf nodes this domain's askers heard from, with their hosts".into(),
+            history: 1,
+            max_age: FORGET_AFTER,
+            max_value_size: MAX_ENTRY as i32,
+            ..Default::default()
+        },
+    )
     .await
-    .map_err(|e| FleetError::Bus(format!("creating the key-value bucket {DIRECTORY}: {e}")))
 }
 
 /// Every leaf the directory holds (none if it cannot be read: the roll call then discovers).
 pub async fn known(js: &jetstream::Context) -> BTreeMap<String, LeafEntry> {
     let Ok(store) = directory(js).await else { return BTreeMap::new() };
-    let keys: Vec<String> = match store.keys().await {
-        Ok(keys) => keys.try_collect().await.unwrap_or_default(),
-        Err(_) => return BTreeMap::new(),
-    };
-    let mut leaves = BTreeMap::new();
-    for key in keys {
-        if let Ok(Some(bytes)) = store.get(&key).await
-            && bytes.len() <= MAX_ENTRY
-            && let Ok(entry) = serde_json::from_slice::<LeafEntry>(&bytes)
-            && entry.leaf == key
-        {
-            leaves.insert(key, entry);
-        }
-    }
-    leaves
+    let Ok(entries) = super::registry::latest(&store, MAX_LEAVES).await else { return BTreeMap::new() };
+    entries
+        .into_iter()
+        .filter(|e| e.value.len() <= MAX_ENTRY)
+        .filter_map(|e| serde_json::from_slice::<LeafEntry>(&e.value).ok().filter(|leaf| leaf.leaf == e.key))
+        .map(|leaf| (leaf.leaf.clone(), leaf))
+        .collect()
 }
 
 /// Remembers what a leaf answered (best effort: a directory that cannot be written only means

@@ -173,6 +173,21 @@ async fn options(conn: &Connection) -> Result<async_nats::ConnectOptions, FleetE
     Ok(options)
 }
 
+/// One of the fleet's key-value buckets, created with `config` on first use (by whichever agent
+/// or client comes first).
+async fn key_value(
+    js: &async_nats::jetstream::Context,
+    config: async_nats::jetstream::kv::Config,
+) -> Result<async_nats::jetstream::kv::Store, FleetError> {
+    if let Ok(store) = js.get_key_value(&config.bucket).await {
+        return Ok(store);
+    }
+    let name = config.bucket.clone();
+    js.create_key_value(config).await.map_err(|e| {
+        FleetError::Bus(format!("creating the key-value bucket {name} (is JetStream enabled, `nats-server -js`?): {e}"))
+    })
+}
+
 /// The largest message the server accepts.
 pub fn payload_limit(client: &async_nats::Client) -> usize {
     match client.server_info().max_payload {

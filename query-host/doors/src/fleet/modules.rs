@@ -49,12 +49,7 @@ async fn objects(js: &jetstream::Context) -> Result<object_store::ObjectStore, F
 }
 
 async fn catalog(js: &jetstream::Context) -> Result<kv::Store, FleetError> {
-    if let Ok(store) = js.get_key_value(CATALOG).await {
-        return Ok(store);
-    }
-    js.create_key_value(kv::Config { bucket: CATALOG.into(), history: 1, ..Default::default() })
-        .await
-        .map_err(|e| FleetError::Bus(format!("creating the key-value bucket {CATALOG}: {e}")))
+    super::key_value(js, kv::Config { bucket: CATALOG.into(), history: 1, ..Default::default() }).await
 }
 
 /// Puts a module into the object store unless it is there already, records it in the catalog

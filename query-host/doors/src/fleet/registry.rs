@@ -83,23 +83,18 @@ impl Registration {
 
 /// The bucket, created on first use (by whichever agent or client comes first).
 pub async fn bucket(js: &jetstream::Context) -> Result<kv::Store, FleetError> {
-    if let Ok(store) = js.get_key_value(BUCKET).await {
-        return Ok(store);
-    }
-    js.create_key_value(kv::Config {
-        bucket: BUCKET.into(),
-        description: "Loupe agents: one entry per host, rewritten every 5 s".into(),
-        history: 1,
-        max_age: FORGET_AFTER,
-        max_value_size: MAX_ENTRY as i32,
-        ..Default::default()
-    })
+    super::key_value(
+        js,
+        kv::Config {
+            bucket: BUCKET.into(),
+            description: "Loupe agents: one entry per host, rewritten every 5 s".into(),
+            history: 1,
+            max_age: FORGET_AFTER,
+            max_value_size: MAX_ENTRY as i32,
+            ..Default::default()
+        },
+    )
     .await
-    .map_err(|e| {
-        FleetError::Bus(format!(
-            "creating the key-value bucket {BUCKET} (is JetStream enabled, `nats-server -js`?): {e}"
-        ))
-    })
 }
 
 /// Writes (or rewrites) an agent's entry.
@@ -140,12 +135,22 @@ pub async fn list(store: &kv::Store, selector: &Selector) -> Result<Vec<FleetHos
 
 /// Every entry's latest value, at most [`MAX_LISTED`].
 async fn read_all(store: &kv::Store) -> Result<Vec<Registration>, FleetError> {
-    let failed = |e: &dyn std::fmt::Display| FleetError::Bus(format!("listing {BUCKET}: {e}"));
+    let entries = latest(store, MAX_LISTED).await?;
+    if entries.len() >= MAX_LISTED {
+        warn!("{BUCKET} holds more than {MAX_LISTED} hosts; listing the first");
+    }
+    Ok(entries.iter().filter_map(|e| decode(&e.key, &e.value)).collect())
+}
+
+/// The latest value of every key of a bucket (deleted ones left out), at most `limit`: in one
+/// pass of an ordered consumer, not a key listing and then one request per key.
+pub async fn latest(store: &kv::Store, limit: usize) -> Result<Vec<kv::Entry>, FleetError> {
+    let failed = |e: &dyn std::fmt::Display| FleetError::Bus(format!("listing {}: {e}", store.name));
     if store.status().await.map_err(|e| failed(&e))?.values() == 0 {
         return Ok(Vec::new());
     }
     let mut watch = store.watch_with_history(">").await.map_err(|e| failed(&e))?;
-    let mut regs = Vec::new();
+    let mut entries = Vec::new();
     loop {
         let entry = match tokio::time::timeout(LIST_TIMEOUT, watch.next()).await {
             Ok(Some(Ok(entry))) => entry,
@@ -153,20 +158,15 @@ async fn read_all(store: &kv::Store) -> Result<Vec<Registration>, FleetError> {
             Ok(None) => break,
             Err(_) => return Err(failed(&format!("no entry for {} s", LIST_TIMEOUT.as_secs()))),
         };
-        if entry.operation == kv::Operation::Put
-            && let Some(reg) = decode(&entry.key, &entry.value)
-        {
-            regs.push(reg);
+        let last = entry.delta == 0;
+        if entry.operation == kv::Operation::Put {
+            entries.push(entry);
         }
-        if entry.delta == 0 {
-            break;
-        }
-        if regs.len() >= MAX_LISTED {
-            warn!("{BUCKET} holds more than {MAX_LISTED} hosts; listing the first");
+        if last || entries.len() >= limit {
             break;
         }
     }
-    Ok(regs)
+    Ok(entries)
 }
 
 /// An entry's registration, or `None` with a log line (too large, or not understood).
