@@ -10,10 +10,9 @@
 //! [`ColumnValues::u64s`] / [`ColumnValues::text`]. A local invocation shows it as a table
 //! ([`Output::from`]), as the host does a merged fleet result.
 
-use std::collections::HashMap;
-
-use crate::types::{
-    Cell, CodedText, Column, ColumnValues, Columns, NamedColumn, Output, Point, Series, SeriesColumn, Table,
+use crate::{
+    intern::FastMap,
+    types::{Cell, CodedText, Column, ColumnValues, Columns, NamedColumn, Output, Point, Series, SeriesColumn, Table},
 };
 
 impl Columns {
@@ -139,7 +138,7 @@ impl From<TextColumn> for ColumnValues {
 pub struct TextColumn {
     dictionary: Vec<String>,
     codes: Vec<u32>,
-    index: HashMap<String, u32>,
+    index: FastMap<String, u32>,
 }
 
 impl TextColumn {

@@ -59,6 +59,7 @@
 
 mod columns;
 mod data;
+mod intern;
 pub mod log;
 mod output;
 mod params;
@@ -123,6 +124,7 @@ pub use data::{
     SampleQuery, Samples, StackDictionary, Stacks, TimelineDefinitions, TimelineEvents, TimelineQuery, WaitQuery,
     Waits, host_info, runs, samples, timeline, waits,
 };
+pub use intern::{FastMap, Interner};
 pub use output::Flamegraph;
 pub use params::Params;
 pub use probes::{CallBatches, ProbeCalls, ProbeQuery, ProbeSessions, histogram_quantile, probes};

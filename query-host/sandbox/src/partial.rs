@@ -61,6 +61,58 @@ pub enum Decoded {
     Columns(wit::Columns),
 }
 
+impl Decoded {
+    /// About the bytes it takes in a guest's memory once lowered: what a merge call's share of
+    /// partials is bounded by ([`super::merge::CALL_BYTES`]). A walk over rows and dictionary
+    /// entries, never over a column of numbers.
+    pub fn weight(&self) -> usize {
+        const ENTRY: usize = 8;
+        let text = |s: &str| ENTRY + s.len();
+        match self {
+            Decoded::Columns(c) => {
+                let columns: usize = c
+                    .columns
+                    .iter()
+                    .map(|col| {
+                        text(&col.name)
+                            + text(&col.unit)
+                            + match &col.values {
+                                wit::ColumnValues::Unsigned(v) => 8 * v.len(),
+                                wit::ColumnValues::Signed(v) => 8 * v.len(),
+                                wit::ColumnValues::Float(v) => 8 * v.len(),
+                                wit::ColumnValues::Text(t) => {
+                                    4 * t.codes.len() + t.dictionary.iter().map(|d| text(d)).sum::<usize>()
+                                }
+                            }
+                    })
+                    .sum();
+                let series: usize = c
+                    .series
+                    .iter()
+                    .map(|s| text(&s.name) + text(&s.unit) + 8 * (s.times_ns.len() + s.values.len()))
+                    .sum();
+                columns + series
+            }
+            Decoded::Output(wit::Output::Table(t)) => {
+                let cell = |c: &wit::Cell| match c {
+                    wit::Cell::Text(s) => 16 + s.len(),
+                    _ => 16,
+                };
+                t.columns.iter().map(|c| text(&c.name) + text(&c.unit)).sum::<usize>()
+                    + t.rows.iter().map(|r| ENTRY + r.iter().map(cell).sum::<usize>()).sum::<usize>()
+            }
+            Decoded::Output(wit::Output::Series(s)) => {
+                s.iter().map(|s| text(&s.name) + text(&s.unit) + 16 * s.points.len()).sum()
+            }
+            Decoded::Output(wit::Output::Flamegraph(stacks)) => stacks
+                .iter()
+                .map(|s| ENTRY + 8 + s.frames.iter().map(|f| 1 + text(&f.function) + text(&f.module)).sum::<usize>())
+                .sum(),
+            Decoded::Output(wit::Output::Text(t)) => text(t),
+        }
+    }
+}
+
 impl From<wit::Output> for Decoded {
     fn from(o: wit::Output) -> Decoded {
         Decoded::Output(o)

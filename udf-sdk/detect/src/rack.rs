@@ -148,6 +148,13 @@ impl HostBits {
         self.0[i / 64] |= 1 << (i % 64);
     }
 
+    /// Adds `other`'s ids (a set over as many hosts).
+    fn or(&mut self, other: &HostBits) {
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a |= b;
+        }
+    }
+
     /// The ids in the set, ascending.
     pub fn ids(&self) -> impl Iterator<Item = usize> + '_ {
         self.0
@@ -176,6 +183,10 @@ pub fn incast_slots_by_id(
             bursts.entry((v, keys[i].1)).or_default().push(i);
         }
     }
+    // Each slot's egress bursts as bits, made when a window first reaches the slot: a window
+    // then ORs words instead of setting a bit per sender (measured: setting bits was a third
+    // of a 1,000-host merge).
+    let mut out_bits: Vec<Option<HostBits>> = vec![None; keys.len()];
     let mut marked: BTreeMap<usize, (HostBits, HostBits)> = BTreeMap::new();
     let mut senders = HostBits::new(hosts);
     let mut close = |victim: usize, slots: &[usize], senders: &mut HostBits| {
@@ -185,9 +196,7 @@ pub fn incast_slots_by_id(
             for &i in slots {
                 let (v, s) = marked.entry(i).or_insert_with(|| (HostBits::new(hosts), HostBits::new(hosts)));
                 v.set(victim);
-                for (a, b) in s.0.iter_mut().zip(senders.0.iter()) {
-                    *a |= b;
-                }
+                s.or(senders);
             }
         }
         senders.0.iter_mut().for_each(|w| *w = 0);
@@ -207,10 +216,13 @@ pub fn incast_slots_by_id(
             };
             current.push(i);
             let first = keys.partition_point(|k| *k < (from, width));
-            for j in (first..=i).filter(|&j| keys[j].1 == width) {
-                for &h in &outs[j] {
-                    senders.set(h);
-                }
+            for j in (first..=i).filter(|&j| keys[j].1 == width && !outs[j].is_empty()) {
+                let bits = out_bits[j].get_or_insert_with(|| {
+                    let mut b = HostBits::new(hosts);
+                    outs[j].iter().for_each(|&h| b.set(h));
+                    b
+                });
+                senders.or(bits);
             }
         }
         close(victim, &current, &mut senders);

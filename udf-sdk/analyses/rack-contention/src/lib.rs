@@ -12,10 +12,8 @@
 //! `fleet-columns` world): a thousand hosts' slots cross into the merging sandbox as whole lists,
 //! each partial's host lists split once per distinct list.
 
-use std::collections::HashMap;
-
 use loupe_detect::rack::{self, Rack, RunSlots};
-use loupe_udf::{ColumnarAnalysis, Columns, Context, Description, Param, ResultKind, TextColumn};
+use loupe_udf::{ColumnarAnalysis, Columns, Context, Description, FastMap, Interner, Param, ResultKind, TextColumn};
 
 /// Most slots in one result: a rack's synchronized run of 2,000 slots fits fifty times.
 const MAX_ROWS: usize = 100_000;
@@ -27,10 +25,9 @@ struct RackContention;
 /// the ids (incasts over host bitsets) — no map of host names is rebuilt per merge.
 #[derive(Default)]
 struct Merging {
-    hosts: Vec<String>,
-    ids: HashMap<String, usize>,
+    hosts: Interner,
     /// Slot key → index into `slots`.
-    index: HashMap<(u64, u64), usize>,
+    index: FastMap<(u64, u64), usize>,
     slots: Vec<Slot>,
 }
 
@@ -44,12 +41,7 @@ struct Slot {
 
 impl Merging {
     fn id(&mut self, host: &str) -> usize {
-        if let Some(&id) = self.ids.get(host) {
-            return id;
-        }
-        self.hosts.push(host.to_string());
-        self.ids.insert(host.to_string(), self.hosts.len() - 1);
-        self.hosts.len() - 1
+        self.hosts.id(host) as usize
     }
 
     /// The ids of a comma-separated host list.
@@ -57,11 +49,21 @@ impl Merging {
         text.split(',').filter(|h| !h.is_empty()).map(|h| self.id(h)).collect()
     }
 
-    fn slot(&mut self, key: (u64, u64)) -> &mut Slot {
-        let i = *self.index.entry(key).or_insert_with(|| {
+    /// The index of slot `key` in `slots`, added if new. `guess` is tried first: a partial's
+    /// rows are in time order, as are the merged slots, so the slot after the previous row's
+    /// is nearly always the next row's, and the map is not asked.
+    fn slot_at(&mut self, key: (u64, u64), guess: usize) -> usize {
+        if self.slots.get(guess).is_some_and(|s| s.key == key) {
+            return guess;
+        }
+        *self.index.entry(key).or_insert_with(|| {
             self.slots.push(Slot { key, sums: [0; 4], in_burst: Vec::new(), out_burst: Vec::new() });
             self.slots.len() - 1
-        });
+        })
+    }
+
+    fn slot(&mut self, key: (u64, u64)) -> &mut Slot {
+        let i = self.slot_at(key, usize::MAX);
         &mut self.slots[i]
     }
 
@@ -92,16 +94,36 @@ impl Merging {
         }
         let in_lists: Vec<Vec<usize>> = in_burst.dictionary.iter().map(|t| self.list(t)).collect();
         let out_lists: Vec<Vec<usize>> = out_burst.dictionary.iter().map(|t| self.list(t)).collect();
-        for i in 0..n {
-            let bad = || format!("row {i} of a rack-contention partial codes past its dictionary");
-            let ins = in_lists.get(in_burst.codes[i] as usize).ok_or_else(bad)?;
-            let outs = out_lists.get(out_burst.codes[i] as usize).ok_or_else(bad)?;
-            let slot = self.slot((start[i], interval[i]));
-            for (sum, column) in slot.sums.iter_mut().zip(&sums) {
-                *sum += column[i];
+        for (codes, lists) in [(&in_burst.codes, &in_lists), (&out_burst.codes, &out_lists)] {
+            if let Some(i) = codes.iter().position(|&c| c as usize >= lists.len()) {
+                return Err(format!("row {i} of a rack-contention partial codes past its dictionary"));
             }
-            slot.in_burst.extend(ins);
-            slot.out_burst.extend(outs);
+        }
+        // Column by column: each row's slot first, then each sum, then the host lists.
+        let mut next = 0;
+        let at: Vec<usize> = start
+            .iter()
+            .zip(interval)
+            .map(|(&s, &w)| {
+                let at = self.slot_at((s, w), next);
+                next = at + 1;
+                at
+            })
+            .collect();
+        for (k, column) in sums.iter().enumerate() {
+            for (&a, &v) in at.iter().zip(*column) {
+                self.slots[a].sums[k] += v;
+            }
+        }
+        for ((&a, &ins), &outs) in at.iter().zip(&in_burst.codes).zip(&out_burst.codes) {
+            let (ins, outs) = (&in_lists[ins as usize], &out_lists[outs as usize]);
+            let slot = &mut self.slots[a];
+            if !ins.is_empty() {
+                slot.in_burst.extend(ins);
+            }
+            if !outs.is_empty() {
+                slot.out_burst.extend(outs);
+            }
         }
         Ok(())
     }
@@ -116,17 +138,16 @@ impl Merging {
                 self.slots.len()
             ));
         }
-        let mut by_name: Vec<usize> = (0..self.hosts.len()).collect();
-        by_name.sort_unstable_by(|&a, &b| self.hosts[a].cmp(&self.hosts[b]));
-        let mut rank = vec![0; self.hosts.len()];
-        for (r, &id) in by_name.iter().enumerate() {
-            rank[id] = r;
+        let rank = self.hosts.ranks();
+        let mut by_name = vec![0; rank.len()];
+        for (id, &r) in rank.iter().enumerate() {
+            by_name[r as usize] = id as u32;
         }
-        let name = |r: usize| self.hosts[by_name[r]].as_str();
+        let name = |r: usize| self.hosts.name(by_name[r]);
         let mut slots = self.slots;
         slots.sort_unstable_by_key(|s| s.key);
         let ranked = |ids: &[usize]| {
-            let mut r: Vec<usize> = ids.iter().map(|&id| rank[id]).collect();
+            let mut r: Vec<usize> = ids.iter().map(|&id| rank[id] as usize).collect();
             r.sort_unstable();
             r.dedup();
             r
