@@ -31,6 +31,7 @@ use loupe_doors::fleet::{
     coordinator::Merged,
     gather::{Gathered, gather},
     leaves,
+    live_registry::LiveRegistry,
     subjects::{Verb, agent_subjects, leaf_queue, leaf_subjects, route_of},
     wire::{self, Envelope, InvokeBody, InvokeReply, LeafInvokeBody, Reply, WIRE_VERSION},
 };
@@ -223,11 +224,20 @@ async fn agent(place: FleetPlace, url: String, leaf: String, partial: Vec<u8>, l
     }
     client.flush().await.unwrap();
     let partial = Arc::new(partial);
+    // As the agent does: its leaf's registry watched once it leads the leaf.
+    let live = LiveRegistry::new();
     let mut requests = futures_util::stream::select_all(subs);
     while let Some(msg) = requests.next().await {
         let Some(reply_to) = msg.reply.clone() else { continue };
-        let (client, js, place, leaf, partial, merger) =
-            (client.clone(), js.clone(), place.clone(), leaf.clone(), Arc::clone(&partial), Arc::clone(&merger));
+        let (client, js, place, leaf, partial, merger, live) = (
+            client.clone(),
+            js.clone(),
+            place.clone(),
+            leaf.clone(),
+            Arc::clone(&partial),
+            Arc::clone(&merger),
+            live.clone(),
+        );
         tokio::spawn(async move {
             let bytes = match route_of(&msg.subject) {
                 Some((Verb::Invoke, false)) => {
@@ -237,8 +247,9 @@ async fn agent(place: FleetPlace, url: String, leaf: String, partial: Vec<u8>, l
                 }
                 Some((Verb::Invoke, true)) => {
                     let Ok(env) = wire::decode::<Envelope<LeafInvokeBody>>(&msg.payload, 1 << 20) else { return };
-                    let coordinator =
-                        Coordinator::with_client(client.clone(), &place.host).with_domain(Some(leaf.clone()));
+                    let coordinator = Coordinator::with_client(client.clone(), &place.host)
+                        .with_domain(Some(leaf.clone()))
+                        .with_leaf_registry(live);
                     let m = Arc::clone(&merger);
                     let result = coordinator
                         .lead_leaf(&env, move |partials| m.to_partial(partials))
@@ -248,7 +259,8 @@ async fn agent(place: FleetPlace, url: String, leaf: String, partial: Vec<u8>, l
                 }
                 Some((Verb::Hosts, true)) => {
                     let Ok(env) = wire::decode::<Envelope<()>>(&msg.payload, 1 << 20) else { return };
-                    let result = leaves::list_leaf(&js).await.map_err(|e| wire::WireError::new("leaf", e.to_string()));
+                    let result =
+                        leaves::list_leaf(&js, &live).await.map_err(|e| wire::WireError::new("leaf", e.to_string()));
                     wire::encode(&Reply { v: WIRE_VERSION, query: env.query, place, leaf: Some(leaf), result })
                 }
                 _ => return,

@@ -20,7 +20,9 @@ use tokio::sync::{Semaphore, watch};
 use tracing::{info, warn};
 
 use super::{
-    Connection, Coordinator, FleetError, leaves, modules, payload_limit, registry,
+    Connection, Coordinator, FleetError, leaves,
+    live_registry::LiveRegistry,
+    modules, payload_limit, registry,
     registry::Registration,
     subjects::{self, Verb},
     wire::{
@@ -101,6 +103,8 @@ struct Ctx {
     domain: std::sync::OnceLock<Option<String>>,
     /// Rewrite the registration now (the domain became known).
     register_now: tokio::sync::Notify,
+    /// Its leaf's registry, watched from the first time this agent leads the leaf.
+    leaf_registry: LiveRegistry,
 }
 
 impl Ctx {
@@ -135,6 +139,7 @@ async fn serve(
         slots: Semaphore::new(MAX_IN_FLIGHT),
         domain: std::sync::OnceLock::new(),
         register_now: tokio::sync::Notify::new(),
+        leaf_registry: LiveRegistry::new(),
     });
     // The leaf's subjects wait for the server to say its domain (NATS may not be up yet).
     let mut leaf_requests = futures_util::stream::SelectAll::new();
@@ -364,14 +369,15 @@ fn lead_leaf(ctx: &Ctx, envelope: &Envelope<LeafInvokeBody>) -> Result<LeafInvok
         let merged = host.analyses()?.merge_to_partial(host.store(), &module, FLEET_TEAM, range, &params, partials)?;
         Ok((merged.bytes, merged.refused))
     };
-    let coordinator =
-        Coordinator::with_client(ctx.client.clone(), &ctx.place.host).with_domain(ctx.domain().map(str::to_string));
+    let coordinator = Coordinator::with_client(ctx.client.clone(), &ctx.place.host)
+        .with_domain(ctx.domain().map(str::to_string))
+        .with_leaf_registry(ctx.leaf_registry.clone());
     rt.block_on(coordinator.lead_leaf(envelope, merge)).map_err(fleet_error)
 }
 
 /// `hosts` for the leaf: its registry, as this agent lists it.
 fn list_leaf(ctx: &Ctx, _envelope: &Envelope<()>) -> Result<LeafHostsReply, WireError> {
-    tokio::runtime::Handle::current().block_on(leaves::list_leaf(&ctx.js)).map_err(fleet_error)
+    tokio::runtime::Handle::current().block_on(leaves::list_leaf(&ctx.js, &ctx.leaf_registry)).map_err(fleet_error)
 }
 
 fn fleet_error(e: FleetError) -> WireError {

@@ -24,6 +24,7 @@ use super::{
     Connection, FleetError,
     gather::{Ask, Gathered, KeyBy, Resend, gather, gather_by},
     leaves::{self, LeafEntry},
+    live_registry::LiveRegistry,
     modules::{self, CatalogEntry},
     registry,
     subjects::{self, Selector, Verb},
@@ -94,6 +95,9 @@ pub struct Coordinator {
     by: String,
     /// The JetStream domain (leaf) of the server it talks to, kept once the server said.
     domain: tokio::sync::OnceCell<Option<String>>,
+    /// Its leaf's registry as a watch keeps it, when it leads its leaf (an agent's); read
+    /// from the bucket per query otherwise.
+    leaf_registry: Option<LiveRegistry>,
 }
 
 /// The registry's view of a selection: who to wait for, and who is known but silent.
@@ -152,7 +156,12 @@ impl Coordinator {
     /// spawns a task).
     pub fn with_client(client: async_nats::Client, by: &str) -> Coordinator {
         let js = jetstream::new(client.clone());
-        Coordinator { client, js, by: by.into(), domain: tokio::sync::OnceCell::new() }
+        Coordinator { client, js, by: by.into(), domain: tokio::sync::OnceCell::new(), leaf_registry: None }
+    }
+
+    /// Lists its leaf's hosts from `live` when it leads the leaf ([`Coordinator::lead_leaf`]).
+    pub fn with_leaf_registry(self, live: LiveRegistry) -> Coordinator {
+        Coordinator { leaf_registry: Some(live), ..self }
     }
 
     /// Told its server's JetStream domain (an agent asked it already).
@@ -576,7 +585,10 @@ impl Coordinator {
             ));
         };
         let body = &envelope.body.invoke;
-        let listing = registry::list(&registry::bucket(&self.js).await?, &Selector::default()).await?;
+        let listing = match &self.leaf_registry {
+            Some(live) => live.list(&self.js, &Selector::default()).await?,
+            None => registry::list(&registry::bucket(&self.js).await?, &Selector::default()).await?,
+        };
         let leaf_hosts = listing.iter().filter(|h| h.status != "left").map(|h| h.place.clone()).collect();
         let selected: Vec<FleetHost> = listing
             .into_iter()

@@ -29,6 +29,7 @@ use tracing::{debug, warn};
 use super::{
     FleetError,
     gather::{Ask, Gathered, KeyBy, gather_by},
+    live_registry::LiveRegistry,
     registry::FORGET_AFTER,
     subjects::{self, Selector, Verb},
     wire::{Envelope, LeafHostsReply, WIRE_VERSION},
@@ -218,9 +219,8 @@ pub fn unreachable_hosts(entry: &LeafEntry, now_unix_ns: u64) -> impl Iterator<I
 }
 
 /// Lists a leaf's registry for a roll call (on the leaf's agent).
-pub async fn list_leaf(js: &jetstream::Context) -> Result<LeafHostsReply, FleetError> {
-    let hosts = super::registry::list(&super::registry::bucket(js).await?, &Selector::default()).await?;
-    Ok(LeafHostsReply { hosts })
+pub async fn list_leaf(js: &jetstream::Context, live: &LiveRegistry) -> Result<LeafHostsReply, FleetError> {
+    Ok(LeafHostsReply { hosts: live.list(js, &Selector::default()).await? })
 }
 
 /// How long a leaf may wait for its hosts, for an asker waiting until `deadline`: a fifth of

@@ -20,6 +20,7 @@ pub mod agent;
 pub mod coordinator;
 pub mod gather;
 pub mod leaves;
+pub mod live_registry;
 pub mod modules;
 pub mod registry;
 pub mod subjects;

@@ -32,9 +32,9 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(3600);
 /// Largest entry read back (a registration is a few hundred bytes).
 const MAX_ENTRY: usize = 64 << 10;
 /// Most hosts one listing reads (a leaf, or a single server's whole fleet).
-const MAX_LISTED: usize = 200_000;
+pub(super) const MAX_LISTED: usize = 200_000;
 /// How long a listing waits for the next entry.
-const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What an agent says about itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +123,11 @@ pub async fn list(store: &kv::Store, selector: &Selector) -> Result<Vec<FleetHos
         },
         None => read_all(store).await?,
     };
+    Ok(view_of(regs, selector))
+}
+
+/// The registrations the selector matches, as listed now: sorted by dc, rack, host.
+pub(super) fn view_of(regs: impl IntoIterator<Item = Registration>, selector: &Selector) -> Vec<FleetHost> {
     let now = now_unix_ns();
     let mut hosts: Vec<FleetHost> = regs
         .into_iter()
@@ -130,7 +135,7 @@ pub async fn list(store: &kv::Store, selector: &Selector) -> Result<Vec<FleetHos
         .map(|r| r.view(now))
         .collect();
     hosts.sort_by(|a, b| (&a.place.dc, &a.place.rack, &a.place.host).cmp(&(&b.place.dc, &b.place.rack, &b.place.host)));
-    Ok(hosts)
+    hosts
 }
 
 /// Every entry's latest value, at most [`MAX_LISTED`].
@@ -143,7 +148,9 @@ async fn read_all(store: &kv::Store) -> Result<Vec<Registration>, FleetError> {
 }
 
 /// The latest value of every key of a bucket (deleted ones left out), at most `limit`: in one
-/// pass of an ordered consumer, not a key listing and then one request per key.
+/// pass of an ordered consumer, not a key listing and then one request per key. `store` must be
+/// a handle fetched for this read ([`bucket`]): whether the bucket is empty is asked of the
+/// stream state the handle was fetched with.
 pub async fn latest(store: &kv::Store, limit: usize) -> Result<Vec<kv::Entry>, FleetError> {
     let failed = |e: &dyn std::fmt::Display| FleetError::Bus(format!("listing {}: {e}", store.name));
     if store.status().await.map_err(|e| failed(&e))?.values() == 0 {
@@ -170,7 +177,7 @@ pub async fn latest(store: &kv::Store, limit: usize) -> Result<Vec<kv::Entry>, F
 }
 
 /// An entry's registration, or `None` with a log line (too large, or not understood).
-fn decode(key: &str, bytes: &[u8]) -> Option<Registration> {
+pub(super) fn decode(key: &str, bytes: &[u8]) -> Option<Registration> {
     if bytes.len() > MAX_ENTRY {
         warn!(key, bytes = bytes.len(), "fleet registration too large, skipped");
         return None;
