@@ -2,8 +2,8 @@
 //! leaf: a tree query needs the leaf's hosts to know whom to wait for, and reading the bucket
 //! per query was the largest part of the query. Measured (`benches/fleet_leaves.rs`, ten
 //! leaves of 1,000 agents on 2 cores): one read of a leaf's 1,000 entries took p50 270 ms,
-//! p90 513 ms. The watch sees every heartbeat of the leaf (a host per 5 s), so a listing from
-//! it is as current as a read, and costs a copy.
+//! p90 513 ms. The watch sees every write to the bucket (each host's heartbeat every 5 s, a
+//! join, a clean stop), so a listing from it is as current as a read, and costs a copy.
 //!
 //! The watch is started on first use and again after it failed. It is JetStream's ordered
 //! consumer, with idle heartbeats from the server: a watch that lost its server fails (or
