@@ -174,13 +174,24 @@ async fn options(conn: &Connection) -> Result<async_nats::ConnectOptions, FleetE
     Ok(options)
 }
 
+/// Replicas of a bucket created on a clustered server (a hub of three). Tried only: a single
+/// server refuses more than one, and then the bucket is made with one.
+const CLUSTER_REPLICAS: usize = 3;
+
 /// One of the fleet's key-value buckets, created with `config` on first use (by whichever agent
-/// or client comes first).
+/// or client comes first): on [`CLUSTER_REPLICAS`] servers where the server is a cluster, so
+/// that losing one of a hub's three servers loses no bucket. Tried with a hub of three: with
+/// one replica, killing the server that held the registry left the other two answering
+/// "jetstream request timed out" to every `fleet` command.
 async fn key_value(
     js: &async_nats::jetstream::Context,
     config: async_nats::jetstream::kv::Config,
 ) -> Result<async_nats::jetstream::kv::Store, FleetError> {
     if let Ok(store) = js.get_key_value(&config.bucket).await {
+        return Ok(store);
+    }
+    let replicated = async_nats::jetstream::kv::Config { num_replicas: CLUSTER_REPLICAS, ..config.clone() };
+    if let Ok(store) = js.create_key_value(replicated).await {
         return Ok(store);
     }
     let name = config.bucket.clone();

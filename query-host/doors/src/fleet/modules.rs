@@ -39,13 +39,19 @@ async fn objects(js: &jetstream::Context) -> Result<object_store::ObjectStore, F
     if let Ok(os) = js.get_object_store(OBJECTS).await {
         return Ok(os);
     }
-    js.create_object_store(object_store::Config {
+    let config = object_store::Config {
         bucket: OBJECTS.into(),
         description: Some("Loupe analysis modules by SHA-256".into()),
         ..Default::default()
-    })
-    .await
-    .map_err(|e| FleetError::Bus(format!("creating the object store {OBJECTS}: {e}")))
+    };
+    // Replicated where the server is a cluster, as the key-value buckets are.
+    let replicated = object_store::Config { num_replicas: super::CLUSTER_REPLICAS, ..config.clone() };
+    if let Ok(os) = js.create_object_store(replicated).await {
+        return Ok(os);
+    }
+    js.create_object_store(config)
+        .await
+        .map_err(|e| FleetError::Bus(format!("creating the object store {OBJECTS}: {e}")))
 }
 
 async fn catalog(js: &jetstream::Context) -> Result<kv::Store, FleetError> {
