@@ -8,9 +8,8 @@
 //! partials: a thousand small columnar partials are one call (measured on `rack-contention`,
 //! 1,000 partials of 300 rows: groups of 64 spent a fifth of the merge writing and re-reading
 //! 16 intermediate results), while the largest ones (768 KiB) go 64 to a call, as before. That
-//! is only correct because
-//! the contract makes `merge` commutative and associative; the property tests hold the example
-//! analyses to it. The data functions refuse inside `merge` ([`super::host::DataHost::merging`]).
+//! is only correct because the contract makes `merge` commutative and associative; the property
+//! tests hold the example analyses to it. The data functions refuse inside `merge` ([`super::host::DataHost::merging`]).
 
 use std::time::Instant;
 
