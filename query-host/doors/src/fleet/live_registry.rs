@@ -70,23 +70,14 @@ impl LiveRegistry {
 /// Starts a watch of `store`: its current entries read before this returns, later ones applied
 /// by a task that ends with the watch (or when nobody holds it any more).
 async fn watch(store: &kv::Store) -> Result<Arc<Watched>, FleetError> {
-    let failed = |e: &dyn std::fmt::Display| FleetError::Bus(format!("watching {}: {e}", store.name));
-    let empty = store.status().await.map_err(|e| failed(&e))?.values() == 0;
-    let mut watch = store.watch_with_history(">").await.map_err(|e| failed(&e))?;
     let mut entries = HashMap::new();
-    // An empty bucket has no history to wait for; its first put arrives through the task.
-    while !empty {
-        let entry = match tokio::time::timeout(registry::LIST_TIMEOUT, watch.next()).await {
-            Ok(Some(Ok(entry))) => entry,
-            Ok(Some(Err(e))) => return Err(failed(&e)),
-            Ok(None) => return Err(failed(&"the watch ended")),
-            Err(_) => return Err(failed(&format!("no entry for {} s", registry::LIST_TIMEOUT.as_secs()))),
-        };
-        let last = entry.delta == 0;
+    let (mut watch, caught_up) = registry::current(store, "watching", |entry| {
         apply(&mut entries, entry);
-        if last {
-            break;
-        }
+        true
+    })
+    .await?;
+    if !caught_up {
+        return Err(FleetError::Bus(format!("watching {}: the watch ended", store.name)));
     }
     let (ready, go) = tokio::sync::oneshot::channel::<Weak<Watched>>();
     let task = tokio::spawn(async move {

@@ -190,14 +190,26 @@ async fn key_value(
     if let Ok(store) = js.get_key_value(&config.bucket).await {
         return Ok(store);
     }
-    let replicated = async_nats::jetstream::kv::Config { num_replicas: CLUSTER_REPLICAS, ..config.clone() };
-    if let Ok(store) = js.create_key_value(replicated).await {
-        return Ok(store);
-    }
     let name = config.bucket.clone();
-    js.create_key_value(config).await.map_err(|e| {
-        FleetError::Bus(format!("creating the key-value bucket {name} (is JetStream enabled, `nats-server -js`?): {e}"))
-    })
+    replicated(|num_replicas| js.create_key_value(async_nats::jetstream::kv::Config { num_replicas, ..config.clone() }))
+        .await
+        .map_err(|e| {
+            FleetError::Bus(format!(
+                "creating the key-value bucket {name} (is JetStream enabled, `nats-server -js`?): {e}"
+            ))
+        })
+}
+
+/// What `create` makes with [`CLUSTER_REPLICAS`] replicas, or with one where the server
+/// refuses that (a single server); the error is the second attempt's.
+async fn replicated<T, E, F>(create: impl Fn(usize) -> F) -> Result<T, E>
+where
+    F: std::future::Future<Output = Result<T, E>>,
+{
+    match create(CLUSTER_REPLICAS).await {
+        Ok(made) => Ok(made),
+        Err(_) => create(1).await,
+    }
 }
 
 /// The largest message the server accepts.

@@ -45,11 +45,7 @@ async fn objects(js: &jetstream::Context) -> Result<object_store::ObjectStore, F
         ..Default::default()
     };
     // Replicated where the server is a cluster, as the key-value buckets are.
-    let replicated = object_store::Config { num_replicas: super::CLUSTER_REPLICAS, ..config.clone() };
-    if let Ok(os) = js.create_object_store(replicated).await {
-        return Ok(os);
-    }
-    js.create_object_store(config)
+    super::replicated(|num_replicas| js.create_object_store(object_store::Config { num_replicas, ..config.clone() }))
         .await
         .map_err(|e| FleetError::Bus(format!("creating the object store {OBJECTS}: {e}")))
 }

@@ -34,7 +34,7 @@ const MAX_ENTRY: usize = 64 << 10;
 /// Most hosts one listing reads (a leaf, or a single server's whole fleet).
 pub(super) const MAX_LISTED: usize = 200_000;
 /// How long a listing waits for the next entry.
-pub(super) const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+const LIST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What an agent says about itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,28 +152,51 @@ async fn read_all(store: &kv::Store) -> Result<Vec<Registration>, FleetError> {
 /// a handle fetched for this read ([`bucket`]): whether the bucket is empty is asked of the
 /// stream state the handle was fetched with.
 pub async fn latest(store: &kv::Store, limit: usize) -> Result<Vec<kv::Entry>, FleetError> {
-    let failed = |e: &dyn std::fmt::Display| FleetError::Bus(format!("listing {}: {e}", store.name));
-    if store.status().await.map_err(|e| failed(&e))?.values() == 0 {
+    // Nothing to read: no watch opened (the status is the handle's, asked of nobody).
+    let status = store.status().await.map_err(|e| FleetError::Bus(format!("listing {}: {e}", store.name)))?;
+    if status.values() == 0 {
         return Ok(Vec::new());
     }
-    let mut watch = store.watch_with_history(">").await.map_err(|e| failed(&e))?;
     let mut entries = Vec::new();
+    current(store, "listing", |entry| {
+        if entry.operation == kv::Operation::Put {
+            entries.push(entry);
+        }
+        entries.len() < limit
+    })
+    .await?;
+    Ok(entries)
+}
+
+/// A watch of every key of `store` whose history so far — each key's latest entry, deletes
+/// too — is handed to `each` first, until the last one or until `each` says stop; later
+/// writes follow on the returned watch. With `false` beside it when the watch ended before
+/// the last entry. `doing` names the work in errors. As for [`latest`], `store` must be a
+/// handle fetched for this.
+pub(super) async fn current(
+    store: &kv::Store,
+    doing: &str,
+    mut each: impl FnMut(kv::Entry) -> bool,
+) -> Result<(kv::Watch, bool), FleetError> {
+    let failed = |e: &dyn std::fmt::Display| FleetError::Bus(format!("{doing} {}: {e}", store.name));
+    let empty = store.status().await.map_err(|e| failed(&e))?.values() == 0;
+    let mut watch = store.watch_with_history(">").await.map_err(|e| failed(&e))?;
+    // An empty bucket has no history to wait for: its first put comes later, on the watch.
+    if empty {
+        return Ok((watch, true));
+    }
     loop {
         let entry = match tokio::time::timeout(LIST_TIMEOUT, watch.next()).await {
             Ok(Some(Ok(entry))) => entry,
             Ok(Some(Err(e))) => return Err(failed(&e)),
-            Ok(None) => break,
+            Ok(None) => return Ok((watch, false)),
             Err(_) => return Err(failed(&format!("no entry for {} s", LIST_TIMEOUT.as_secs()))),
         };
         let last = entry.delta == 0;
-        if entry.operation == kv::Operation::Put {
-            entries.push(entry);
-        }
-        if last || entries.len() >= limit {
-            break;
+        if !each(entry) || last {
+            return Ok((watch, true));
         }
     }
-    Ok(entries)
 }
 
 /// An entry's registration, or `None` with a log line (too large, or not understood).
