@@ -155,7 +155,7 @@ fn main() {
     let names: Vec<String> = (0..HOSTS).map(|i| format!("h{i}")).collect();
     let mut sandbox = Vec::new();
     let mut native = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..7 {
         let owned = partials.clone();
         let t = Instant::now();
         runtime.merge(&rc, "b", &asker, &info, TimeRange::ALL, &params, owned).unwrap();

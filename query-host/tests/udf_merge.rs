@@ -10,6 +10,9 @@
 //! - a tree of leaves as a fleet of NATS leaf nodes merges it — random groups each merged into
 //!   one encoded partial (what a leaf's coordinator sends up), decoded, then merged — equals the
 //!   flat merge, for both analyses (their partials are columnar);
+//! - a group of partials of one shape is merged as one batch (`merge-batch`), any other by
+//!   `merge-columns`: trees over partials where one has a column more (a newer agent's) give
+//!   the same answers, so both paths merge alike;
 //! - a module without `merge` is refused for fleet use, `merge` cannot read data, and a
 //!   malformed columnar result is refused with what it broke.
 
@@ -152,6 +155,22 @@ fn leaf_tree(
     sb.runtime.merge(c, "t", store, &info, TimeRange::ALL, params, leaves).unwrap().output
 }
 
+/// `parts` with a column more on the first — a partial of another shape (a newer agent's),
+/// which the analysis ignores: a group holding it is merged by `merge-columns`, any other one
+/// by `merge-batch`.
+fn one_of_another_shape(mut parts: Vec<Decoded>) -> Vec<Decoded> {
+    let Some(Decoded::Columns(c)) = parts.first_mut() else { panic!("columnar partials") };
+    let rows = match &c.columns[0].values {
+        wit::ColumnValues::Unsigned(v) => v.len(),
+        wit::ColumnValues::Signed(v) => v.len(),
+        wit::ColumnValues::Float(v) => v.len(),
+        wit::ColumnValues::Text(t) => t.codes.len(),
+    };
+    let values = wit::ColumnValues::Unsigned(vec![7; rows]);
+    c.columns.push(wit::NamedColumn { name: "added_later".into(), unit: String::new(), values });
+    parts
+}
+
 fn view(d: Decoded) -> AnalysisOutput {
     let o = match d {
         Decoded::Output(o) => o,
@@ -188,9 +207,14 @@ fn rack_contention_merges_in_any_order_and_grouping_to_the_all_hosts_answer() {
         let merged =
             sb.runtime.merge(&c, "t", &all, &info(&all, "asker"), TimeRange::ALL, &params, partials.clone()).unwrap();
         assert_eq!(merged.output, whole, "case {case}: merged per-host partials vs one run over all hosts");
+        let mixed = one_of_another_shape(partials.clone());
+        let merged = sb.runtime.merge(&c, "t", &all, &info(&all, "asker"), TimeRange::ALL, &params, mixed.clone());
+        assert_eq!(merged.unwrap().output, whole, "case {case}: merged by merge-columns");
         for _ in 0..3 {
             let tree = random_tree(&sb, &c, &all, &params, partials.clone(), &mut rng);
             assert_eq!(view(tree), whole, "case {case}: a random merge tree");
+            let tree = random_tree(&sb, &c, &all, &params, mixed.clone(), &mut rng);
+            assert_eq!(view(tree), whole, "case {case}: a random tree of both kinds of merge");
             assert_eq!(leaf_tree(&sb, &c, &all, &params, partials.clone(), &mut rng), whole, "case {case}: leaves");
         }
         let AnalysisOutput::Table { rows, .. } = &whole else { panic!("a table") };
@@ -250,9 +274,15 @@ fn fleet_hot_functions_merge_exactly_in_any_order_and_grouping() {
                 .merge_group(&c, "t", &asker, &info(&asker, "a"), TimeRange::ALL, &params, partials.clone())
                 .unwrap(),
         );
+        let mixed = one_of_another_shape(partials.clone());
+        let by_columns =
+            sb.runtime.merge_group(&c, "t", &asker, &info(&asker, "a"), TimeRange::ALL, &params, mixed.clone());
+        assert_eq!(view(by_columns.unwrap()), flat, "case {case}: merged by merge-columns");
         for _ in 0..3 {
             let tree = random_tree(&sb, &c, &asker, &params, partials.clone(), &mut rng);
             assert_eq!(view(tree), flat, "case {case}: a random merge tree");
+            let tree = random_tree(&sb, &c, &asker, &params, mixed.clone(), &mut rng);
+            assert_eq!(view(tree), flat, "case {case}: a random tree of both kinds of merge");
             assert_eq!(leaf_tree(&sb, &c, &asker, &params, partials.clone(), &mut rng), flat, "case {case}: leaves");
         }
         let AnalysisOutput::Table { rows, .. } = &flat else { panic!("a table") };

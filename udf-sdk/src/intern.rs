@@ -41,8 +41,8 @@ impl Interner {
     }
 
     /// The ids of a partial's dictionary, in its order: its codes index this.
-    pub fn ids(&mut self, dictionary: &[String]) -> Vec<u32> {
-        dictionary.iter().map(|name| self.id(name)).collect()
+    pub fn ids<S: AsRef<str>>(&mut self, dictionary: impl IntoIterator<Item = S>) -> Vec<u32> {
+        dictionary.into_iter().map(|name| self.id(name.as_ref())).collect()
     }
 
     /// The name of `id` (an id this interner gave).
@@ -96,7 +96,7 @@ mod tests {
     #[test]
     fn ids_are_dense_ranks_follow_names_and_columns_decode_to_the_names() {
         let mut names = Interner::new();
-        let ids = names.ids(&["zlib".into(), "libc".into(), "zlib".into(), "app".into()]);
+        let ids = names.ids(["zlib", "libc", "zlib", "app"]);
         assert_eq!(ids, [0, 1, 0, 2]);
         assert_eq!(names.len(), 3);
         assert_eq!(names.name(1), "libc");

@@ -63,6 +63,7 @@ mod intern;
 pub mod log;
 mod output;
 mod params;
+pub mod partial;
 mod probes;
 
 /// The raw bindings generated from `wit/loupe.wit`. [`export_analysis!`] uses them; analyses
@@ -95,13 +96,13 @@ pub mod fleet_bindings {
     });
 }
 
-/// The raw bindings of the `fleet-columns` world (`describe`, `run`, `run-columns`,
-/// `merge-columns`), sharing every type and resource with [`bindings`].
+/// The raw bindings of the `fleet-batches` world (`describe`, `run`, `run-columns`,
+/// `merge-columns`, `merge-batch`), sharing every type and resource with [`bindings`].
 /// [`export_fleet_columns!`] uses them.
 pub mod columns_bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "fleet-columns",
+        world: "fleet-batches",
         pub_export_macro: true,
         export_macro_name: "export",
         default_bindings_module: "loupe_udf::columns_bindings",
@@ -127,6 +128,7 @@ pub use data::{
 pub use intern::{FastMap, Interner};
 pub use output::Flamegraph;
 pub use params::Params;
+pub use partial::Partial;
 pub use probes::{CallBatches, ProbeCalls, ProbeQuery, ProbeSessions, histogram_quantile, probes};
 /// A parameter's declaration (the WIT `param-spec`), built with [`Param::unsigned`],
 /// [`Param::float`], [`Param::text`] or [`Param::flag`], then [`Param::default`].
@@ -174,8 +176,9 @@ pub trait ColumnarAnalysis {
     /// One host's result over `ctx.range`.
     fn run_columns(ctx: &Context) -> Result<Columns, String>;
     /// Merges results of `run_columns` or of earlier merges into one of the same shape:
-    /// commutative and associative, reading no data.
-    fn merge_columns(ctx: &Context, partials: Vec<Columns>) -> Result<Columns, String>;
+    /// commutative and associative, reading no data. Each partial is a view ([`Partial`]),
+    /// whether it came alone or in a batch of many.
+    fn merge_columns(ctx: &Context, partials: &[Partial<'_>]) -> Result<Columns, String>;
 }
 
 /// What an invocation is about: the time range and the parameters.
@@ -332,6 +335,13 @@ macro_rules! export_fleet_columns {
                 ) -> ::core::result::Result<$crate::Columns, $crate::__private::String> {
                     $crate::__private::merge_columns::<$ty>(range, params, partials)
                 }
+                fn merge_batch(
+                    range: $crate::TimeRange,
+                    params: $crate::__private::Vec<$crate::types::Param>,
+                    batch: $crate::types::ColumnBatch,
+                ) -> ::core::result::Result<$crate::Columns, $crate::__private::String> {
+                    $crate::__private::merge_batch::<$ty>(range, params, batch)
+                }
             }
     $crate::columns_bindings::export!(__LoupeUdfExport with_types_in $crate::columns_bindings);
         };
@@ -364,7 +374,17 @@ pub mod __private {
         params: Vec<types::Param>,
         partials: Vec<crate::Columns>,
     ) -> Result<crate::Columns, String> {
-        A::merge_columns(&Context::new(range, Params::new(params)), partials)
+        let partials: Vec<crate::Partial> = partials.iter().map(crate::Partial::of).collect();
+        A::merge_columns(&Context::new(range, Params::new(params)), &partials)
+    }
+
+    pub fn merge_batch<A: crate::ColumnarAnalysis>(
+        range: TimeRange,
+        params: Vec<types::Param>,
+        batch: types::ColumnBatch,
+    ) -> Result<crate::Columns, String> {
+        let partials = crate::Partial::split(&batch)?;
+        A::merge_columns(&Context::new(range, Params::new(params)), &partials)
     }
 
     fn checked(mut d: Description, crate_version: &str) -> Description {

@@ -12,11 +12,13 @@
 //!   in size and depth before the host builds anything from them.
 //! - [`partial`], [`merge`]: fleet-wide analyses — a host's result as it travels to the asker,
 //!   and merging the hosts' results with the analysis' own `merge`, in the same sandbox;
-//!   [`merge_world`]: the `fleet-analysis` world's bindings.
+//!   [`merge_world`]: the fleet worlds' bindings; [`batch`]: a group of columnar partials as
+//!   one, lowered as a few lists.
 //!
 //! No two of these modules use each other (`tests/layers.rs` checks): the generated bindings,
 //! the cursor structs and the log sit below the modules that implement and call them.
 
+pub mod batch;
 pub mod bindings;
 pub mod cursors;
 pub mod host;

@@ -184,16 +184,50 @@ impl Runtime {
                 let merged = analysis.call_merge(&mut st, range, params, &group);
                 merged.map_err(|e| self.classify(e, &mut st, "merge()"))?.map(Decoded::Output)
             }
-            Merger::Columns(pre) => {
+            Merger::Columns { pre, batches } => {
                 let group = of_kind(group, "a table partial for an analysis with columnar partials", |d| match d {
                     Decoded::Columns(c) => Some(c),
                     Decoded::Output(_) => None,
                 })?;
+                // One batch when the analysis takes them and the group is of one shape.
+                let group = match batches {
+                    Some(batches) => {
+                        // Concurrent merges each take the kept buffers or none, and the one
+                        // holding more gives them back.
+                        let mut spare = std::mem::take(&mut *self.spare.lock().unwrap_or_else(|e| e.into_inner()));
+                        match super::batch::of(group, &mut spare) {
+                            Ok(batch) => {
+                                let merged = batches
+                                    .instantiate(&mut st)
+                                    .and_then(|analysis| analysis.call_merge_batch(&mut st, range, params, &batch));
+                                spare.recycle(batch);
+                                let mut kept = self.spare.lock().unwrap_or_else(|e| e.into_inner());
+                                if kept.bytes() < spare.bytes() {
+                                    *kept = spare;
+                                }
+                                drop(kept);
+                                let merged = merged.map_err(|e| self.classify(e, &mut st, "merge-batch()"))?;
+                                return self.merged(st, merged.map(Decoded::Columns));
+                            }
+                            Err(group) => group,
+                        }
+                    }
+                    None => group,
+                };
                 let analysis = pre.instantiate(&mut st).map_err(|e| self.classify(e, &mut st, "instantiating"))?;
                 let merged = analysis.call_merge_columns(&mut st, range, params, &group);
                 merged.map_err(|e| self.classify(e, &mut st, "merge-columns()"))?.map(Decoded::Columns)
             }
         };
+        self.merged(st, result)
+    }
+
+    /// A merge call's result, checked, with the call's state (its log and peak memory).
+    fn merged(
+        &self,
+        mut st: wasmtime::Store<State>,
+        result: Result<Decoded, String>,
+    ) -> Result<(Decoded, State), UdfError> {
         st.data_mut().collect_output();
         match result {
             Ok(Decoded::Columns(c)) => {

@@ -73,6 +73,8 @@ pub struct Runtime {
     linker: wasmtime::component::Linker<State>,
     limits: Limits,
     running: Mutex<Running>,
+    /// Buffers of spent merge batches, for the next merge call.
+    pub(super) spare: Mutex<super::batch::Spare>,
     ticker: Arc<Ticker>,
     ticker_thread: thread::Thread,
 }
@@ -176,7 +178,15 @@ impl Runtime {
                 .thread()
                 .clone()
         };
-        Ok(Runtime { engine, linker, limits, running: Mutex::new(Running::default()), ticker, ticker_thread })
+        Ok(Runtime {
+            engine,
+            linker,
+            limits,
+            running: Mutex::new(Running::default()),
+            spare: Mutex::default(),
+            ticker,
+            ticker_thread,
+        })
     }
 
     /// Starts the epoch ticker for the lifetime of the guard.
@@ -311,7 +321,7 @@ impl Runtime {
                 let bytes = super::partial::encode(&raw)?;
                 Ok((bytes, started.elapsed().as_nanos() as u64))
             }
-            Some(Merger::Columns(pre)) => {
+            Some(Merger::Columns { pre, .. }) => {
                 let params = resolve_params(&compiled.description.params, params)?;
                 let _slot = self.slot(team)?;
                 let _ticking = self.ticking();

@@ -12,7 +12,9 @@
 use std::collections::BTreeMap;
 
 use loupe_detect::fleet_hot::{self, Counts, Kind};
-use loupe_udf::{ColumnarAnalysis, Columns, Context, Description, FastMap, Interner, Param, ResultKind, Stacks};
+use loupe_udf::{
+    ColumnarAnalysis, Columns, Context, Description, FastMap, Interner, Param, Partial, ResultKind, Stacks,
+};
 
 struct FleetHotFunctions;
 
@@ -40,18 +42,18 @@ impl Merging {
     }
 
     /// Adds a partial made by [`Merging::columns`], here or on another host.
-    fn add(&mut self, c: &Columns) -> Result<(), String> {
+    fn add(&mut self, c: &Partial) -> Result<(), String> {
         let text = |name: &str| c.require(name).and_then(|v| v.text());
         let (kind, function, module, host) = (text("kind")?, text("function")?, text("module")?, text("host")?);
         let samples = c.require("samples")?.u64s()?;
         let n = samples.len();
-        if [&kind.codes, &function.codes, &module.codes, &host.codes].iter().any(|codes| codes.len() != n) {
+        if [kind.codes, function.codes, module.codes, host.codes].iter().any(|codes| codes.len() != n) {
             return Err("a fleet-hot-functions partial with columns of different lengths".into());
         }
-        let kinds: Vec<Option<Kind>> = kind.dictionary.iter().map(|k| Kind::parse(k)).collect();
-        let functions = self.names.ids(&function.dictionary);
-        let modules = self.names.ids(&module.dictionary);
-        let hosts = self.names.ids(&host.dictionary);
+        let kinds: Vec<Option<Kind>> = kind.dictionary.iter().map(Kind::parse).collect();
+        let functions = self.names.ids(function.dictionary.iter());
+        let modules = self.names.ids(module.dictionary.iter());
+        let hosts = self.names.ids(host.dictionary.iter());
         for i in 0..n {
             let bad = || format!("row {i} of a fleet-hot-functions partial codes past its dictionary");
             let k = kinds.get(kind.codes[i] as usize).copied().ok_or_else(bad)?.ok_or("an unknown row kind")?;
@@ -132,9 +134,9 @@ impl ColumnarAnalysis for FleetHotFunctions {
         Ok(Merging::of_counts(&counts).columns())
     }
 
-    fn merge_columns(_ctx: &Context, partials: Vec<Columns>) -> Result<Columns, String> {
+    fn merge_columns(_ctx: &Context, partials: &[Partial]) -> Result<Columns, String> {
         let mut merging = Merging::default();
-        for p in &partials {
+        for p in partials {
             merging.add(p)?;
         }
         Ok(merging.columns())
@@ -183,7 +185,7 @@ mod tests {
         assert_eq!(rows(&Merging::of_counts(&parts[3]).columns()), expect(&parts[3]));
         let mut merging = Merging::default();
         for p in &parts {
-            merging.add(&Merging::of_counts(p).columns()).unwrap();
+            merging.add(&Partial::of(&Merging::of_counts(p).columns())).unwrap();
         }
         let merged = rows(&merging.columns());
         assert!(merged.len() > 100, "{} rows", merged.len());

@@ -13,7 +13,9 @@
 //! each partial's host lists split once per distinct list.
 
 use loupe_detect::rack::{self, Rack, RunSlots};
-use loupe_udf::{ColumnarAnalysis, Columns, Context, Description, FastMap, Interner, Param, ResultKind, TextColumn};
+use loupe_udf::{
+    ColumnarAnalysis, Columns, Context, Description, FastMap, Interner, Param, Partial, ResultKind, TextColumn,
+};
 
 /// Most slots in one result: a rack's synchronized run of 2,000 slots fits fifty times.
 const MAX_ROWS: usize = 100_000;
@@ -52,6 +54,7 @@ impl Merging {
     /// The index of slot `key` in `slots`, added if new. `guess` is tried first: a partial's
     /// rows are in time order, as are the merged slots, so the slot after the previous row's
     /// is nearly always the next row's, and the map is not asked.
+    #[inline]
     fn slot_at(&mut self, key: (u64, u64), guess: usize) -> usize {
         if self.slots.get(guess).is_some_and(|s| s.key == key) {
             return guess;
@@ -82,7 +85,7 @@ impl Merging {
     }
 
     /// Adds a partial made by [`Merging::columns`], here or on another host, slot by slot.
-    fn add(&mut self, c: &Columns) -> Result<(), String> {
+    fn add(&mut self, c: &Partial) -> Result<(), String> {
         let num = |name: &str| c.require(name).and_then(|v| v.u64s());
         let (start, interval) = (num("slot_start_ns")?, num("interval_ns")?);
         let sums = [num("rack_in_bytes")?, num("rack_out_bytes")?, num("ce_bytes")?, num("retx_bytes")?];
@@ -94,30 +97,26 @@ impl Merging {
         }
         let in_lists: Vec<Vec<usize>> = in_burst.dictionary.iter().map(|t| self.list(t)).collect();
         let out_lists: Vec<Vec<usize>> = out_burst.dictionary.iter().map(|t| self.list(t)).collect();
-        for (codes, lists) in [(&in_burst.codes, &in_lists), (&out_burst.codes, &out_lists)] {
+        for (codes, lists) in [(in_burst.codes, &in_lists), (out_burst.codes, &out_lists)] {
             if let Some(i) = codes.iter().position(|&c| c as usize >= lists.len()) {
                 return Err(format!("row {i} of a rack-contention partial codes past its dictionary"));
             }
         }
-        // Column by column: each row's slot first, then each sum, then the host lists.
+        // Row by row, every column cut to the partial's length first so the loop's indexing
+        // is checked once: a partial's rows are in time order, as are the merged slots, so
+        // each row's slot is nearly always the one after the previous row's.
+        let (start, interval) = (&start[..n], &interval[..n]);
+        let [rin, rout, ce, retx] = sums.map(|s| &s[..n]);
+        let (ins, outs) = (&in_burst.codes[..n], &out_burst.codes[..n]);
         let mut next = 0;
-        let at: Vec<usize> = start
-            .iter()
-            .zip(interval)
-            .map(|(&s, &w)| {
-                let at = self.slot_at((s, w), next);
-                next = at + 1;
-                at
-            })
-            .collect();
-        for (k, column) in sums.iter().enumerate() {
-            for (&a, &v) in at.iter().zip(*column) {
-                self.slots[a].sums[k] += v;
+        for i in 0..n {
+            let at = self.slot_at((start[i], interval[i]), next);
+            next = at + 1;
+            let slot = &mut self.slots[at];
+            for (sum, v) in slot.sums.iter_mut().zip([rin[i], rout[i], ce[i], retx[i]]) {
+                *sum += v;
             }
-        }
-        for ((&a, &ins), &outs) in at.iter().zip(&in_burst.codes).zip(&out_burst.codes) {
-            let (ins, outs) = (&in_lists[ins as usize], &out_lists[outs as usize]);
-            let slot = &mut self.slots[a];
+            let (ins, outs) = (&in_lists[ins[i] as usize], &out_lists[outs[i] as usize]);
             if !ins.is_empty() {
                 slot.in_burst.extend(ins);
             }
@@ -239,9 +238,9 @@ impl ColumnarAnalysis for RackContention {
         merging.columns(ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)
     }
 
-    fn merge_columns(ctx: &Context, partials: Vec<Columns>) -> Result<Columns, String> {
+    fn merge_columns(ctx: &Context, partials: &[Partial]) -> Result<Columns, String> {
         let mut merging = Merging::default();
-        for p in &partials {
+        for p in partials {
             merging.add(p)?;
         }
         merging.columns(ctx.params.u64("min_senders")?, ctx.params.u64("gap_slots")?)

@@ -17,7 +17,7 @@ impl ColumnarAnalysis for BadColumns {
         Ok(Columns::new().column("n", "", vec![1u64, 2]).column("host", "", ColumnValues::Text(host)))
     }
 
-    fn merge_columns(_ctx: &Context, _partials: Vec<Columns>) -> Result<Columns, String> {
+    fn merge_columns(_ctx: &Context, _partials: &[loupe_udf::Partial]) -> Result<Columns, String> {
         Ok(Columns::new().column("n", "", vec![1u64, 2, 3]).column("m", "", vec![1u64]))
     }
 }
