@@ -169,7 +169,8 @@ pub trait Merge: Analysis {
 /// [`ColumnarAnalysis::run_columns`], whoever asked merges with
 /// [`ColumnarAnalysis::merge_columns`] — the contract of [`Merge`] — and a local invocation
 /// shows `run_columns`'s result as a table. Export it with [`export_fleet_columns!`]. Worth it
-/// when partials are many rows: they cross into the merging sandbox as whole lists.
+/// when partials are many rows: they cross into the merging sandbox as whole lists, a merge
+/// call's partials as one batch.
 pub trait ColumnarAnalysis {
     /// As [`Analysis::describe`].
     fn describe() -> Description;
@@ -302,7 +303,8 @@ macro_rules! export_fleet_analysis {
 }
 
 /// Exports a type implementing [`ColumnarAnalysis`] as the component's `describe`, `run`,
-/// `run-columns` and `merge-columns` (the `fleet-columns` world).
+/// `run-columns`, `merge-columns` and `merge-batch` (the `fleet-batches` world); the last two
+/// both call [`ColumnarAnalysis::merge_columns`].
 ///
 /// ```ignore
 /// loupe_udf::export_fleet_columns!(MyAnalysis);

@@ -6,8 +6,8 @@
 //! Every figure is a count, so `merge` sums them: exact, in any order and grouping. Each host
 //! keeps its `top` functions and libraries and counts the rest as `[other]` (exact when no host
 //! has more). The algorithm is [`loupe_detect::fleet_hot`]. Partials are columnar (the
-//! `fleet-columns` world): a datacenter's thousand partials cross into the merging sandbox as
-//! whole lists, their names coded once per partial.
+//! `fleet-batches` world): a datacenter's thousand partials cross into the merging sandbox as
+//! one batch of whole lists, their names coded once per partial.
 
 use std::collections::BTreeMap;
 

@@ -9,8 +9,8 @@
 //! One row per slot in which any host moved bytes (a quiet slot adds nothing to a sum), so that
 //! `merge` — numbers summed, host sets united, victims recomputed — is exact, commutative and
 //! associative. The algorithm is [`loupe_detect::rack`]. Partials are columnar (the
-//! `fleet-columns` world): a thousand hosts' slots cross into the merging sandbox as whole lists,
-//! each partial's host lists split once per distinct list.
+//! `fleet-batches` world): a thousand hosts' slots cross into the merging sandbox as one batch of
+//! whole lists, each partial's host lists split once per distinct list.
 
 use loupe_detect::rack::{self, Rack, RunSlots};
 use loupe_udf::{
@@ -84,7 +84,7 @@ impl Merging {
         }
     }
 
-    /// Adds a partial made by [`Merging::columns`], here or on another host, slot by slot.
+    /// Adds a partial made by [`Merging::columns`], here or on another host, row by row.
     fn add(&mut self, c: &Partial) -> Result<(), String> {
         let num = |name: &str| c.require(name).and_then(|v| v.u64s());
         let (start, interval) = (num("slot_start_ns")?, num("interval_ns")?);
