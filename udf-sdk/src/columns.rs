@@ -12,6 +12,7 @@
 
 use crate::{
     intern::FastMap,
+    partial::Values,
     types::{Cell, CodedText, Column, ColumnValues, Columns, NamedColumn, Output, Point, Series, SeriesColumn, Table},
 };
 
@@ -71,26 +72,14 @@ impl ColumnValues {
 
     /// The numbers of an unsigned column, or an error saying what it is instead.
     pub fn u64s(&self) -> Result<&[u64], String> {
-        match self {
-            Self::Unsigned(v) => Ok(v),
-            other => Err(format!("expected a column of counts, got {}", other.kind())),
-        }
+        Values::from(self).u64s()
     }
 
     /// A column of strings, or an error saying what it is instead.
     pub fn text(&self) -> Result<&CodedText, String> {
         match self {
             Self::Text(t) => Ok(t),
-            other => Err(format!("expected a column of text, got {}", other.kind())),
-        }
-    }
-
-    fn kind(&self) -> &'static str {
-        match self {
-            Self::Unsigned(_) => "counts",
-            Self::Signed(_) => "signed numbers",
-            Self::Float(_) => "floats",
-            Self::Text(_) => "text",
+            other => Err(format!("expected a column of text, got {}", Values::from(other).kind())),
         }
     }
 

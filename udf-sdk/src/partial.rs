@@ -54,21 +54,7 @@ enum Entries<'a> {
 impl<'a> Partial<'a> {
     /// A partial that came alone.
     pub fn of(c: &'a Columns) -> Partial<'a> {
-        let columns = c
-            .columns
-            .iter()
-            .map(|col| {
-                let values = match &col.values {
-                    ColumnValues::Unsigned(v) => Values::Unsigned(v),
-                    ColumnValues::Signed(v) => Values::Signed(v),
-                    ColumnValues::Float(v) => Values::Float(v),
-                    ColumnValues::Text(CodedText { dictionary, codes }) => {
-                        Values::Text(Text { dictionary: Dictionary(Entries::Strings(dictionary)), codes })
-                    }
-                };
-                (col.name.as_str(), values)
-            })
-            .collect();
+        let columns = c.columns.iter().map(|col| (col.name.as_str(), Values::from(&col.values))).collect();
         Partial { columns, series: c.series.iter().collect() }
     }
 
@@ -168,6 +154,19 @@ fn check_text(text: &str, ends: &[u32], entries: &[u32], parts: usize) -> Result
     Ok(())
 }
 
+impl<'a> From<&'a ColumnValues> for Values<'a> {
+    fn from(v: &'a ColumnValues) -> Self {
+        match v {
+            ColumnValues::Unsigned(v) => Values::Unsigned(v),
+            ColumnValues::Signed(v) => Values::Signed(v),
+            ColumnValues::Float(v) => Values::Float(v),
+            ColumnValues::Text(CodedText { dictionary, codes }) => {
+                Values::Text(Text { dictionary: Dictionary(Entries::Strings(dictionary)), codes })
+            }
+        }
+    }
+}
+
 impl<'a> Values<'a> {
     pub fn len(&self) -> usize {
         match self {
@@ -206,7 +205,7 @@ impl<'a> Values<'a> {
         }
     }
 
-    fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Self::Unsigned(_) => "counts",
             Self::Signed(_) => "signed numbers",
