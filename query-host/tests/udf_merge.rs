@@ -13,6 +13,8 @@
 //! - a group of partials of one shape is merged as one batch (`merge-batch`), any other by
 //!   `merge-columns`: trees over partials where one has a column more (a newer agent's) give
 //!   the same answers, so both paths merge alike;
+//! - a columnar module built before `merge-batch` existed (the `fleet-columns` world) still
+//!   merges, its partials as a list;
 //! - a module without `merge` is refused for fleet use, `merge` cannot read data, and a
 //!   malformed columnar result is refused with what it broke.
 
@@ -21,6 +23,7 @@ use loupe_core::analyses::host_info;
 use loupe_sandbox::{
     UdfError,
     bindings::{HostInfo, wit},
+    merge_world::Merger,
     output,
     partial::{self, Decoded},
     runtime::{Allocation, Compiled, Runtime},
@@ -289,6 +292,34 @@ fn fleet_hot_functions_merge_exactly_in_any_order_and_grouping() {
         let total = rows.iter().find(|r| r[0] == json_cell("host") && r[3] == json_cell("*")).unwrap();
         assert_eq!(total[4], loupe_api::model::Cell::Unsigned(want_total), "case {case}: the fleet's samples");
     }
+}
+
+#[test]
+fn a_columnar_module_without_merge_batch_still_merges_its_partials_as_a_list() {
+    let mut sb = Sandbox::new();
+    let mut rng = StdRng::seed_from_u64(5);
+    let params = Map::new();
+    let (mut partials, mut want, mut compiled) = (Vec::new(), Vec::new(), None);
+    for h in 0..4 {
+        let mine = sb.store();
+        let n = rng.random_range(1..50);
+        mine.put_samples(&samples(&mut rng, n), 0, T0).unwrap();
+        let c = compiled.get_or_insert_with(|| sb.compile("columns_only", &mine)).clone();
+        let host = format!("h{h}");
+        let (bytes, _) =
+            sb.runtime.invoke_partial(&c, "t", &mine, &info(&mine, &host), TimeRange::ALL, &params).unwrap();
+        partials.push(partial::decode(&bytes).unwrap());
+        want.push(vec![json_cell(&host), loupe_api::model::Cell::Unsigned(n as u64)]);
+    }
+    let c = compiled.unwrap();
+    assert!(matches!(c.merge, Some(Merger::Columns { batches: None, .. })), "a module without merge-batch");
+    let asker = sb.store();
+    let sdk_built = sb.compile("fleet_hot_functions", &asker);
+    assert!(matches!(sdk_built.merge, Some(Merger::Columns { batches: Some(_), .. })), "the SDK exports merge-batch");
+    partials.reverse();
+    let merged = sb.runtime.merge(&c, "t", &asker, &info(&asker, "a"), TimeRange::ALL, &params, partials).unwrap();
+    let AnalysisOutput::Table { rows, .. } = merged.output else { panic!("a table") };
+    assert_eq!(rows, want, "samples per host, in host order");
 }
 
 fn json_cell(s: &str) -> loupe_api::model::Cell {

@@ -192,24 +192,24 @@ impl Runtime {
                 // One batch when the analysis takes them and the group is of one shape.
                 let group = match batches {
                     Some(batches) => {
-                        // Concurrent merges each take the kept buffers or none, and the one
-                        // holding more gives them back.
-                        let mut spare = std::mem::take(&mut *self.spare.lock().unwrap_or_else(|e| e.into_inner()));
+                        let mut spare = self.spare.take();
                         match super::batch::of(group, &mut spare) {
                             Ok(batch) => {
-                                let merged = batches
-                                    .instantiate(&mut st)
-                                    .and_then(|analysis| analysis.call_merge_batch(&mut st, range, params, &batch));
+                                let merged = match batches.instantiate(&mut st) {
+                                    Ok(analysis) => analysis
+                                        .call_merge_batch(&mut st, range, params, &batch)
+                                        .map_err(|e| (e, "merge-batch()")),
+                                    Err(e) => Err((e, "instantiating")),
+                                };
                                 spare.recycle(batch);
-                                let mut kept = self.spare.lock().unwrap_or_else(|e| e.into_inner());
-                                if kept.bytes() < spare.bytes() {
-                                    *kept = spare;
-                                }
-                                drop(kept);
-                                let merged = merged.map_err(|e| self.classify(e, &mut st, "merge-batch()"))?;
+                                self.spare.give_back(spare);
+                                let merged = merged.map_err(|(e, what)| self.classify(e, &mut st, what))?;
                                 return self.merged(st, merged.map(Decoded::Columns));
                             }
-                            Err(group) => group,
+                            Err(group) => {
+                                self.spare.give_back(spare);
+                                group
+                            }
                         }
                     }
                     None => group,

@@ -74,7 +74,7 @@ pub struct Runtime {
     limits: Limits,
     running: Mutex<Running>,
     /// Buffers of spent merge batches, for the next merge call.
-    pub(super) spare: Mutex<super::batch::Spare>,
+    pub(super) spare: super::batch::Kept,
     ticker: Arc<Ticker>,
     ticker_thread: thread::Thread,
 }
@@ -183,7 +183,7 @@ impl Runtime {
             linker,
             limits,
             running: Mutex::new(Running::default()),
-            spare: Mutex::default(),
+            spare: Default::default(),
             ticker,
             ticker_thread,
         })
