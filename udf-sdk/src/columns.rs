@@ -58,12 +58,7 @@ impl Default for Columns {
 
 impl ColumnValues {
     pub fn len(&self) -> usize {
-        match self {
-            Self::Unsigned(v) => v.len(),
-            Self::Signed(v) => v.len(),
-            Self::Float(v) => v.len(),
-            Self::Text(t) => t.codes.len(),
-        }
+        Values::from(self).len()
     }
 
     pub fn is_empty(&self) -> bool {
