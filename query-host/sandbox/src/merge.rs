@@ -67,10 +67,7 @@ impl Runtime {
             Decoded::Columns(c) => output::columns_output(c),
         };
         let output = output::bounded(raw, self.limits().output_bytes)?;
-        let output_bytes = serde_json::to_vec(&output).map(|v| v.len()).unwrap_or(usize::MAX);
-        if output_bytes > self.limits().output_bytes {
-            return Err(UdfError::OutputTooLarge { size: output_bytes, limit: self.limits().output_bytes });
-        }
+        let output_bytes = output::json_bytes(&output, self.limits().output_bytes)?;
         Ok(InvocationReport {
             output,
             log,

@@ -34,6 +34,25 @@ pub const MAX_NAME_BYTES: usize = 4 << 10;
 
 pub use loupe_api::error::Bound;
 
+/// The bytes of `output`'s JSON, counted as it is written rather than into a buffer (a merged
+/// fleet result can be megabytes, freshly allocated only to be measured); an error over
+/// `limit`.
+pub fn json_bytes(output: &AnalysisOutput, limit: usize) -> Result<usize, UdfError> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let size = serde_json::to_writer(&mut count, output).map(|()| count.0).unwrap_or(usize::MAX);
+    if size > limit { Err(UdfError::OutputTooLarge { size, limit }) } else { Ok(size) }
+}
+
 fn check(what: Bound, limit: usize, got: usize) -> Result<(), UdfError> {
     if got > limit { Err(UdfError::OutputShape { what, limit, got }) } else { Ok(()) }
 }
@@ -240,4 +259,20 @@ pub fn columns_output(c: wit::Columns) -> wit::Output {
         })
         .collect();
     wit::Output::Table(wit::Table { columns, rows })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_bytes_counts_what_would_be_written_and_refuses_past_the_limit() {
+        let output = AnalysisOutput::Text { text: "ÿ \"quoted\"\n".repeat(1000) };
+        let written = serde_json::to_vec(&output).unwrap().len();
+        assert_eq!(json_bytes(&output, written).unwrap(), written);
+        match json_bytes(&output, written - 1) {
+            Err(UdfError::OutputTooLarge { size, limit }) => assert_eq!((size, limit), (written, written - 1)),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -287,10 +287,7 @@ impl Runtime {
     ) -> Result<InvocationReport, UdfError> {
         let (raw, state, started) = self.run_guest(compiled, team, store, info, range, params)?;
         let output = output::bounded(raw, self.limits.output_bytes)?;
-        let output_bytes = serde_json::to_vec(&output).map(|v| v.len()).unwrap_or(usize::MAX);
-        if output_bytes > self.limits.output_bytes {
-            return Err(UdfError::OutputTooLarge { size: output_bytes, limit: self.limits.output_bytes });
-        }
+        let output_bytes = output::json_bytes(&output, self.limits.output_bytes)?;
         Ok(InvocationReport {
             output,
             log: state.data.log,
