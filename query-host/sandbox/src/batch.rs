@@ -12,7 +12,8 @@
 //!
 //! A batch's buffers are kept for the next one ([`Spare`]): written fresh, the tens of MiB of a
 //! large batch cost more in page faults than in copying (building a batch of 1,000
-//! `rack-contention` partials took 17.6 ms in new memory on this VM, ~4 ms in kept buffers).
+//! `rack-contention` partials took 17.6 ms in new memory on this VM; with kept buffers the
+//! whole merge call went from about 51 to 41 ms).
 
 use std::sync::Mutex;
 
