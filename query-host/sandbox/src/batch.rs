@@ -28,15 +28,24 @@ pub const KEEP: usize = 64 * MAX_PARTIAL_BYTES;
 pub struct Kept(Mutex<Spare>);
 
 impl Kept {
-    pub fn take(&self) -> Spare {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    pub fn give_back(&self, spare: Spare) {
+    /// `group` as one batch written into the kept buffers and handed to `merge`, the buffers
+    /// kept again after; `group` back, untouched, when it does not batch ([`of`]).
+    pub fn with_batch<T>(
+        &self,
+        group: Vec<wit::Columns>,
+        merge: impl FnOnce(&wit::ColumnBatch) -> T,
+    ) -> Result<T, Vec<wit::Columns>> {
+        let mut spare = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        let merged = of(group, &mut spare).map(|batch| {
+            let merged = merge(&batch);
+            spare.recycle(batch);
+            merged
+        });
         let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if kept.bytes() < spare.bytes() {
             *kept = spare;
         }
+        merged
     }
 }
 
@@ -314,5 +323,19 @@ mod tests {
         let mut full = Spare { u64s: vec![Vec::with_capacity(KEEP / 8)], ..Spare::default() };
         full.recycle(again);
         assert_eq!(full.bytes(), KEEP);
+    }
+
+    #[test]
+    fn kept_buffers_serve_one_merge_after_another_and_survive_a_group_that_does_not_batch() {
+        let kept = Kept::default();
+        let group = || vec![partial("a", vec![1; 100], &["x"], vec![0; 100]), partial("b", vec![2], &["y"], vec![0])];
+        assert_eq!(kept.with_batch(group(), |b| b.rows.clone()).unwrap(), [100, 1]);
+        let held = kept.0.lock().unwrap().bytes();
+        assert!(held >= 8 * 101, "{held} bytes kept");
+        let mut mixed = group();
+        mixed[1].columns[0].unit = "packets".into();
+        let back = kept.with_batch(mixed.clone(), |_| unreachable!("a group of two shapes does not batch"));
+        assert_eq!(back.unwrap_err(), mixed);
+        assert_eq!(kept.0.lock().unwrap().bytes(), held, "the kept buffers were given back");
     }
 }

@@ -189,24 +189,18 @@ impl Runtime {
                 // One batch when the analysis takes them and the group is of one shape.
                 let group = match batches {
                     Some(batches) => {
-                        let mut spare = self.spare.take();
-                        match super::batch::of(group, &mut spare) {
-                            Ok(batch) => {
-                                let merged = match batches.instantiate(&mut st) {
-                                    Ok(analysis) => analysis
-                                        .call_merge_batch(&mut st, range, params, &batch)
-                                        .map_err(|e| (e, "merge-batch()")),
-                                    Err(e) => Err((e, "instantiating")),
-                                };
-                                spare.recycle(batch);
-                                self.spare.give_back(spare);
+                        let merged = self.spare.with_batch(group, |batch| match batches.instantiate(&mut st) {
+                            Ok(analysis) => analysis
+                                .call_merge_batch(&mut st, range, params, batch)
+                                .map_err(|e| (e, "merge-batch()")),
+                            Err(e) => Err((e, "instantiating")),
+                        });
+                        match merged {
+                            Ok(merged) => {
                                 let merged = merged.map_err(|(e, what)| self.classify(e, &mut st, what))?;
                                 return self.merged(st, merged.map(Decoded::Columns));
                             }
-                            Err(group) => {
-                                self.spare.give_back(spare);
-                                group
-                            }
+                            Err(group) => group,
                         }
                     }
                     None => group,
