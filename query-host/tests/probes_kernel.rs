@@ -341,6 +341,82 @@ fn a_function_starting_with_mov_is_probed_past_it_without_single_stepping() {
     );
 }
 
+/// A CET-built loop function as gcc pads it: `endbr64; mov %rdi,%rax; xor %ecx,%ecx; nopl
+/// 0x0(%rax)` before the loop head. The program waits for a line on stdin, then makes 20,000
+/// calls and prints their sum.
+const CET_LOOP_C: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) unsigned long ceo_leaf(unsigned long x) {
+    unsigned long h = x; unsigned i = 0;
+    do { h = h * 33 + (h >> 7) + i; } while (++i < 50);
+    return h;
+}
+int main(void) {
+    char line[8]; unsigned long s = 0;
+    if (!fgets(line, sizeof line, stdin)) return 1;
+    for (unsigned long i = 0; i < 20000; i++) s += ceo_leaf(i);
+    printf("%lu\n", s);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_loop_function_is_probed_on_the_multi_byte_nop_before_its_loop() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("cet_loop.c");
+    std::fs::write(&src, CET_LOOP_C).unwrap();
+    let exe = dir.path().join("cet_loop");
+    let ok = Command::new("cc").args(["-O2", "-fcf-protection=full", "-o"]).arg(&exe).arg(&src).status().unwrap();
+    assert!(ok.success());
+    // Where this compiler put the padding NOP (gcc 12: `nopl 0x0(%rax)` at +0x9).
+    let dump = Command::new("objdump").args(["-d", "--no-show-raw-insn"]).arg(&exe).output().unwrap();
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    let body: Vec<&str> =
+        dump.lines().skip_while(|l| !l.ends_with("<ceo_leaf>:")).take_while(|l| !l.is_empty()).collect();
+    let addr = |l: &str| u64::from_str_radix(l.trim().split(':').next().unwrap().trim(), 16).unwrap();
+    let start = u64::from_str_radix(body[0].split_whitespace().next().unwrap(), 16).unwrap();
+    let nop =
+        body[1..].iter().find(|l| l.contains("nop")).unwrap_or_else(|| panic!("no padding NOP:\n{}", body.join("\n")));
+    assert!(body[1].contains("endbr64"), "{}", body.join("\n"));
+    let nop_at = addr(nop) - start;
+    let expected = {
+        let run = |stdin: &str| {
+            let mut child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+            std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
+            child
+        };
+        let out = run("go\n").wait_with_output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let data = dir.path().join("data");
+    if !loupe_core::ingest::probes::placement::kernel_emulates_long_nops() {
+        let out = Command::new(LOUPE)
+            .args(["probe", "--binary"])
+            .arg(&exe)
+            .args(["--func", "ceo_leaf", "--data-dir"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("single-steps multi-byte NOPs"), "{err}");
+        return;
+    }
+    let mut program = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let pid = program.id().to_string();
+    let probe = start_probe(&data, &["--pid", &pid, "--func", "ceo_leaf"]);
+    std::io::Write::write_all(&mut program.stdin.take().unwrap(), b"go\n").unwrap();
+    let out = program.wait_with_output().unwrap();
+    let view = stop_probe(probe);
+    // The program computed what it computes unprobed: the skipped moves ran, the NOP was emulated.
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+    let seen = function(&view, "ceo_leaf");
+    assert_eq!(u(&seen["probe_offset"]), nop_at, "on the padding NOP: {seen}");
+    assert_eq!(u(&seen["calls"]), 20_000, "{seen}");
+    assert_eq!(u(&seen["timed"]), 20_000, "{seen}");
+}
+
 #[test]
 fn a_go_programs_calls_are_counted_exactly_and_the_session_says_why_none_is_timed() {
     require_root!();

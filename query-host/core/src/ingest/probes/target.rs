@@ -25,7 +25,7 @@ use std::{
 
 use object::{Object, ObjectSymbol, ReadCache, SymbolKind, read::File as ObjectFile};
 
-use super::placement::{FunctionCode, MAX_FUNCTION_BYTES, Placement, place};
+use super::placement::{FunctionCode, MAX_FUNCTION_BYTES, Placement, kernel_emulates_long_nops, place};
 use crate::ingest::symbolize::{
     debug_files::{Binary, DebugFiles},
     elf_file::ElfFacts,
@@ -363,8 +363,13 @@ fn check_entry(
         _ => None,
     };
     let related = cold.iter().map(|(address, bytes)| (*address, bytes.as_slice())).collect();
-    let f =
-        FunctionCode { address: found.address, code: &code, whole: whole && code.len() as u64 == found.size, related };
+    let f = FunctionCode {
+        address: found.address,
+        code: &code,
+        whole: whole && code.len() as u64 == found.size,
+        related,
+        long_nops: kernel_emulates_long_nops(),
+    };
     match place(&f) {
         Ok(p) => Ok(p),
         Err(_) if allow_single_step => Ok(Placement { offset: 0, skipped: Vec::new() }),
