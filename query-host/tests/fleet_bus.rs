@@ -2,6 +2,8 @@
 //! - the leaf registry a leading agent keeps by a watch (`fleet::live_registry`): it lists what
 //!   a read of the bucket lists, and follows what is written after it started — a host
 //!   joining, a clean stop, an entry removed;
+//! - a registry on a nats-server killed and restarted on its store lists each host once,
+//!   through a read and through the watch;
 //! - a tree's second ask (`gather::Resend`): a leaf whose coordinator dies holding the request
 //!   is asked again on its own subject, and its queue group hands it to another agent.
 
@@ -31,6 +33,7 @@ use loupe_doors::fleet::{
 
 const PORT: u16 = 4710;
 const RESEND_PORT: u16 = 4711;
+const RESTART_PORT: u16 = 4712;
 
 struct Server(Child);
 
@@ -146,6 +149,83 @@ fn the_watched_registry_lists_what_a_read_does_and_follows_later_writes() {
         // A new watch (another agent leading the leaf) starts from what is there now.
         assert_eq!(names(&LiveRegistry::new().list(&js, &Selector::default()).await.unwrap()), want);
     });
+}
+
+#[test]
+fn a_restarted_servers_registry_lists_each_host_once() {
+    if !common::fleet::nats_available("fleet_bus") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = server(RESTART_PORT, dir.path());
+    runtime().block_on(async {
+        let client = client(RESTART_PORT, "test").await;
+        let js = async_nats::jetstream::new(client);
+        let bucket = registry::bucket(&js).await.unwrap();
+        let live = LiveRegistry::new();
+        let hosts: Vec<String> = (0..8).map(|i| format!("h{i}")).collect();
+        // Heartbeats as eight agents write them, many times over, each written last at `beat`.
+        let beat = |round: u64| {
+            let mut reg = registration("h0", "r1");
+            reg.heartbeat_unix_ns = round;
+            reg
+        };
+        let beats = |from: u64, rounds: u64| {
+            let (bucket, hosts) = (bucket.clone(), hosts.clone());
+            async move {
+                for round in from..from + rounds {
+                    for h in &hosts {
+                        let mut reg = beat(round);
+                        reg.place.host = h.clone();
+                        // Right after a restart a put can fail until the stream is back.
+                        let started = Instant::now();
+                        while let Err(e) = registry::put(&bucket, &reg).await {
+                            assert!(started.elapsed() < Duration::from_secs(20), "{e}");
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                }
+            }
+        };
+        // Each host once, at its latest heartbeat, through a fresh read and the watch.
+        let once_each = |last: u64, when: &'static str| {
+            let (js, live, hosts) = (js.clone(), live.clone(), hosts.clone());
+            async move {
+                let started = Instant::now();
+                loop {
+                    let read = registry::list(&registry::bucket(&js).await.unwrap(), &Selector::default()).await;
+                    let watched = live.list(&js, &Selector::default()).await;
+                    let beats = |l: &[FleetHost]| {
+                        l.iter().map(|h| (h.place.host.clone(), h.heartbeat_unix_ns)).collect::<Vec<_>>()
+                    };
+                    let want: Vec<(String, u64)> = hosts.iter().map(|h| (h.clone(), last)).collect();
+                    if let (Ok(read), Ok(watched)) = (&read, &watched) {
+                        assert!(read.len() <= hosts.len(), "{when}: read {:?}", beats(read));
+                        if beats(read) == want && beats(watched) == want {
+                            return;
+                        }
+                        assert!(watched.len() <= hosts.len(), "{when}: watched {:?}", beats(watched));
+                    }
+                    assert!(
+                        started.elapsed() < Duration::from_secs(20),
+                        "{when}: read {:?}, watched {:?}",
+                        read.map(|l| beats(&l)),
+                        watched.map(|l| beats(&l))
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
+        beats(1, 20).await;
+        once_each(20, "before the restart").await;
+        // SIGKILL, as a host dying: nothing flushed. Then the same store again.
+        server.0.kill().unwrap();
+        server.0.wait().unwrap();
+        server = self::server(RESTART_PORT, dir.path());
+        beats(21, 3).await;
+        once_each(23, "after the restart").await;
+    });
+    drop(server);
 }
 
 /// Two agents of leaf `r1` in its queue group. The first to receive a request dies with it

@@ -38,7 +38,8 @@ struct Watched {
 }
 
 struct Seen {
-    entries: HashMap<String, Registration>,
+    /// Host → (revision, its registration; `None` once deleted).
+    entries: HashMap<String, (u64, Option<Registration>)>,
     ended: bool,
 }
 
@@ -63,7 +64,7 @@ impl LiveRegistry {
         }
         let w = watched.as_ref().expect("a watch was just started");
         let seen = w.state.lock().expect("registry watch poisoned");
-        Ok(registry::view_of(seen.entries.values().cloned(), selector))
+        Ok(registry::view_of(seen.entries.values().filter_map(|(_, reg)| reg.clone()), selector))
     }
 }
 
@@ -103,19 +104,26 @@ async fn watch(store: &kv::Store) -> Result<Arc<Watched>, FleetError> {
 }
 
 /// One watched entry into `entries`: a put's registration (if it decodes, and within
-/// [`registry::MAX_LISTED`] hosts), a delete or purge removing its host.
-fn apply(entries: &mut HashMap<String, Registration>, entry: kv::Entry) {
+/// [`registry::MAX_LISTED`] hosts), a delete or purge marking its host gone; an entry older
+/// than what its host holds is ignored (a recreated watch replays from the stream's start:
+/// [`registry::latest`] says when).
+fn apply(entries: &mut HashMap<String, (u64, Option<Registration>)>, entry: kv::Entry) {
+    if entries.get(&entry.key).is_some_and(|(held, _)| *held >= entry.revision) {
+        return;
+    }
     match entry.operation {
         kv::Operation::Put => {
             if entries.len() >= registry::MAX_LISTED && !entries.contains_key(&entry.key) {
                 return;
             }
             if let Some(reg) = registry::decode(&entry.key, &entry.value) {
-                entries.insert(entry.key, reg);
+                entries.insert(entry.key, (entry.revision, Some(reg)));
             }
         }
         kv::Operation::Delete | kv::Operation::Purge => {
-            entries.remove(&entry.key);
+            if let Some(held) = entries.get_mut(&entry.key) {
+                *held = (entry.revision, None);
+            }
         }
     }
 }

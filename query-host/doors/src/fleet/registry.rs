@@ -147,25 +147,70 @@ async fn read_all(store: &kv::Store) -> Result<Vec<Registration>, FleetError> {
     Ok(entries.iter().filter_map(|e| decode(&e.key, &e.value)).collect())
 }
 
-/// The latest value of every key of a bucket (deleted ones left out), at most `limit`: in one
-/// pass of an ordered consumer, not a key listing and then one request per key. `store` must be
-/// a handle fetched for this read ([`bucket`]): whether the bucket is empty is asked of the
-/// stream state the handle was fetched with.
+/// The latest value of every key of a bucket (deleted ones left out), at most `limit` keys, in
+/// the order they were written: in one pass of an ordered consumer, not a key listing and then
+/// one request per key. `store` must be a handle fetched for this read ([`bucket`]): whether
+/// the bucket is empty is asked of the stream state the handle was fetched with.
+///
+/// One entry per key whatever the watch delivers. It should deliver only each key's latest,
+/// but it can deliver a key's older revisions too: async-nats' ordered consumer, when it
+/// recreates itself before its first message (a heartbeat missed while a restarted
+/// nats-server recovers), starts again from the stream's first message, not from each key's
+/// last; and nats-server 2.9 can recover a stream killed with SIGKILL holding revisions its
+/// per-key limit had removed. A rack test once listed each of eight hosts 17 times after a
+/// restart, every heartbeat since before it. So the highest revision of each key is kept.
 pub async fn latest(store: &kv::Store, limit: usize) -> Result<Vec<kv::Entry>, FleetError> {
     // Nothing to read: no watch opened (the status is the handle's, asked of nobody).
     let status = store.status().await.map_err(|e| FleetError::Bus(format!("listing {}: {e}", store.name)))?;
     if status.values() == 0 {
         return Ok(Vec::new());
     }
-    let mut entries = Vec::new();
+    let mut by_key = Latest::default();
     current(store, "listing", |entry| {
-        if entry.operation == kv::Operation::Put {
-            entries.push(entry);
-        }
-        entries.len() < limit
+        by_key.add(entry.key.clone(), entry.revision, entry.operation == kv::Operation::Put, entry, limit);
+        by_key.keys() < limit
     })
     .await?;
-    Ok(entries)
+    Ok(by_key.puts())
+}
+
+/// Each key's highest revision among entries read, deletes included (a delete newer than a
+/// put hides it), for at most a bounded number of keys.
+pub(super) struct Latest<T> {
+    /// Key → (revision, a put, the entry).
+    entries: std::collections::HashMap<String, (u64, bool, T)>,
+}
+
+impl<T> Default for Latest<T> {
+    fn default() -> Self {
+        Latest { entries: Default::default() }
+    }
+}
+
+impl<T> Latest<T> {
+    /// `entry` (a put, or a delete), unless `key` already holds a newer revision, or it is a
+    /// new key and `limit` keys are held.
+    pub(super) fn add(&mut self, key: String, revision: u64, put: bool, entry: T, limit: usize) {
+        match self.entries.get(&key) {
+            Some((held, ..)) if *held >= revision => {}
+            None if self.entries.len() >= limit => {}
+            _ => {
+                self.entries.insert(key, (revision, put, entry));
+            }
+        }
+    }
+
+    pub(super) fn keys(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The keys whose latest entry is a put, oldest revision first.
+    pub(super) fn puts(self) -> Vec<T> {
+        let mut puts: Vec<(u64, T)> =
+            self.entries.into_values().filter(|(_, put, _)| *put).map(|(rev, _, e)| (rev, e)).collect();
+        puts.sort_unstable_by_key(|(rev, _)| *rev);
+        puts.into_iter().map(|(_, e)| e).collect()
+    }
 }
 
 /// A watch of every key of `store` whose history so far — each key's latest entry, deletes
@@ -211,6 +256,25 @@ pub(super) fn decode(key: &str, bytes: &[u8]) -> Option<Registration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_keys_older_revisions_are_listed_once_as_its_latest() {
+        let mut latest = Latest::default();
+        // A stream replayed whole after a restart: every heartbeat of h1 and h2, a delete of h3
+        // after its put, and the same history again out of order (a recreated watch).
+        let history =
+            [("h1", 1, true), ("h2", 2, true), ("h3", 3, true), ("h1", 4, true), ("h2", 5, true), ("h3", 6, false)];
+        for (key, rev, put) in history.iter().chain(history.iter().rev()) {
+            latest.add(key.to_string(), *rev, *put, (*key, *rev), 10);
+        }
+        assert_eq!(latest.puts(), [("h1", 4), ("h2", 5)]);
+        // At most `limit` keys; newer revisions of held keys still count.
+        let mut bounded = Latest::default();
+        for (key, rev) in [("a", 1), ("b", 2), ("c", 3), ("a", 4)] {
+            bounded.add(key.to_string(), rev, true, (key, rev), 2);
+        }
+        assert_eq!(bounded.puts(), [("b", 2), ("a", 4)]);
+    }
 
     #[test]
     fn status_follows_the_heartbeat_and_a_clean_stop() {
