@@ -52,6 +52,59 @@ fn threads(pid: u32) -> std::collections::BTreeMap<String, (u64, u64)> {
     out
 }
 
+/// Where an agent's resident memory is, from `/proc/PID/smaps` (KiB by kind of mapping), and
+/// the kernel memory of the BPF maps it holds (their `memlock`, not part of RSS unless
+/// mapped), which is the host's either way.
+#[derive(Default)]
+struct Resident {
+    /// BPF maps mapped into the process (`anon_inode:bpf-map`: ring buffers, mmapable arrays).
+    bpf_mapped_kb: u64,
+    /// The `loupe` executable's own pages (code and read-only data touched so far).
+    binary_kb: u64,
+    /// Heap, thread stacks and anonymous mappings (malloc arenas, wasm memory, caches).
+    anonymous_kb: u64,
+    /// Other files (shared libraries, the store's files if mapped).
+    files_kb: u64,
+    /// Kernel memory of the BPF maps the agent holds.
+    bpf_memlock_kb: u64,
+}
+
+fn resident(pid: u32) -> Resident {
+    let exe = fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+    let smaps = fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut r = Resident::default();
+    let mut kind: fn(&mut Resident) -> &mut u64 = |r| &mut r.anonymous_kb;
+    for line in smaps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // A mapping's first line: `start-end perms offset dev inode [path]`.
+        if fields.first().is_some_and(|f| f.contains('-') && f.chars().all(|c| c.is_ascii_hexdigit() || c == '-')) {
+            let path = fields.get(5..).map(|p| p.join(" ")).unwrap_or_default();
+            kind = if path.contains("bpf-map") || path.contains("anon_inode:bpf") {
+                |r| &mut r.bpf_mapped_kb
+            } else if !path.is_empty() && std::path::Path::new(&path) == exe {
+                |r| &mut r.binary_kb
+            } else if path.is_empty() || path.starts_with('[') {
+                |r| &mut r.anonymous_kb
+            } else {
+                |r| &mut r.files_kb
+            };
+        } else if fields.first() == Some(&"Rss:") {
+            *kind(&mut r) += fields.get(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    // Each BPF map the agent holds is an fd whose fdinfo says its kernel memory (`memlock`);
+    // a map held by two fds is counted twice (the agent holds each map once).
+    for fd in fs::read_dir(format!("/proc/{pid}/fdinfo")).into_iter().flatten().flatten() {
+        let info = fs::read_to_string(fd.path()).unwrap_or_default();
+        if info.lines().any(|l| l.starts_with("map_type:")) {
+            let memlock =
+                info.lines().find_map(|l| l.strip_prefix("memlock:")).and_then(|v| v.trim().parse::<u64>().ok());
+            r.bpf_memlock_kb += memlock.unwrap_or(0) / 1024;
+        }
+    }
+    r
+}
+
 /// What one agent cost over the measured window.
 struct Figures {
     cpu_share: f64,
@@ -63,6 +116,7 @@ struct Figures {
     samples: u64,
     rss_kb: u64,
     hwm_kb: u64,
+    resident: Resident,
     /// Per thread name: CPU µs per second and wakeups per second over the window.
     threads: Vec<(String, f64, f64)>,
 }
@@ -103,6 +157,7 @@ fn measure(extra: &[&str], workload: Option<(&std::path::Path, &[&str])>, second
         .collect();
     let rss_kb = status_kb(pid, "VmRSS:");
     let hwm_kb = status_kb(pid, "VmHWM:");
+    let resident = resident(pid);
     // SAFETY: kill(2) on the child we spawned.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let _ = agent.wait();
@@ -145,6 +200,7 @@ fn measure(extra: &[&str], workload: Option<(&std::path::Path, &[&str])>, second
         samples: view["samples"].as_u64().unwrap_or(0),
         rss_kb,
         hwm_kb,
+        resident,
         threads,
     }
 }
@@ -182,7 +238,19 @@ fn report(name: &str, what: &str, f: &Figures) {
     println!(r#"BENCH {{"name": "agent_cpu_{name}", "value": {:.5}, "unit": "% of one core"}}"#, f.cpu_share * 100.0);
     println!(r#"BENCH {{"name": "agent_cpu_exact_{name}", "value": {exact:.5}, "unit": "% of one core"}}"#);
     println!(r#"BENCH {{"name": "agent_cpu_per_sample_{name}", "value": {per_sample_us:.1}, "unit": "us"}}"#);
+    let r = &f.resident;
+    println!(
+        "agent_cost:   resident: BPF maps mapped {} KiB, the loupe binary {} KiB, heap and anonymous {} KiB, \
+         other files {} KiB; beside it, the kernel's BPF maps held {} KiB (memlock, not in RSS unless mapped)",
+        r.bpf_mapped_kb, r.binary_kb, r.anonymous_kb, r.files_kb, r.bpf_memlock_kb
+    );
     println!(r#"BENCH {{"name": "agent_rss_{name}", "value": {}, "unit": "KiB"}}"#, f.rss_kb);
+    for (part, kb) in
+        [("bpf_mapped", r.bpf_mapped_kb), ("binary", r.binary_kb), ("anonymous", r.anonymous_kb), ("files", r.files_kb)]
+    {
+        println!(r#"BENCH {{"name": "agent_rss_{name}_{part}", "value": {kb}, "unit": "KiB"}}"#);
+    }
+    println!(r#"BENCH {{"name": "agent_bpf_memlock_{name}", "value": {}, "unit": "KiB"}}"#, r.bpf_memlock_kb);
 }
 
 fn main() {

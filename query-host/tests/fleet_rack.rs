@@ -160,6 +160,12 @@ impl Fleet {
             let out = self.fleet(&["hosts", "--rack", "r1"]);
             if out.status.success() {
                 let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+                // Each host once, whatever the bus went through (a restart once listed every
+                // heartbeat since before it).
+                let names: Vec<&str> =
+                    v["hosts"].as_array().unwrap().iter().map(|h| h["host"].as_str().unwrap()).collect();
+                let distinct: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+                assert_eq!(names.len(), distinct.len(), "a host listed twice: {names:?}");
                 let heard = v["hosts"]
                     .as_array()
                     .unwrap()

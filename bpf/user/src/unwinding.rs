@@ -5,8 +5,8 @@
 //!
 //! Memory is bounded up front: the rows of every loaded binary share one array of a size fixed
 //! at load ([`DEFAULT_TABLE_ROWS`], 8 bytes a row), and so do their pages. A binary's rows are
-//! written straight into the array's memory (the array is mapped into this process), its table
-//! parsed once per host (kept on disk by build ID). A binary stays loaded while a known process
+//! written straight into the array's memory (its pages mapped into this process for the
+//! write), its table parsed once per host (kept on disk by build ID). A binary stays loaded while a known process
 //! maps it; after that it stays until its room is needed, least recently used first; a binary
 //! that does not fit even then gets no table, and a stack reaching it ends there as "no room for
 //! unwind table".
@@ -80,55 +80,71 @@ pub struct UnwindStats {
     pub mappings_read: u64,
 }
 
-/// An array map mapped into this process, written in place.
+/// An mmapable array map, written in place: each write maps the pages it covers, copies, and
+/// unmaps them. The kernel maps a BPF array's pages into a process all at once
+/// (`remap_vmalloc_range`), so keeping the whole row array mapped put its 16 MiB
+/// ([`DEFAULT_TABLE_ROWS`]) and the page array's 1 MiB into the agent's RSS from the first
+/// moment: 17 of the 46 MB an idle agent held. The memory is the kernel's either way (the
+/// maps' `memlock`); mapped per write, the agent holds none of it between writes.
 struct Mapped<T> {
-    _map: MapData,
-    ptr: *mut T,
+    map: MapData,
+    name: &'static str,
     entries: usize,
-    bytes: usize,
+    _rows: std::marker::PhantomData<T>,
 }
 
-// SAFETY: the mapping is owned by this value and only written through `&mut self`.
-unsafe impl<T: Send> Send for Mapped<T> {}
-
 impl<T: Copy> Mapped<T> {
-    fn new(map: Map, name: &str) -> Result<Self, SamplerError> {
+    fn new(map: Map, name: &'static str) -> Result<Self, SamplerError> {
         let Map::Array(map) = map else {
             return Err(SamplerError::Load(format!("map {name} is not an array")));
         };
         let info = map.info().map_err(|e| SamplerError::Load(format!("map {name}: {e}")))?;
-        let entries = info.max_entries() as usize;
-        let bytes = (entries * size_of::<T>()).next_multiple_of(4096);
-        // SAFETY: mapping a BPF_F_MMAPABLE array's fd, shared, for its whole size; the pointer
-        // is checked for failure and unmapped on drop.
+        if info.value_size() as usize != size_of::<T>() || size_of::<T>() % 8 != 0 {
+            // The kernel lays an array's values out 8-byte aligned: only then is value `i` at
+            // byte `i × size_of::<T>()` of the mapping.
+            return Err(SamplerError::Load(format!("map {name}: values of {} bytes", info.value_size())));
+        }
+        Ok(Mapped { map, name, entries: info.max_entries() as usize, _rows: std::marker::PhantomData })
+    }
+
+    fn write(&mut self, at: u32, values: &[T]) -> Result<(), SamplerError> {
+        let at = at as usize;
+        assert!(at + values.len() <= self.entries, "a range the allocator handed out");
+        if values.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let (from, to) = (at * size_of::<T>(), (at + values.len()) * size_of::<T>());
+        let first = from / page * page;
+        let bytes = to.next_multiple_of(page) - first;
+        // SAFETY: a shared mapping of the array's fd over whole pages inside the array (the
+        // range is within `entries`, checked above; the kernel checks it too), checked for
+        // failure and unmapped below before anything else uses it.
         let ptr = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 bytes,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                map.fd().as_fd().as_raw_fd(),
-                0,
+                self.map.fd().as_fd().as_raw_fd(),
+                first as libc::off_t,
             )
         };
         if ptr == libc::MAP_FAILED {
-            return Err(SamplerError::io(format!("mapping {name}"), std::io::Error::last_os_error()));
+            return Err(SamplerError::io(format!("mapping {}", self.name), std::io::Error::last_os_error()));
         }
-        Ok(Mapped { _map: map, ptr: ptr.cast(), entries, bytes })
-    }
-
-    fn write(&mut self, at: u32, values: &[T]) {
-        let at = at as usize;
-        assert!(at + values.len() <= self.entries, "a range the allocator handed out");
-        // SAFETY: within the mapping (checked above); T is plain data the kernel reads.
-        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.ptr.add(at), values.len()) };
-    }
-}
-
-impl<T> Drop for Mapped<T> {
-    fn drop(&mut self) {
-        // SAFETY: the region mapped in `new`, not used after this.
-        unsafe { libc::munmap(self.ptr.cast(), self.bytes) };
+        // SAFETY: `from - first + values.len() × size_of::<T>()` ≤ `bytes`: within the mapping;
+        // T is plain data the kernel reads. Then the region mapped above, not used after this.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                values.as_ptr(),
+                ptr.cast::<u8>().add(from - first).cast::<T>(),
+                values.len(),
+            );
+            libc::munmap(ptr, bytes);
+        }
+        Ok(())
     }
 }
 
@@ -471,9 +487,14 @@ impl Unwinder {
             tracing::warn!(rows, "no room for an unwind table (--unwind-memory-mib); stacks through it end there");
             return loaded;
         };
-        self.rows.write(row_base, &paged.rows);
         let infos: Vec<PageInfo> = paged.pages.iter().map(|(_, info)| *info).collect();
-        self.pages.write(page_base, &infos);
+        if let Err(e) = self.rows.write(row_base, &paged.rows).and_then(|()| self.pages.write(page_base, &infos)) {
+            self.row_space.give(row_base, rows);
+            self.page_space.give(page_base, pages);
+            self.stats.without_table += 1;
+            tracing::warn!("writing an unwind table: {e}; stacks through it end there");
+            return loaded;
+        }
         self.stats.rows += u64::from(rows);
         self.stats.code_bytes += loaded.code_bytes();
         loaded.rows = (row_base, rows);

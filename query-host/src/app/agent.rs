@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use loupe_bpf::{SamplerOptions, StackSampler, parse_prefix};
 use tracing::{info, warn};
 
-use super::{demo, demo_app, exit_within, open_store, stop_on_signals, wait_for_stop};
+use super::{demo, demo_app, exit_within, open_store, resident, stop_on_signals, wait_for_stop};
 use crate::cli::{AgentArgs, FleetJoinArgs};
 use loupe_api::model::FleetPlace;
 use loupe_core::{
@@ -34,6 +34,8 @@ use loupe_doors::{
 const STOP_LIMIT: Duration = Duration::from_secs(20);
 
 pub fn main(args: AgentArgs) -> Result<()> {
+    // Before the large parses of start-up (the kernel's BTF, unwind tables): see `resident`.
+    resident::fix_malloc_thresholds();
     let shutdown = stop_on_signals()?;
     let mut ifaces = args.ifaces.clone();
     let mut schedule =
@@ -143,6 +145,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
     // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
     unsafe { libc::malloc_trim(0) };
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
+    resident::page_out_start_up_code(Arc::clone(&shutdown));
 
     wait_for_stop(&shutdown, args.duration.map(|d| Instant::now() + d));
     info!("shutting down");

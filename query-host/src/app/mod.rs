@@ -10,6 +10,7 @@ pub mod demo_app;
 pub mod fleet;
 pub mod probes;
 pub mod progress;
+pub mod resident;
 pub mod serve;
 pub mod tokens;
 pub mod udf;
