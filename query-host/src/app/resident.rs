@@ -34,7 +34,7 @@ use std::{
 
 /// Blocks of this size or more are mapped on their own, and an arena's free top beyond it is
 /// given back.
-const MALLOC_THRESHOLD: libc::c_int = 1 << 20;
+pub const MALLOC_THRESHOLD: libc::c_int = 1 << 20;
 
 /// How long after start the start-up code is paged out: the agent has loaded the first
 /// processes' unwind tables, stored its first stacks and answered its first drains by then.

@@ -108,7 +108,7 @@ impl Stop {
 }
 
 /// The first Linux release whose uprobes emulate the multi-byte NOPs of the kernel's table.
-const LONG_NOPS_SINCE: (u32, u32) = (6, 16);
+pub const LONG_NOPS_SINCE: (u32, u32) = (6, 16);
 
 /// The kernel's own NOP encodings of 2 to 11 bytes (`x86_nops`, 64-bit): the only multi-byte
 /// forms its uprobes emulate (compared byte for byte, prefixes included).
