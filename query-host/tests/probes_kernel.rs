@@ -381,14 +381,11 @@ fn a_loop_function_is_probed_on_the_multi_byte_nop_before_its_loop() {
         body[1..].iter().find(|l| l.contains("nop")).unwrap_or_else(|| panic!("no padding NOP:\n{}", body.join("\n")));
     assert!(body[1].contains("endbr64"), "{}", body.join("\n"));
     let nop_at = addr(nop) - start;
+    // What the program prints unprobed.
     let expected = {
-        let run = |stdin: &str| {
-            let mut child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-            std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
-            child
-        };
-        let out = run("go\n").wait_with_output().unwrap();
-        String::from_utf8(out.stdout).unwrap()
+        let mut child = Command::new(&exe).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"go\n").unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
     };
     let data = dir.path().join("data");
     if !loupe_core::ingest::probes::placement::kernel_emulates_long_nops() {

@@ -6,10 +6,10 @@
 //! Memory is bounded up front: the rows of every loaded binary share one array of a size fixed
 //! at load ([`DEFAULT_TABLE_ROWS`], 8 bytes a row), and so do their pages. A binary's rows are
 //! written straight into the array's memory (its pages mapped into this process for the
-//! write), its table parsed once per host (kept on disk by build ID). A binary stays loaded while a known process
-//! maps it; after that it stays until its room is needed, least recently used first; a binary
-//! that does not fit even then gets no table, and a stack reaching it ends there as "no room for
-//! unwind table".
+//! write), its table parsed once per host (kept on disk by build ID). A binary stays loaded
+//! while a known process maps it; after that it stays until its room is needed, least recently
+//! used first; a binary that does not fit even then gets no table, and a stack reaching it ends
+//! there as "no room for unwind table".
 //!
 //! Processes are loaded as the kernel asks for them, by a thread of their own: a process the
 //! kernel has no mappings for is walked by the kernel's frame-pointer walker for that sample,

@@ -145,7 +145,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
     // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
     unsafe { libc::malloc_trim(0) };
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
-    resident::page_out_start_up_code(Arc::clone(&shutdown));
+    resident::page_out_start_up_code();
 
     wait_for_stop(&shutdown, args.duration.map(|d| Instant::now() + d));
     info!("shutting down");

@@ -23,14 +23,7 @@
 //!
 //! Together: 33.7 MB → 25.7 MB on an idle host.
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
-    thread,
-    time::{Duration, Instant},
-};
+use std::{thread, time::Duration};
 
 /// Blocks of this size or more are mapped on their own, and an arena's free top beyond it is
 /// given back.
@@ -54,16 +47,11 @@ pub fn fix_malloc_thresholds() {
 }
 
 /// Pages out the process's read-only file mappings once, [`SETTLED_AFTER`] from now, on a
-/// thread of its own that ends then (or at `stop`). Returns at once.
-pub fn page_out_start_up_code(stop: Arc<AtomicBool>) {
-    let started = Instant::now();
-    let spawned = thread::Builder::new().name("loupe-settle".into()).spawn(move || {
-        while started.elapsed() < SETTLED_AFTER {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-            thread::sleep(Duration::from_millis(250));
-        }
+/// thread of its own that ends then. Returns at once; an agent that exits sooner takes the
+/// sleeping thread with it (nothing is left half done: paging out changes no value).
+pub fn page_out_start_up_code() {
+    let spawned = thread::Builder::new().name("loupe-settle".into()).spawn(|| {
+        thread::sleep(SETTLED_AFTER);
         match page_out_read_only_files() {
             Ok(bytes) => tracing::debug!(bytes, "start-up code paged out"),
             Err(e) => tracing::debug!("start-up code not paged out: {e}"),
