@@ -1,5 +1,9 @@
-//! Builds the fault injectors (`testbed/ebpf`) with the same pinned nightly as Loupe's programs.
+//! Builds the fault injectors (`testbed/ebpf`) with the same pinned nightly as Loupe's programs
+//! (once for every profile: `bpf/user/ebpf_build.rs`).
 use std::{fs, path::Path};
+
+#[path = "../bpf/user/ebpf_build.rs"]
+mod ebpf_build;
 
 fn main() -> anyhow::Result<()> {
     // Read when run, not compiled in (see bpf/user/build.rs).
@@ -15,5 +19,5 @@ fn main() -> anyhow::Result<()> {
         root_dir: ebpf.to_str().expect("utf-8 path"),
         ..Default::default()
     };
-    aya_build::build_ebpf([package], aya_build::Toolchain::Custom(toolchain.trim()))
+    ebpf_build::build_shared(package, toolchain.trim())
 }

@@ -1,6 +1,9 @@
 //! Builds the kernel programs (`bpf/ebpf`) for the BPF target with the pinned nightly and
-//! bpf-linker (`scripts/setup` installs both), and leaves the object in `OUT_DIR`.
+//! bpf-linker (`scripts/setup` installs both), and leaves the object in `OUT_DIR` (built once
+//! for every profile: `ebpf_build.rs`).
 use std::{fs, path::Path};
+
+mod ebpf_build;
 
 fn main() -> anyhow::Result<()> {
     // Read when run, not baked in when compiled: a target dir shared by two clones (CI's and a
@@ -15,5 +18,5 @@ fn main() -> anyhow::Result<()> {
     println!("cargo:rerun-if-changed={}", pin.display());
     let package =
         aya_build::Package { name: "loupe-ebpf", root_dir: ebpf.to_str().expect("utf-8 path"), ..Default::default() };
-    aya_build::build_ebpf([package], aya_build::Toolchain::Custom(toolchain.trim()))
+    ebpf_build::build_shared(package, toolchain.trim())
 }
