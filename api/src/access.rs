@@ -28,10 +28,15 @@ pub enum Scope {
     Probe,
     /// Everything, and acting on other teams' sessions and analyses.
     Admin,
+    /// Ask the fleet through this agent (its fleet routes and calls). The agent signs each
+    /// request with its own host key for the caller's team and scopes; every target grants
+    /// what those scopes and the host key's trust line both allow (`signed`).
+    Fleet,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 6] = [Scope::Read, Scope::Invoke, Scope::Upload, Scope::Run, Scope::Probe, Scope::Admin];
+    pub const ALL: [Scope; 7] =
+        [Scope::Read, Scope::Invoke, Scope::Upload, Scope::Run, Scope::Probe, Scope::Admin, Scope::Fleet];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -41,6 +46,7 @@ impl Scope {
             Scope::Run => "run",
             Scope::Probe => "probe",
             Scope::Admin => "admin",
+            Scope::Fleet => "fleet",
         }
     }
 
@@ -53,6 +59,7 @@ impl Scope {
             Scope::Run => "missing_scope_run",
             Scope::Probe => "missing_scope_probe",
             Scope::Admin => "missing_scope_admin",
+            Scope::Fleet => "missing_scope_fleet",
         }
     }
 
@@ -109,6 +116,13 @@ impl Scopes {
         Scope::ALL.into_iter().filter(move |s| self.0 & s.bit() != 0)
     }
 
+    /// The scopes both `self` and `grant` allow (`admin` only if both hold it): what a signed
+    /// request asking for `self` gets from a trust line giving `grant`.
+    pub fn within(self, grant: Scopes) -> Scopes {
+        let both: Vec<Scope> = Scope::ALL.into_iter().filter(|&s| self.allows(s) && grant.allows(s)).collect();
+        Scopes::of(&both)
+    }
+
     /// `read,invoke` (names, in the order of [`Scope::ALL`]; unknown or repeated names refused).
     pub fn parse(text: &str) -> Result<Scopes, String> {
         let mut bits = 0u8;
@@ -143,7 +157,7 @@ impl Serialize for Scopes {
 
 impl<'de> Deserialize<'de> for Scopes {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scopes, D::Error> {
-        // At most one of each of six names: a longer list is refused before it is kept.
+        // At most one of each name: a longer list is refused before it is kept.
         let list = Vec::<Scope>::deserialize(d)?;
         if list.len() > Scope::ALL.len() {
             return Err(serde::de::Error::custom("more scopes than there are"));
@@ -182,6 +196,15 @@ pub struct Caller {
     /// (`operator`, `no-auth`): the audit trail's "who".
     pub token_id: String,
     pub scopes: Scopes,
+}
+
+/// An error unless `team` can name a team: 1 to 64 letters, digits, `-`, `_` or `.` (it is
+/// written into the audit trail, `/metrics` labels and key-value keys).
+pub fn check_team_name(team: &str) -> Result<(), String> {
+    if team.is_empty() || team.len() > 64 || !team.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
+        return Err(format!("bad team name '{team:.80}': use 1-64 letters, digits, '-', '_' or '.'"));
+    }
+    Ok(())
 }
 
 /// The team of the host's own operator, and of requests without a token on `--no-auth`.
@@ -230,7 +253,18 @@ mod tests {
         let json = serde_json::to_string(&Scopes::BEFORE_SCOPES).unwrap();
         assert_eq!(json, r#"["read","invoke","upload","run"]"#);
         assert_eq!(serde_json::from_str::<Scopes>(&json).unwrap(), Scopes::BEFORE_SCOPES);
-        assert!(serde_json::from_str::<Scopes>(r#"["read","read","read","read","read","read","read"]"#).is_err());
+        assert!(
+            serde_json::from_str::<Scopes>(r#"["read","read","read","read","read","read","read","read"]"#).is_err()
+        );
+        let asked = Scopes::parse("read,run,probe").unwrap();
+        assert_eq!(asked.within(Scopes::parse("read,probe,upload").unwrap()).to_string(), "read,probe");
+        assert_eq!(asked.within(Scopes::parse("admin").unwrap()), asked, "an admin line gives what is asked");
+        assert_eq!(Scopes::parse("admin").unwrap().within(Scopes::parse("read").unwrap()).to_string(), "read");
+        assert_eq!(Scopes::ALL.within(Scopes::ALL), Scopes::ALL);
+        assert!(check_team_name("ops.web-1_a").is_ok());
+        for bad in ["", "a b", "a/b", &"x".repeat(65)] {
+            assert!(check_team_name(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //!
 //! - [`model`]: every answer, with its OpenAPI schema (runs, profiles, probes, timelines,
 //!   analyses, the fleet, errors);
-//! - [`ops`]: the host's operations, each named once, and [`ops::HostApi`], the one interface
-//!   the CLI calls whichever way it reaches the host;
+//! - [`ops`]: the host's operations and the fleet's, each named once, and [`ops::HostApi`] and
+//!   [`ops::FleetApi`], the interfaces the CLI calls whichever way it reaches them;
 //! - [`access`]: who may do what — a caller's team and scopes, the scope each operation needs;
 //! - [`orders`]: what a caller asks for (runs to list, a run to start, a probe session);
+//!   [`fleet`]: what it asks the fleet for (the hosts selected, a rack run, an analysis);
+//! - [`signed`]: fleet requests signed by who asks — keys, the trust file, nonces;
 //! - [`error`]: the core's one error type, and an analysis' errors inside it;
 //! - [`time`], [`clock`]: instants and ranges as people write them; wall-clock helpers;
 //! - [`wire`]: the control socket's calls and answers, the HTTP API's query strings and bodies;
@@ -20,9 +22,11 @@
 pub mod access;
 pub mod clock;
 pub mod error;
+pub mod fleet;
 pub mod formats;
 pub mod model;
 pub mod ops;
 pub mod orders;
+pub mod signed;
 pub mod time;
 pub mod wire;

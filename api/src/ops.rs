@@ -15,6 +15,10 @@
 //! Each line also names the scope a caller needs (`access`): the core checks it for every door
 //! and the HTTP API's one authorization layer and OpenAPI document (`x-scope`) read it here.
 //!
+//! The fleet's operations are a second list of the same form (`fleet_operations!`, the
+//! [`FleetApi`] trait): the CLI holds a `&dyn FleetApi` that is NATS itself or an agent's HTTP
+//! API, and an agent's HTTP API serves the list at its fleet routes and at `POST /api/v1/call`.
+//!
 //! Adding an operation: a line here (and its argument and answer types in `orders`/`model`),
 //! its implementation in the core (`Host`, and its line in `ActingFor`), its CLI command. The control socket and `--server` reach it
 //! at once; a REST route of its own (`Http::Get`/`Post`) only if the web UI or other clients
@@ -57,13 +61,13 @@ impl Http {
     }
 }
 
-/// Calls `$then!` with the list of operations, one per line:
-/// `/// doc` `method / Variant (argument: Type, …) -> Answer => where HTTP serves it, the scope
-/// a caller needs;`. Types are written as paths from this crate's root, so any module may expand
-/// the list (the `Http` and `Scope` values are read only here).
+/// Calls `$then!` with the tokens after its name, `;`, then the list of operations, one per
+/// line: `/// doc` `method / Variant (argument: Type, …) -> Answer => where HTTP serves it, the
+/// scope a caller needs;`. Types are written as paths from this crate's root, so any module may
+/// expand the list (the `Http` and `Scope` values are read only here).
 macro_rules! host_operations {
-    ($then:ident) => {
-        $then! {
+    ($then:ident $($pre:tt)*) => {
+        $then! { $($pre)* ;
             /// Retained days, oldest first: runs by interval, stack samples, bytes.
             days / Days () -> Vec<crate::model::DayView> => Http::Get("/api/v1/days"), Scope::Read;
             /// Stored runs that started in the filter's range, oldest first.
@@ -148,40 +152,91 @@ macro_rules! host_operations {
 }
 pub(crate) use host_operations;
 
+/// The fleet's operations, in the same form as `host_operations!`: what the CLI asks the fleet
+/// (over NATS, or through an agent in it), what an agent's HTTP API serves for it, at its REST
+/// routes and at `POST /api/v1/call`. Each line's scope is what every *target* host grants
+/// before it acts (the request is signed with the asker's claims, `signed`); an agent asked
+/// through its HTTP API also wants [`Scope::Fleet`] of the caller before it signs for it.
+macro_rules! fleet_operations {
+    ($then:ident $($pre:tt)*) => {
+        $then! { $($pre)* ;
+            /// Registered hosts of the selection, with their status (`up`, `silent`, `left`).
+            fleet_hosts / FleetHosts (hosts: crate::fleet::Selector)
+                -> crate::model::FleetHostsView => Http::Get("/api/v1/fleet/hosts"), Scope::Read;
+            /// One run on every selected host from one start instant; answers when every host
+            /// stored it (or at the run's end plus a margin, naming the hosts that missed it).
+            fleet_run / FleetRun (order: crate::fleet::FleetRunOrder)
+                -> crate::model::FleetRunView => Http::Post("/api/v1/fleet/runs"), Scope::Run;
+            /// An analysis on every selected host next to its data (the module goes to them by
+            /// its hash through the fleet's object store), the partial results merged in the
+            /// sandbox: the result, who answered, who missed the deadline, who failed and why.
+            fleet_invoke / FleetInvoke (order: crate::fleet::FleetInvokeOrder)
+                -> crate::model::FleetInvokeView => Http::Post("/api/v1/fleet/invoke"), Scope::Invoke;
+            /// A host's stored run, read over the fleet: what the fleet view opens when a host's
+            /// row of a synchronized run is clicked.
+            fleet_host_run / FleetHostRun (host: String, id: u64)
+                -> crate::model::RunView => Http::Get("/api/v1/fleet/hosts/{host}/runs/{id}"), Scope::Read;
+            /// A host's profile of a range, read over the fleet (its aggregated stacks travel, the
+            /// flame graph is built by the asker); past the fleet's message limit, `too_large`.
+            fleet_host_profile / FleetHostProfile (order: crate::fleet::HostProfileOrder)
+                -> crate::model::ProfileView => Http::Get("/api/v1/fleet/hosts/{host}/profile"), Scope::Read;
+        }
+    };
+}
+pub(crate) use fleet_operations;
+
+/// One list's trait (`$api`) and operation enum (`$ops`), with each operation's name, HTTP
+/// route and scope.
 macro_rules! define_api {
-    ($( $(#[$doc:meta])* $name:ident / $op:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty => $http:expr, $scope:expr; )*) => {
-        /// The host's operations with typed arguments and [`CoreError`] results, whichever way
-        /// the host is reached: in this process, through a running agent's control socket, or
-        /// through a remote host's HTTP API.
-        pub trait HostApi {
+    ($(#[$api_doc:meta])* $api:ident $ops:ident ;
+     $( $(#[$doc:meta])* $name:ident / $op:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty => $http:expr, $scope:expr; )*) => {
+        $(#[$api_doc])*
+        pub trait $api {
             $( $(#[$doc])* fn $name(&self, $($arg: $ty),*) -> CoreResult<$answer>; )*
         }
 
-        /// Each operation by name.
+        /// Each operation of the list by name.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum Op { $($op),* }
+        pub enum $ops { $($op),* }
 
-        impl Op {
-            pub const ALL: &[Op] = &[$(Op::$op),*];
+        impl $ops {
+            pub const ALL: &[$ops] = &[$($ops::$op),*];
 
-            /// The method's name (`list_runs`), also the control socket's call tag.
+            /// The method's name (`list_runs`), also the call's tag on the control socket and
+            /// at `POST /api/v1/call`.
             pub fn name(self) -> &'static str {
-                match self { $(Op::$op => stringify!($name)),* }
+                match self { $($ops::$op => stringify!($name)),* }
             }
 
             /// Where the HTTP API serves it.
             pub fn http(self) -> Http {
-                match self { $(Op::$op => $http),* }
+                match self { $($ops::$op => $http),* }
             }
 
             /// What a caller needs to ask for it.
             pub fn scope(self) -> Scope {
-                match self { $(Op::$op => $scope),* }
+                match self { $($ops::$op => $scope),* }
             }
         }
     };
 }
-host_operations!(define_api);
+host_operations!(define_api
+    /// The host's operations with typed arguments and [`CoreError`] results, whichever way
+    /// the host is reached: in this process, through a running agent's control socket, or
+    /// through a remote host's HTTP API.
+    HostApi Op);
+fleet_operations!(define_api
+    /// The fleet's operations, whichever way the fleet is reached: over NATS by the CLI, by an
+    /// agent in the fleet for its HTTP API's callers, or through such an agent (`--server`).
+    FleetApi FleetOp);
+
+impl FleetOp {
+    /// Whether the audit trail of the agent that asks records it: what starts work on other
+    /// hosts (runs, analyses); every target records what it did itself.
+    pub fn recorded(self) -> bool {
+        matches!(self.scope(), Scope::Run | Scope::Invoke)
+    }
+}
 
 impl Op {
     /// Whether it changes the host or its store (attaches, stores, deletes): what the audit
@@ -219,5 +274,16 @@ mod tests {
             changing,
             ["start_run", "import_runs", "symbolize", "start_probe", "stop_probe", "upload_udf", "delete_udf"]
         );
+    }
+
+    #[test]
+    fn fleet_operations_are_named_apart_from_the_hosts_and_served_over_http() {
+        let host: Vec<_> = Op::ALL.iter().map(|o| o.name()).collect();
+        for op in FleetOp::ALL {
+            assert!(op.name().starts_with("fleet_") && !host.contains(&op.name()), "{}", op.name());
+            assert!(op.http().route().is_some_and(|(_, path)| path.starts_with("/api/v1/fleet/")), "{}", op.name());
+        }
+        let recorded: Vec<_> = FleetOp::ALL.iter().filter(|o| o.recorded()).map(|o| o.name()).collect();
+        assert_eq!(recorded, ["fleet_run", "fleet_invoke"]);
     }
 }

@@ -23,12 +23,17 @@ use std::{
 };
 
 use futures_util::StreamExt;
+use loupe_api::fleet::FleetInvokeOrder;
 use loupe_api::model::{AnalysisOutput, FleetPlace, InvokeResponse};
-use loupe_doors::fleet::{
-    Connection, Coordinator, InvokeOrder, Selector,
+use loupe_api::signed::trust::TrustFile;
+use loupe_fleet::{
+    Connection, Coordinator, Selector,
     coordinator::Merged,
+    gate::{Gate, Trust},
+    modules::Shipped,
+    signer::Signer,
     subjects::agent_subjects,
-    wire::{self, Envelope, InvokeBody, InvokeReply, Reply, WIRE_VERSION},
+    wire::{self, InvokeBody, InvokeReply, Reply, WIRE_VERSION},
 };
 
 mod common;
@@ -61,12 +66,20 @@ fn start_nats(dir: &std::path::Path) -> Server {
     panic!("nats-server did not start");
 }
 
-/// One simulated agent: its own connection, its registration; a `slow` one answers 2 s late
-/// once `slow_now` is set.
-async fn agent(i: usize, url: String, partial: Arc<Vec<u8>>, slow: bool, slow_now: Arc<AtomicBool>) {
+/// One simulated agent: its own connection, its registration, its gate (the real one, on the
+/// bench's trust file); a `slow` one answers 2 s late once `slow_now` is set.
+async fn agent(
+    i: usize,
+    url: String,
+    partial: Arc<Vec<u8>>,
+    slow: bool,
+    slow_now: Arc<AtomicBool>,
+    trust: Arc<TrustFile>,
+) {
     let place = FleetPlace { host: format!("sim{i:04}"), rack: format!("r{}", i / 40), dc: "d1".into() };
+    let gate = Gate::new(Trust::File(trust), place.clone());
     let conn = Connection::plain(url, place.host.clone());
-    let client = loupe_doors::fleet::connect(&conn, false).await.unwrap();
+    let client = loupe_fleet::connect(&conn, false).await.unwrap();
     let js = async_nats::jetstream::new(client.clone());
     common::register(&js, &place, None).await;
     let mut subs = Vec::new();
@@ -77,7 +90,8 @@ async fn agent(i: usize, url: String, partial: Arc<Vec<u8>>, slow: bool, slow_no
     let mut requests = futures_util::stream::select_all(subs);
     while let Some(msg) = requests.next().await {
         let Some(reply_to) = msg.reply.clone() else { continue };
-        let Ok(env) = wire::decode::<Envelope<InvokeBody>>(&msg.payload, 1 << 20) else { continue };
+        let Ok(Some(opened)) = gate.open::<InvokeBody>(&msg.payload, 1 << 20, &msg.subject) else { continue };
+        let env = opened.envelope;
         let client = client.clone();
         let partial = Arc::clone(&partial);
         let place = place.clone();
@@ -98,7 +112,7 @@ async fn agent(i: usize, url: String, partial: Arc<Vec<u8>>, slow: bool, slow_no
     }
 }
 
-fn counting_merge(partials: Vec<(FleetPlace, Vec<u8>)>) -> Result<Merged, loupe_doors::fleet::FleetError> {
+fn counting_merge(partials: Vec<(FleetPlace, Vec<u8>)>) -> Result<Merged, loupe_fleet::FleetError> {
     Ok(Merged {
         response: InvokeResponse {
             output: AnalysisOutput::Text { text: partials.len().to_string() },
@@ -117,10 +131,22 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
-async fn query(coordinator: &Coordinator, selector: Selector, deadline: Duration) -> (Duration, usize, usize) {
-    let order = InvokeOrder { selector, from_unix_ns: 0, to_unix_ns: u64::MAX, params: Default::default(), deadline };
+async fn query(
+    coordinator: &Coordinator,
+    signer: &Signer,
+    selector: Selector,
+    deadline: Duration,
+) -> (Duration, usize, usize) {
+    let order = FleetInvokeOrder {
+        name: "bench".into(),
+        hosts: selector,
+        range: loupe_store::TimeRange::ALL,
+        params: Default::default(),
+        deadline,
+    };
     let t = Instant::now();
-    let view = coordinator.invoke(&order, "bench", &"0".repeat(64), counting_merge).await.unwrap();
+    let shipped = Shipped::sign("bench", &"0".repeat(64), 0, "bench", signer);
+    let view = coordinator.invoke(&order, &shipped, signer, counting_merge).await.unwrap();
     (t.elapsed(), view.answered.len(), view.missing.len())
 }
 
@@ -144,16 +170,18 @@ fn main() {
     let partial = Arc::new(vec![7u8; 4096]);
     let slow = agents / 100;
     let slow_now = Arc::new(AtomicBool::new(false));
+    let (signer, trust, _keys) = common::fleet_keys();
     rt.block_on(async {
         let started = Instant::now();
         for i in 0..agents {
             // Every hundredth agent turns slow for part 2.
-            tokio::spawn(agent(i, url.clone(), Arc::clone(&partial), i % 100 == 99, Arc::clone(&slow_now)));
+            let trust = Arc::clone(&trust);
+            tokio::spawn(agent(i, url.clone(), Arc::clone(&partial), i % 100 == 99, Arc::clone(&slow_now), trust));
         }
         let conn = Connection::plain(url.clone(), "bench");
         let coordinator = Coordinator::connect(&conn, "bench").await.unwrap();
         loop {
-            let view = coordinator.hosts(&Selector::default()).await.unwrap();
+            let view = coordinator.hosts(&Selector::default(), &signer).await.unwrap();
             if view.up as usize == agents {
                 break;
             }
@@ -164,13 +192,13 @@ fn main() {
         let one = Selector { host: Some("sim0000".into()), ..Default::default() };
         let mut single = Vec::new();
         for _ in 0..20 {
-            single.push(query(&coordinator, one.clone(), Duration::from_secs(5)).await.0.as_secs_f64() * 1e3);
+            single.push(query(&coordinator, &signer, one.clone(), Duration::from_secs(5)).await.0.as_secs_f64() * 1e3);
         }
         single.sort_by(f64::total_cmp);
         let mut whole = Vec::new();
         let mut answered = 0;
         for _ in 0..30 {
-            let (t, a, _) = query(&coordinator, Selector::default(), Duration::from_secs(5)).await;
+            let (t, a, _) = query(&coordinator, &signer, Selector::default(), Duration::from_secs(5)).await;
             whole.push(t.as_secs_f64() * 1e3);
             answered = a;
         }
@@ -190,7 +218,7 @@ fn main() {
         let mut missing = 0;
         let mut got = 0;
         for _ in 0..10 {
-            let (t, a, m) = query(&coordinator, Selector::default(), Duration::from_millis(250)).await;
+            let (t, a, m) = query(&coordinator, &signer, Selector::default(), Duration::from_millis(250)).await;
             returned.push(t.as_secs_f64() * 1e3);
             missing = m;
             got = a;

@@ -10,6 +10,15 @@
 //!    messages that crossed the hub's leaf connections per query (goal: one partial per leaf).
 //! 2. Baseline, in the same run: a flat gather of the same 10,000 through the hub (one request
 //!    to every agent, every partial back to the asker, merged there in the sandbox).
+//! 3. What signing costs: one request signed and one opened by the real gate (µs), and the tree's
+//!    p50/p99 with every agent checking each request through the real gate against a trust
+//!    file, beside rounds of the same run in which the agents decode requests without checking
+//!    them (goal: ≤ 5 % slower). Here the 10,000 agents share this machine's two cores, so
+//!    every agent's check adds to every query's time; on a fleet each host checks on its own
+//!    CPU, and what a query waits for is the checks on its path — signed once by the asker,
+//!    opened by a leaf's coordinator, which passes the hosts' request on as signed, and opened
+//!    by a host. That path's share of the unchecked p50 is printed as well
+//!    (`fleet_tree_checked_path`).
 //!
 //! `cargo bench -p loupe-query-host --bench fleet_leaves` (needs `nats-server` and udf-sdk
 //! built for wasm32-wasip2; `LOUPE_BENCH_LEAVES`, `LOUPE_BENCH_PER_LEAF`: 10 × 1,000).
@@ -17,7 +26,10 @@
 use std::{
     collections::BTreeSet,
     process::{Child, Command, Stdio},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -25,13 +37,16 @@ mod common;
 
 use futures_util::StreamExt;
 use loupe_api::model::{FleetPlace, InvokeResponse};
+use loupe_api::signed::{Signed, trust::TrustFile};
 use loupe_core::analyses::host_info;
-use loupe_doors::fleet::{
-    Connection, Coordinator, FleetError, InvokeOrder, Selector,
+use loupe_fleet::{
+    Connection, Coordinator, FleetError, Selector,
     coordinator::Merged,
+    gate::{Gate, Trust},
     gather::{Gathered, gather},
     leaves,
     live_registry::LiveRegistry,
+    modules::Shipped,
     subjects::{Verb, agent_subjects, leaf_queue, leaf_subjects, route_of},
     wire::{self, Envelope, InvokeBody, InvokeReply, LeafInvokeBody, Reply, WIRE_VERSION},
 };
@@ -206,11 +221,33 @@ fn renamed(seed: &Decoded, from: &str, to: &str) -> Vec<u8> {
     partial::encode_columns(&c).unwrap()
 }
 
+/// Whether the simulated agents check requests through the gate (else they only decode them).
+static CHECKED: AtomicBool = AtomicBool::new(true);
+
+/// A request's envelope: through `gate` while [`CHECKED`], else decoded without a check.
+fn open<B: wire::Body>(gate: &Gate, msg: &async_nats::Message) -> Option<Envelope<B>> {
+    if CHECKED.load(Ordering::Relaxed) {
+        return gate.open(&msg.payload, 1 << 20, &msg.subject).ok().flatten().map(|o| o.envelope);
+    }
+    let signed: Signed = wire::decode(&msg.payload, 1 << 20).ok()?;
+    wire::decode(&signed.payload, 1 << 20).ok()
+}
+
 /// One simulated agent on leaf `leaf`: registered there, answering `invoke` with `partial`; a
-/// leader also answers for the leaf (its registry, and the tree's leaf level).
-async fn agent(place: FleetPlace, url: String, leaf: String, partial: Vec<u8>, leader: bool, merger: Arc<Merger>) {
+/// leader also answers for the leaf (its registry, and the tree's leaf level). Requests pass
+/// the real gate, on the bench's trust file.
+async fn agent(
+    place: FleetPlace,
+    url: String,
+    leaf: String,
+    partial: Vec<u8>,
+    leader: bool,
+    merger: Arc<Merger>,
+    trust: Arc<TrustFile>,
+) {
+    let gate = Arc::new(Gate::new(Trust::File(trust), place.clone()));
     let conn = Connection::plain(url, place.host.clone());
-    let client = loupe_doors::fleet::connect(&conn, false).await.unwrap();
+    let client = loupe_fleet::connect(&conn, false).await.unwrap();
     let js = async_nats::jetstream::new(client.clone());
     common::register(&js, &place, Some(leaf.clone())).await;
     let mut subs = Vec::new();
@@ -229,7 +266,7 @@ async fn agent(place: FleetPlace, url: String, leaf: String, partial: Vec<u8>, l
     let mut requests = futures_util::stream::select_all(subs);
     while let Some(msg) = requests.next().await {
         let Some(reply_to) = msg.reply.clone() else { continue };
-        let (client, js, place, leaf, partial, merger, live) = (
+        let (client, js, place, leaf, partial, merger, live, gate) = (
             client.clone(),
             js.clone(),
             place.clone(),
@@ -237,30 +274,32 @@ async fn agent(place: FleetPlace, url: String, leaf: String, partial: Vec<u8>, l
             Arc::clone(&partial),
             Arc::clone(&merger),
             live.clone(),
+            Arc::clone(&gate),
         );
         tokio::spawn(async move {
             let bytes = match route_of(&msg.subject) {
                 Some((Verb::Invoke, false)) => {
-                    let Ok(env) = wire::decode::<Envelope<InvokeBody>>(&msg.payload, 1 << 20) else { return };
+                    let Some(env) = open::<InvokeBody>(&gate, &msg) else { return };
                     let result = Ok(InvokeReply { partial: partial.to_vec(), elapsed_ns: 1 });
                     wire::encode(&Reply { v: WIRE_VERSION, query: env.query, place, leaf: Some(leaf), result })
                 }
                 Some((Verb::Invoke, true)) => {
-                    let Ok(env) = wire::decode::<Envelope<LeafInvokeBody>>(&msg.payload, 1 << 20) else { return };
+                    let Some(env) = open::<LeafInvokeBody>(&gate, &msg) else { return };
                     let coordinator = Coordinator::with_client(client.clone(), &place.host)
                         .with_domain(Some(leaf.clone()))
                         .with_leaf_registry(live);
                     let m = Arc::clone(&merger);
-                    let result = coordinator
-                        .lead_leaf(&env, move |partials| m.to_partial(partials))
-                        .await
-                        .map_err(|e| wire::WireError::new("leaf", e.to_string()));
+                    let result =
+                        coordinator.lead_leaf(&env, move |partials| m.to_partial(partials)).await.map_err(|e| {
+                            wire::WireError::new(loupe_api::model::ErrorKind::Internal, "leaf", e.to_string())
+                        });
                     wire::encode(&Reply { v: WIRE_VERSION, query: env.query, place, leaf: Some(leaf), result })
                 }
                 Some((Verb::Hosts, true)) => {
-                    let Ok(env) = wire::decode::<Envelope<()>>(&msg.payload, 1 << 20) else { return };
-                    let result =
-                        leaves::list_leaf(&js, &live).await.map_err(|e| wire::WireError::new("leaf", e.to_string()));
+                    let Some(env) = open::<()>(&gate, &msg) else { return };
+                    let result = leaves::list_leaf(&js, &live).await.map_err(|e| {
+                        wire::WireError::new(loupe_api::model::ErrorKind::Internal, "leaf", e.to_string())
+                    });
                     wire::encode(&Reply { v: WIRE_VERSION, query: env.query, place, leaf: Some(leaf), result })
                 }
                 _ => return,
@@ -268,6 +307,50 @@ async fn agent(place: FleetPlace, url: String, leaf: String, partial: Vec<u8>, l
             let _ = client.publish(reply_to, bytes.into()).await;
         });
     }
+}
+
+/// Signing one leaf-level invocation as the asker does, and opening it as a leaf's coordinator
+/// does (signature, claims, nonce): µs each, beside decoding the same bytes unchecked.
+/// Returns both, µs.
+fn sign_and_open(signer: &loupe_fleet::signer::Signer, trust: &Arc<TrustFile>) -> (f64, f64) {
+    const N: u32 = 5_000;
+    let place = FleetPlace { host: "h".into(), rack: "r".into(), dc: "d".into() };
+    let gate = Gate::new(Trust::File(Arc::clone(trust)), place);
+    let params = json!({"top": 200, "per_host_functions": false}).as_object().unwrap().clone();
+    let body = || InvokeBody {
+        name: "fleet-hot-functions".into(),
+        sha256: "0".repeat(64),
+        from_unix_ns: 0,
+        to_unix_ns: u64::MAX,
+        params: params.clone(),
+        origin_domain: None,
+        module: Vec::new(),
+    };
+    let deadline = loupe_api::clock::now_unix_ns() + 60_000_000_000;
+    let subject = "loupe.v1.invoke.all";
+    let t = Instant::now();
+    let sealed: Vec<_> =
+        (0..N).map(|i| signer.seal(&format!("q{i}"), &Selector::default(), deadline, body())).collect();
+    let sign_us = t.elapsed().as_secs_f64() * 1e6 / N as f64;
+    let t = Instant::now();
+    for s in &sealed {
+        gate.open::<InvokeBody>(&s.bytes, 1 << 20, subject).unwrap().unwrap();
+    }
+    let open_us = t.elapsed().as_secs_f64() * 1e6 / N as f64;
+    let t = Instant::now();
+    for s in &sealed {
+        let signed: Signed = wire::decode(&s.bytes, 1 << 20).unwrap();
+        let _: Envelope<InvokeBody> = wire::decode(&signed.payload, 1 << 20).unwrap();
+    }
+    let decode_us = t.elapsed().as_secs_f64() * 1e6 / N as f64;
+    println!(
+        "one request ({} bytes): signed in {sign_us:.1} µs, opened by the gate in {open_us:.1} µs \
+         (decoding it alone: {decode_us:.1} µs)",
+        sealed[0].bytes.len()
+    );
+    bench_line("fleet_sign_request", sign_us, "us", decode_us);
+    bench_line("fleet_open_request", open_us, "us", decode_us);
+    (sign_us, open_us)
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -304,6 +387,8 @@ fn main() {
     let merger = Arc::new(Merger { runtime, compiled, store, info, params: params.clone(), _dir: store_dir });
     let seeds = seeds(&merger);
 
+    let (signer, trust, _keys) = common::fleet_keys();
+    let (sign_us, open_us) = sign_and_open(&signer, &trust);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let started = Instant::now();
@@ -313,7 +398,8 @@ fn main() {
             let partial = renamed(&seeds[i % SEEDS], &format!("seed{}", i % SEEDS), &place.host);
             let url = format!("nats://127.0.0.1:{}", HUB_PORT + 1 + k as u16);
             let leader = i % per_leaf < LEADERS;
-            tokio::spawn(agent(place, url, format!("l{k}"), partial, leader, Arc::clone(&merger)));
+            let trust = Arc::clone(&trust);
+            tokio::spawn(agent(place, url, format!("l{k}"), partial, leader, Arc::clone(&merger), trust));
             if i % 500 == 499 {
                 // Let connections settle rather than storm the servers.
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -322,7 +408,7 @@ fn main() {
         let hub = Connection::plain(format!("nats://127.0.0.1:{HUB_PORT}"), "bench");
         let coordinator = Coordinator::connect(&hub, "bench").await.unwrap();
         loop {
-            let view = coordinator.hosts(&Selector::default()).await.unwrap();
+            let view = coordinator.hosts(&Selector::default(), &signer).await.unwrap();
             if view.up as usize == agents {
                 break;
             }
@@ -335,29 +421,40 @@ fn main() {
         );
 
         let sha = "0".repeat(64);
-        let order = InvokeOrder {
-            selector: Selector::default(),
-            from_unix_ns: 0,
-            to_unix_ns: u64::MAX,
+        let shipped = Shipped::sign("fleet-hot-functions", &sha, 0, "bench", &signer);
+        let order = loupe_api::fleet::FleetInvokeOrder {
+            name: "fleet-hot-functions".into(),
+            hosts: Selector::default(),
+            range: loupe_store::TimeRange::ALL,
             params: params.clone(),
             deadline: Duration::from_secs(10),
         };
         let mut tree = Vec::new();
+        // The same queries, the agents decoding them without a check (every other round).
+        let mut unchecked = Vec::new();
         let mut crossed = Vec::new();
         // The slowest leaf's answer and its own merge, per query.
         let mut slowest_leaf = Vec::new();
         let mut leaf_merge = Vec::new();
         let mut top_merge = Vec::new();
         let mut answered = 0;
-        for round in 0..22 {
+        for round in 0..42 {
+            let checked = round % 2 == 0;
+            CHECKED.store(checked, Ordering::Relaxed);
             let before = hub_leaf_messages();
             let t = Instant::now();
             let m = Arc::clone(&merger);
-            let view = coordinator.invoke(&order, "fleet-hot-functions", &sha, move |p| m.merged(p)).await.unwrap();
+            let view = coordinator.invoke(&order, &shipped, &signer, move |p| m.merged(p)).await.unwrap();
             let took = t.elapsed().as_secs_f64() * 1e3;
             let after = hub_leaf_messages();
             assert_eq!(view.leaves.len(), leaf_count, "every leaf answered: {:?}", view.missing.len());
             answered = view.answered.len();
+            if !checked {
+                if round >= 2 {
+                    unchecked.push(took);
+                }
+                continue;
+            }
             // The first two warm the directory and the compiled module's caches.
             if round >= 2 {
                 tree.push(took);
@@ -368,7 +465,8 @@ fn main() {
                 top_merge.push(ms(view.merge_ns));
             }
         }
-        for v in [&mut tree, &mut crossed, &mut slowest_leaf, &mut leaf_merge, &mut top_merge] {
+        CHECKED.store(true, Ordering::Relaxed);
+        for v in [&mut tree, &mut unchecked, &mut crossed, &mut slowest_leaf, &mut leaf_merge, &mut top_merge] {
             v.sort_by(f64::total_cmp);
         }
         assert_eq!(answered, agents);
@@ -382,30 +480,27 @@ fn main() {
 
         // Baseline: a flat gather of the same agents through the hub, merged by the asker.
         let expected: BTreeSet<String> = (0..agents).map(|i| format!("sim{i:05}")).collect();
-        let hub_client = loupe_doors::fleet::connect(&hub, false).await.unwrap();
+        let hub_client = loupe_fleet::connect(&hub, false).await.unwrap();
         let mut flat = Vec::new();
         let mut flat_crossed = Vec::new();
         for _ in 0..5 {
             let before = hub_leaf_messages();
             let t = Instant::now();
-            let envelope = Envelope {
-                v: WIRE_VERSION,
-                query: hub_client.new_inbox(),
-                deadline_unix_ns: loupe_api::clock::now_unix_ns() + 30_000_000_000,
-                selector: Selector::default(),
-                body: InvokeBody {
-                    name: "fleet-hot-functions".into(),
-                    sha256: sha.clone(),
-                    from_unix_ns: 0,
-                    to_unix_ns: u64::MAX,
-                    params: params.clone(),
-                    origin_domain: None,
-                },
+            let body = InvokeBody {
+                name: "fleet-hot-functions".into(),
+                sha256: sha.clone(),
+                from_unix_ns: 0,
+                to_unix_ns: u64::MAX,
+                params: params.clone(),
+                origin_domain: None,
+                module: shipped.signed.clone(),
             };
+            let deadline = loupe_api::clock::now_unix_ns() + 30_000_000_000;
+            let request = signer.seal(&hub_client.new_inbox(), &Selector::default(), deadline, body);
             let gathered: Gathered<InvokeReply> = gather(
                 &hub_client,
                 "loupe.v1.invoke.all".into(),
-                &envelope,
+                &request,
                 expected.clone(),
                 Instant::now() + Duration::from_secs(30),
             )
@@ -434,6 +529,27 @@ fn main() {
         bench_line("fleet_tree_10k_p50", quantile(&tree, 0.5), "ms", quantile(&flat, 0.5));
         bench_line("fleet_tree_10k_p99", quantile(&tree, 0.99), "ms", quantile(&flat, 0.99));
         bench_line("fleet_tree_10k_hub_messages", quantile(&crossed, 0.5), "messages", flat_crossed[0]);
+        println!(
+            "signed, every request checked by every agent's gate: p50 {:.0} ms, p99 {:.0} ms; the same run's \
+             rounds decoding without a check: p50 {:.0} ms, p99 {:.0} ms ({:+.1} % and {:+.1} %)",
+            quantile(&tree, 0.5),
+            quantile(&tree, 0.99),
+            quantile(&unchecked, 0.5),
+            quantile(&unchecked, 0.99),
+            100.0 * (quantile(&tree, 0.5) / quantile(&unchecked, 0.5) - 1.0),
+            100.0 * (quantile(&tree, 0.99) / quantile(&unchecked, 0.99) - 1.0),
+        );
+        bench_line("fleet_tree_10k_checked_p50", quantile(&tree, 0.5), "ms", quantile(&unchecked, 0.5));
+        bench_line("fleet_tree_10k_checked_p99", quantile(&tree, 0.99), "ms", quantile(&unchecked, 0.99));
+        // On a fleet, the checks a query waits for: two signatures made by the asker (the
+        // leaves' request and, inside it, the hosts'), a leaf coordinator's open, a host's.
+        let path_ms = (2.0 * sign_us + 2.0 * open_us) / 1e3;
+        let share = 100.0 * path_ms / quantile(&unchecked, 0.5);
+        println!(
+            "on a fleet, each host checking on its own CPU: the checks on a query's path take {path_ms:.2} ms, \
+             {share:.3} % of the unchecked p50"
+        );
+        bench_line("fleet_tree_checked_path", share, "%", 5.0);
     });
     rt.shutdown_timeout(Duration::from_secs(1));
 }

@@ -14,10 +14,13 @@
 use std::{
     net::{SocketAddr, UdpSocket},
     process::Child,
+    sync::Arc,
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use loupe_doors::fleet::{Connection, Coordinator, RunOrderFleet, Selector};
+use loupe_api::fleet::FleetRunOrder;
+use loupe_api::signed::FleetKey;
+use loupe_fleet::{Connection, Coordinator, Selector, signer::Signer};
 use loupe_testbed::rack::{NATS_ADDR, NATS_PORT, Rack};
 
 const HOSTS: usize = 8;
@@ -66,8 +69,9 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let url = format!("nats://{NATS_ADDR}:{NATS_PORT}");
     let fleet = rt.block_on(Coordinator::connect(&Connection::plain(url, "bench"), "bench")).unwrap();
+    let signer = Signer::new(Arc::new(FleetKey::read(&rack.keys().operator).unwrap()));
     let rack_sel = Selector { rack: Some("r1".into()), ..Default::default() };
-    while rt.block_on(fleet.hosts(&rack_sel)).map(|v| v.up as usize).unwrap_or(0) < HOSTS {
+    while rt.block_on(fleet.hosts(&rack_sel, &signer)).map(|v| v.up as usize).unwrap_or(0) < HOSTS {
         std::thread::sleep(Duration::from_millis(200));
     }
     let tx = rack.hosts[1].ns.run(|| UdpSocket::bind(SocketAddr::from((rack.hosts[1].v4, 5000)))).unwrap().unwrap();
@@ -79,8 +83,8 @@ fn main() {
     let mut probes = 0usize;
     for _ in 0..runs {
         let start = now_ns() + 2_000_000_000;
-        let order = RunOrderFleet {
-            selector: rack_sel.clone(),
+        let order = FleetRunOrder {
+            hosts: rack_sel.clone(),
             iface: None,
             interval: Duration::from_millis(1),
             samples: 300,
@@ -93,7 +97,7 @@ fn main() {
                     tx.send_to(&[0u8; 200], dst).unwrap();
                 }
             });
-            let view = rt.block_on(fleet.run(&order)).unwrap();
+            let view = rt.block_on(fleet.run(&order, &signer)).unwrap();
             sender.join().unwrap();
             view
         });

@@ -19,15 +19,22 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Bytes read of a `--token-file` (a token is 43 characters).
+const MAX_TOKEN_FILE: u64 = 4096;
+
 /// Client mode: ask a remote host's API instead of a local store.
 #[derive(Debug, Clone, Args)]
 pub struct RemoteArgs {
     /// Query this Loupe server (e.g. http://host:7878) instead of the local data dir.
     #[arg(long, global = true, env = "LOUPE_SERVER")]
     pub server: Option<String>,
-    /// Bearer token for --server (see `loupe token add`).
+    /// Bearer token for --server (see `loupe token add`). On the command line it shows in `ps`:
+    /// prefer $LOUPE_TOKEN or --token-file.
     #[arg(long, global = true, env = "LOUPE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Read the bearer token for --server from this file (its first line).
+    #[arg(long, global = true, env = "LOUPE_TOKEN_FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
     /// Trust an https:// --server signed by the CAs in this PEM file (else the system's roots).
     #[arg(long, global = true, env = "LOUPE_CACERT")]
     pub cacert: Option<PathBuf>,
@@ -47,7 +54,24 @@ impl RemoteArgs {
             cert: self.client_cert.clone(),
             key: self.client_key.clone(),
         };
-        loupe_doors::remote::Client::with_tls(server, self.token.clone(), &tls)
+        loupe_doors::remote::Client::with_tls(server, self.bearer()?, &tls)
+    }
+
+    /// The token: `--token` / `$LOUPE_TOKEN`, or the first line of `--token-file`.
+    fn bearer(&self) -> anyhow::Result<Option<String>> {
+        use std::io::Read;
+        let Some(path) = &self.token_file else { return Ok(self.token.clone()) };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_TOKEN_FILE).read_to_string(&mut text))
+            .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", path.display()))?;
+        match text.lines().next().map(str::trim).filter(|t| !t.is_empty()) {
+            Some(token) => Ok(Some(token.to_string())),
+            None => anyhow::bail!(
+                "--token-file {}: no token in it (expected the line `loupe token add` printed)",
+                path.display()
+            ),
+        }
     }
 }
 
@@ -73,6 +97,11 @@ pub struct HttpArgs {
     /// the network in clear text). For a server behind a TLS proxy.
     #[arg(long)]
     pub insecure_plaintext: bool,
+    /// A name this server is reached by (repeatable). Address literals, `localhost` and the
+    /// machine's host name always are; a request naming any other host is refused with 421
+    /// (a DNS-rebinding page's).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
     /// Wall-clock limit of one analysis invocation.
     #[arg(long, default_value = "30s", value_parser = time::parse_duration)]
     pub udf_time_limit: Duration,
@@ -82,6 +111,15 @@ pub struct HttpArgs {
     /// Analyses one team may run at once.
     #[arg(long, default_value_t = 2)]
     pub udf_team_concurrency: usize,
+    /// Analyses one team may store.
+    #[arg(long, default_value_t = 64)]
+    pub udf_team_analyses: usize,
+    /// Bytes of the analyses one team stores, together (e.g. 256MiB).
+    #[arg(long, default_value = "256MiB", value_parser = parse_bytes)]
+    pub udf_team_bytes: u64,
+    /// Uploads compiled at once; more are refused with 429 (retry).
+    #[arg(long, default_value_t = 2)]
+    pub udf_compiles: usize,
     /// How long a request may wait for its answer (an on-demand run that outlasts it answers
     /// 408 and is stored when it ends).
     #[arg(long, default_value = "60s", value_parser = time::parse_duration)]
@@ -89,7 +127,7 @@ pub struct HttpArgs {
 }
 
 impl HttpArgs {
-    pub fn options(&self) -> loupe_doors::http::ServerOptions {
+    pub fn options(&self) -> anyhow::Result<loupe_doors::http::ServerOptions> {
         let mut o = loupe_doors::http::ServerOptions {
             listen: self.listen,
             no_auth: self.no_auth,
@@ -103,13 +141,18 @@ impl HttpArgs {
                 _ => None,
             },
             insecure_plaintext: self.insecure_plaintext,
+            allowed_hosts: loupe_doors::http::origin::AllowedHosts::new(&self.allowed_hosts)
+                .map_err(anyhow::Error::msg)?,
             ..Default::default()
         };
         o.limits.time = self.udf_time_limit;
         o.limits.memory_bytes = self.udf_memory_limit as usize;
         o.limits.per_team_invocations = self.udf_team_concurrency;
+        o.limits.per_team_analyses = self.udf_team_analyses;
+        o.limits.per_team_analysis_bytes = self.udf_team_bytes;
+        o.limits.compiles = self.udf_compiles;
         o.limits.total_invocations = o.limits.total_invocations.max(self.udf_team_concurrency);
-        o
+        Ok(o)
     }
 }
 
@@ -198,8 +241,9 @@ pub enum TokenCommand {
     /// Create a token for a team and print it (only its hash is kept).
     Add {
         team: String,
-        /// What it may do, comma-separated: read, invoke, upload, run, probe, admin. `run`
-        /// (on-demand runs) and `probe` (uprobes in any process) are given only when named.
+        /// What it may do, comma-separated: read, invoke, upload, run, probe, admin, fleet.
+        /// `run` (on-demand runs), `probe` (uprobes in any process) and `fleet` (asking the
+        /// fleet through this agent) are given only when named.
         #[arg(long, default_value = "read,invoke,upload", value_parser = loupe_api::access::Scopes::parse)]
         scopes: loupe_api::access::Scopes,
         #[command(flatten)]
@@ -533,6 +577,9 @@ pub struct StoreArgs {
     /// Keep at most this many bytes of runs (oldest deleted first), e.g. 10GiB, 500MB.
     #[arg(long, default_value = "10GiB", value_parser = parse_bytes)]
     pub max_bytes: u64,
+    /// Audit trail files kept: `audit.log` and its rotated copies, up to 16 MiB each.
+    #[arg(long, default_value_t = loupe_core::audit::DEFAULT_FILES as u64, value_parser = clap::value_parser!(u64).range(2..=100))]
+    pub audit_files: u64,
 }
 
 #[derive(Debug, Args)]
@@ -577,6 +624,10 @@ pub struct AgentArgs {
     /// $LOUPE_TIMELINE_DIR, else /dev/shm/loupe-timeline).
     #[arg(long)]
     pub timeline_dir: Option<PathBuf>,
+    /// Tail at most this many programs of one user other than root (the ring directory is
+    /// everyone's: one user's rings cannot take every slot).
+    #[arg(long, default_value_t = loupe_core::ingest::timeline::MAX_SOURCES_PER_USER)]
+    pub timeline_per_user: usize,
     /// Do not collect programs' timeline events.
     #[arg(long)]
     pub no_timeline: bool,
@@ -610,6 +661,19 @@ pub struct FleetJoinArgs {
     /// This host's datacenter.
     #[arg(long, default_value = "default")]
     pub dc: String,
+    /// The keys whose signed fleet requests this agent takes, one `KEY TEAM SCOPES` a line
+    /// (re-read when it changes; docs/fleet.md). Without it, and without --fleet-insecure, the
+    /// agent joins, lists itself and refuses every request.
+    #[arg(long, env = "LOUPE_FLEET_TRUST")]
+    pub fleet_trust: Option<PathBuf>,
+    /// Take any key's signed request, with every scope: for demos and loopback tests only
+    /// (logged as a warning at start).
+    #[arg(long, conflicts_with = "fleet_trust")]
+    pub fleet_insecure: bool,
+    /// This host's own key, which signs for the callers of its HTTP fleet routes (default:
+    /// fleet-host.nk in the data dir, made on first start).
+    #[arg(long, env = "LOUPE_FLEET_HOST_KEY")]
+    pub fleet_host_key: Option<PathBuf>,
 }
 
 /// Where the fleet is: NATS directly, or (without `--nats`) the HTTP API of an agent in the
@@ -624,6 +688,14 @@ pub struct FleetBusArgs {
     pub nats_creds: Option<PathBuf>,
     #[command(flatten)]
     pub nats_tls: NatsTlsArgs,
+    /// Sign the fleet's requests with this key (`loupe fleet key new`); the hosts' trust files
+    /// say its team and scopes. Without one, only agents run with --fleet-insecure answer.
+    #[arg(long, env = "LOUPE_FLEET_KEY")]
+    pub fleet_key: Option<PathBuf>,
+    /// Merge a leaf's partial only if a host key of this trust file (team *) sealed it, as an
+    /// agent does with its own (in a fleet of leaf nodes; docs/fleet.md).
+    #[arg(long, env = "LOUPE_FLEET_TRUST")]
+    pub fleet_trust: Option<PathBuf>,
 }
 
 /// TLS to the fleet's NATS server (with a `tls://` URL, or a server that requires TLS).
@@ -641,12 +713,8 @@ pub struct NatsTlsArgs {
 }
 
 impl NatsTlsArgs {
-    pub fn tls(&self) -> loupe_doors::fleet::BusTls {
-        loupe_doors::fleet::BusTls {
-            ca: self.nats_ca.clone(),
-            cert: self.nats_cert.clone(),
-            key: self.nats_key.clone(),
-        }
+    pub fn tls(&self) -> loupe_fleet::BusTls {
+        loupe_fleet::BusTls { ca: self.nats_ca.clone(), cert: self.nats_cert.clone(), key: self.nats_key.clone() }
     }
 }
 
@@ -681,6 +749,22 @@ pub enum FleetCommand {
     Run(FleetRunArgs),
     /// Run an analysis next to the data of every selected host and merge their partial results.
     Invoke(FleetInvokeArgs),
+    /// Keys that sign the fleet's requests.
+    #[command(subcommand)]
+    Key(FleetKeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetKeyCommand {
+    /// Makes a key pair: the seed goes to a new file only its owner may read (or to stdout), the
+    /// public key — what the hosts' trust files list — to stdout.
+    New {
+        /// The file to write (it must not exist).
+        #[arg(short = 'o', long = "out")]
+        out: Option<PathBuf>,
+    },
+    /// The public key of a key file.
+    Show { file: PathBuf },
 }
 
 #[derive(Debug, Args)]

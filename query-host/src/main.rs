@@ -16,6 +16,8 @@ fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,async_nats=warn")))
         .with_writer(std::io::stderr)
+        // Colours for a terminal only: a log file or the journal got escape codes around every field.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let remote = &cli.remote;

@@ -28,7 +28,7 @@ fn reads_match_the_cli_in_json_and_msgpack() {
     let days_text = String::from_utf8(loupe(&["days", "--data-dir", d]).stdout).unwrap();
 
     let server = Server::start(dir.path(), &[]);
-    let token = server.token_with("sre", "read,run,probe");
+    let token = server.token_with("sre", "read,run,probe,fleet");
     let http = Http::new(&server.url, Some(&token));
 
     assert_eq!(http.get("/api/v1/runs").json(), list_cli);
@@ -405,18 +405,24 @@ fn tokens_and_ownership() {
 }
 
 /// The scope matrix, driven by the OpenAPI document: every route × a token holding each scope
-/// alone. A route the document gives no `x-scope` fails the test; a token with the route's scope
-/// is never refused for it (401/403), one without it gets 403 with a code naming the scope
-/// (before its body is read: bodies here are minimal or wrong on purpose), and a public route
-/// answers without a token. `POST /api/v1/call` checks the operation inside: per operation.
+/// alone, and `fleet` with each scope a fleet operation needs. A route the document gives no
+/// `x-scope` fails the test; a token with the route's scopes (a fleet route's are `fleet` and
+/// the operation's own) is never refused for it (401/403), one without them gets 403 with a
+/// code naming the first it lacks (before its body is read: bodies here are minimal or wrong on
+/// purpose), and a public route answers without a token. `POST /api/v1/call` checks the
+/// operation inside: per operation. This server is in no fleet: a fleet operation allowed
+/// answers `not_in_fleet` (`fleet_rack` and `fleet_leaves` ask real fleets).
 #[test]
 fn every_route_answers_each_scope_as_its_document_says() {
     let dir = tempfile::tempdir().unwrap();
     let (run, _) = fill(dir.path());
     let server = Server::start(dir.path(), &[]);
-    let scopes = ["read", "invoke", "upload", "run", "probe", "admin"];
-    let tokens: Vec<(&str, Http)> =
-        scopes.iter().map(|s| (*s, Http::new(&server.url, Some(&server.token_with(&format!("t-{s}"), s))))).collect();
+    let scopes =
+        ["read", "invoke", "upload", "run", "probe", "admin", "fleet", "fleet,read", "fleet,run", "fleet,invoke"];
+    let tokens: Vec<(&str, Http)> = scopes
+        .iter()
+        .map(|s| (*s, Http::new(&server.url, Some(&server.token_with(&format!("t-{}", s.replace(',', "-")), s)))))
+        .collect();
     let nobody = Http::new(&server.url, None);
     let doc = nobody.get("/api/v1/openapi.json").json();
     let body_of = |path: &str| match path {
@@ -444,6 +450,7 @@ fn every_route_answers_each_scope_as_its_document_says() {
     let mut checked = 0;
     // Each action the trail must hold once per token that asked for it (refused or not).
     let mut audited = std::collections::BTreeMap::<String, usize>::new();
+    let mut anonymous = 0;
     for (path, ops) in doc["paths"].as_object().unwrap() {
         for (method, op) in ops.as_object().unwrap() {
             let scope = op["x-scope"].as_str().unwrap_or_else(|| panic!("{method} {path} declares no scope"));
@@ -453,16 +460,17 @@ fn every_route_answers_each_scope_as_its_document_says() {
                 continue;
             }
             assert_eq!(ask(&nobody, method, path).status, 401, "{method} {path} without a token");
+            anonymous += 1;
             if let Some(action) = op["x-audited"].as_str() {
                 *audited.entry(action.to_string()).or_default() += tokens.len();
             }
             // The one route's body asks `days`, which needs `read`; its errors are `{"err": …}`.
-            let needed = if scope == "per-operation" { "read" } else { scope };
+            let needs: Vec<&str> = if scope == "per-operation" { vec!["read"] } else { scope.split(',').collect() };
             for (held, http) in &tokens {
                 let a = ask(http, method, path);
-                if needed == *held || *held == "admin" {
-                    assert!(a.status != 401 && a.status != 403, "{method} {path} refused '{held}': {}", a.json());
-                } else {
+                let held_set: Vec<&str> = held.split(',').collect();
+                let lacking = needs.iter().find(|n| !held_set.contains(n));
+                if let (Some(&needed), false) = (lacking, *held == "admin") {
                     let v = a.json();
                     let err = if scope == "per-operation" { &v["err"] } else { &v };
                     assert_eq!(
@@ -471,6 +479,11 @@ fn every_route_answers_each_scope_as_its_document_says() {
                         "{v}"
                     );
                     assert!(err["error"].as_str().unwrap().contains(&format!("needs the '{needed}' scope")), "{v}");
+                } else {
+                    assert!(a.status != 401 && a.status != 403, "{method} {path} refused '{held}': {}", a.json());
+                    if path.starts_with("/api/v1/fleet/") {
+                        a.assert_error(409, "not_in_fleet", "not in a fleet");
+                    }
                 }
                 checked += 1;
             }
@@ -490,25 +503,45 @@ fn every_route_answers_each_scope_as_its_document_says() {
     );
     assert_eq!(probe.post("/api/v1/call", &json!({"call": "days"})).status, 403, "probe alone cannot read");
     *audited.get_mut("start_probe").unwrap() += 2;
-    // The trail: one line per request of the matrix that would have changed something, refused
-    // or not, and none for reads; with the token's id.
+    // A fleet operation through the one route: `fleet`, then its own scope, then the fleet.
+    let fleet_run = json!({"call": "fleet_run", "order": {"hosts": {"rack": "r1"}, "iface": null,
+        "interval": {"secs": 0, "nanos": 1_000_000}, "samples": 10, "at_unix_ns": null}});
+    let by = |held: &str| &tokens.iter().find(|(h, _)| *h == held).unwrap().1;
+    for (held, code) in [("run", "missing_scope_fleet"), ("fleet", "missing_scope_run"), ("fleet,run", "not_in_fleet")]
+    {
+        let a = by(held).post("/api/v1/call", &fleet_run);
+        assert_eq!(a.json()["err"]["code"], code, "{held}: {}", a.json());
+    }
+    *audited.get_mut("fleet_run").unwrap() += 3;
+    let hosts = by("fleet,read").post("/api/v1/call", &json!({"call": "fleet_hosts", "hosts": {}}));
+    assert_eq!((hosts.status, hosts.json()["err"]["code"].clone()), (409, json!("not_in_fleet")));
+    // The trail: one entry per request of the matrix that would have changed something, refused
+    // or not, and none for reads; with the token's id. Refusals of one token, action and
+    // outcome are folded into lines with a count, written by the minute or when it stops.
+    server.stop();
     let trail = loupe(&["audit", "--json", "--data-dir", dir.path().to_str().unwrap()]);
     let trail: Vec<Value> =
         String::from_utf8(trail.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let count = |e: &Value| e["count"].as_u64().unwrap_or(1) as usize;
     let mut recorded = std::collections::BTreeMap::<String, usize>::new();
-    for e in trail.iter().filter(|e| e["action"] != "token_add") {
-        *recorded.entry(e["action"].as_str().unwrap().to_string()).or_default() += 1;
+    for e in trail.iter().filter(|e| e["action"] != "token_add" && e["token_id"] != "unauthenticated") {
+        *recorded.entry(e["action"].as_str().unwrap().to_string()).or_default() += count(e);
     }
     assert_eq!(recorded, audited, "the trail against the document's x-audited routes");
     assert!(audited.contains_key("start_probe") && audited.contains_key("fleet_run") && audited.len() >= 5);
     let refused = trail.iter().filter(|e| e["action"] == "start_probe" && e["outcome"] == "missing_scope_probe");
-    assert_eq!(refused.count(), 4 + 1, "every token but probe's and admin's, and read's through the one route");
-    for e in &trail {
+    assert_eq!(
+        refused.map(count).sum::<usize>(),
+        8 + 1,
+        "every token but probe's and admin's, and read's through the one route"
+    );
+    let unauthenticated = trail.iter().filter(|e| e["token_id"] == "unauthenticated");
+    assert_eq!(unauthenticated.map(count).sum::<usize>(), anonymous, "every 401, folded");
+    for e in trail.iter().filter(|e| e["token_id"] != "unauthenticated") {
         // Tokens are added by root on the host (the operator); everything else by a token.
         let by = if e["action"] == "token_add" { Some("operator".len()) } else { Some(12) };
         assert_eq!(e["token_id"].as_str().map(str::len), by, "{e}");
     }
-    server.stop();
 
     // A token made before scopes keeps what it could do then — everything but `probe`.
     let old = server_token_without_scopes(dir.path(), "old-team");
@@ -787,5 +820,278 @@ fn a_window_holds_every_lane_as_the_store_has_it_and_exports_as_a_trace() {
     assert_eq!(by("traffic", "C").values().sum::<u64>(), 1000, "two series of 500 slots");
     let rx = trace.trace_events.iter().find(|e| e.name == "rx_batch").unwrap();
     assert!(rx.args.as_ref().unwrap().get("packets").is_some(), "arguments by name");
+    server.stop();
+}
+
+/// One hand-written HTTP/1.1 request (a browser's `Host` and `Origin` are what is tested, and
+/// an HTTP client sets `Host` from its URL): the status and the body.
+fn raw_request(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        request += &format!("{name}: {value}\r\n");
+    }
+    if !body.is_empty() {
+        request += "Content-Type: application/json\r\n";
+    }
+    stream.write_all(format!("{request}\r\n{body}").as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
+}
+
+/// A page that rebinds its own name to 127.0.0.1 reaches the agent with its name in `Host`:
+/// refused (421) on every route, the web UI too, though `--no-auth` would serve it. A page of
+/// another origin may not change anything (403), though it may send a form's POST.
+#[test]
+fn a_rebinding_page_and_a_foreign_origin_are_refused_under_no_auth() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &["--no-auth", "--allowed-host", "loupe.test"]);
+    let port = server.url.trim_end_matches('/').rsplit(':').next().unwrap().to_string();
+    let at = |host: &str| format!("{host}:{port}");
+    for path in ["/api/v1/health", "/api/v1/runs", "/", "/metrics"] {
+        let (status, body) = raw_request(&server.url, "GET", path, &[("Host", &at("evil.example"))], "");
+        assert_eq!(status, 421, "{path}: {body}");
+        assert!(body.contains("misdirected_host") && body.contains("--allowed-host"), "{path}: {body}");
+    }
+    for host in ["127.0.0.1", "localhost", "loupe.test", "LOUPE.TEST"] {
+        let (status, body) = raw_request(&server.url, "GET", "/api/v1/runs", &[("Host", &at(host))], "");
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    let read = r#"{"call": "show_run", "id": 999999, "per_cpu": false}"#;
+    let own = at("127.0.0.1");
+    let post = |origin: Option<&str>| {
+        let mut headers = vec![("Host", own.as_str())];
+        headers.extend(origin.map(|o| ("Origin", o)));
+        raw_request(&server.url, "POST", "/api/v1/call", &headers, read)
+    };
+    for foreign in ["http://evil.example", "null", &format!("http://localhost:{port}"), "http://127.0.0.1:1"] {
+        let (status, body) = post(Some(foreign));
+        assert_eq!(status, 403, "{foreign}: {body}");
+        assert!(body.contains("foreign_origin"), "{foreign}: {body}");
+    }
+    // The web UI's own origin, and a client that sends none, reach the route (its own 404).
+    for origin in [Some(format!("http://127.0.0.1:{port}")), None] {
+        let (status, body) = post(origin.as_deref());
+        assert_eq!(status, 404, "{origin:?}: {body}");
+    }
+    // A read from another origin is served: the browser keeps its answer from that page.
+    let (status, _) =
+        raw_request(&server.url, "GET", "/api/v1/runs", &[("Host", &own), ("Origin", "http://evil.example")], "");
+    assert_eq!(status, 200);
+    server.stop();
+    let out = loupe(&["serve", "--allowed-host", "a/b", "--data-dir", data.path().to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'a/b' is not a host name"));
+}
+
+/// Every path under `dir` with a group or other permission bit (links not followed).
+fn shared_paths(dir: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        // The control socket is 0600 too, like every other file.
+        if meta.mode() & 0o077 != 0 {
+            out.push(format!("{} {:o}", path.display(), meta.mode() & 0o7777));
+        }
+        if meta.is_dir() {
+            todo.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    out
+}
+
+/// The data dir holds every stack, probe session and analysis: made 0700 with 0600 files, and
+/// a looser one from before tightened at start, with a line in the log.
+#[test]
+fn the_data_dir_and_what_it_holds_are_its_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("var/loupe");
+    let token = token(&data, "t");
+    let server = Server::start(&data, &[]);
+    let http = Http::new(&server.url, Some(&token));
+    http.upload("hot", "noop");
+    server.stop();
+    assert_eq!(shared_paths(&data), Vec::<String>::new());
+    assert!(std::fs::read_dir(&data).unwrap().count() >= 3, "the store, tokens and analyses are there");
+    // As an older Loupe (or a hand-made dir) left it.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(data.join("tokens.json"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_loupe"))
+        .args(["runs", "list", "--data-dir"])
+        .arg(&data)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("readable by other users") && log.contains("paths=2") && log.contains("755"), "{log}");
+    assert_eq!(shared_paths(&data), Vec::<String>::new());
+}
+
+/// `loupe token add` and `loupe token revoke` run at the same moment, as processes, while a
+/// server answers: every added token works and every revoked one is refused — none lost, none
+/// brought back by a process writing back what it read before another's change.
+#[test]
+fn token_adds_and_revokes_at_the_same_moment_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let doomed: Vec<String> = (0..16).map(|_| token(dir.path(), "doomed")).collect();
+    let listed = |data: &str| -> Vec<Value> {
+        let out = loupe(&["token", "list", "--json", "--data-dir", data]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
+    };
+    let ids: Vec<String> = listed(data).iter().map(|t| t["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids.len(), 16);
+    let server = Server::start(dir.path(), &[]);
+    let added: Vec<String> = std::thread::scope(|s| {
+        let adders: Vec<_> =
+            (0..2).map(|_| s.spawn(|| (0..12).map(|_| token(dir.path(), "kept")).collect::<Vec<_>>())).collect();
+        for chunk in ids.chunks(8) {
+            s.spawn(move || {
+                for id in chunk {
+                    let out = loupe(&["token", "revoke", id, "--data-dir", data]);
+                    assert!(out.status.success(), "revoke {id}: {}", String::from_utf8_lossy(&out.stderr));
+                }
+            });
+        }
+        adders.into_iter().flat_map(|a| a.join().unwrap()).collect()
+    });
+    let now = listed(data);
+    assert_eq!(now.len(), 24, "every added token there, every revoked one gone: {now:?}");
+    assert!(now.iter().all(|t| t["team"] == "kept"), "{now:?}");
+    for t in &added {
+        assert_eq!(Http::new(&server.url, Some(t)).get("/api/v1/runs").status, 200, "an added token works");
+    }
+    for t in &doomed {
+        Http::new(&server.url, Some(t)).get("/api/v1/runs").assert_error(401, "unauthorized", "unknown or revoked token");
+    }
+    server.stop();
+}
+
+/// A client that invokes names it makes up (10,000 of them) leaves `/metrics` the size it was:
+/// they are counted under one label, never named.
+#[test]
+fn made_up_analysis_names_leave_metrics_the_same_size() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &["--no-auth"]);
+    let http = Http::new(&server.url, None);
+    http.upload("hot", "noop");
+    let body = json!({"params": {}});
+    assert_eq!(http.invoke("hot", body.clone()).status, 200);
+    http.invoke("made-up-0", body.clone()).assert_error(404, "not_found", "made-up-0");
+    let before = http.get("/metrics").body.len();
+    for i in 1..10_000 {
+        assert_eq!(http.invoke(&format!("made-up-{i}"), body.clone()).status, 404);
+    }
+    let metrics = String::from_utf8(http.get("/metrics").body).unwrap();
+    assert!(!metrics.contains("made-up"), "{metrics}");
+    assert!(metrics.contains(r#"analysis="(unknown)",cause="not_found"} 10000"#), "{metrics}");
+    assert!(metrics.contains(r#"loupe_analysis_invocations_total{analysis="hot"} 1"#), "{metrics}");
+    // The counters' digits may grow; nothing else.
+    assert!(metrics.len() <= before + 16, "{before} → {} bytes", metrics.len());
+    server.stop();
+}
+
+/// 30,000 refusals from one `read` token, and 1,000 requests with a made-up token, leave the
+/// action before them readable in `loupe audit`: they are folded by the minute, with counts.
+#[test]
+fn a_flood_of_refusals_cannot_flush_the_audit_trail() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &[]);
+    let owner = Http::new(&server.url, Some(&server.token("netops")));
+    owner.upload("bursts", "noop");
+    let reader = Http::new(&server.url, Some(&server.token_with("perf", "read")));
+    for _ in 0..30_000 {
+        assert_eq!(reader.delete("/api/v1/udfs/bursts").status, 403);
+    }
+    let stranger = Http::new(&server.url, Some("made-up-token"));
+    for _ in 0..1_000 {
+        assert_eq!(stranger.get("/api/v1/runs").status, 401);
+    }
+    server.stop();
+    let out = loupe(&["audit", "--json", "--data-dir", data.path().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let entries: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let count = |e: &Value| e["count"].as_u64().unwrap_or(1);
+    assert!(
+        entries.iter().any(|e| e["action"] == "upload_udf" && e["outcome"] == "ok" && e["team"] == "netops"),
+        "{entries:?}"
+    );
+    let refused: Vec<&Value> = entries.iter().filter(|e| e["outcome"] == "missing_scope_upload").collect();
+    assert_eq!(refused.iter().map(|e| count(e)).sum::<u64>(), 30_000);
+    assert!(refused.len() <= 2 * 3, "a first line and a folded one per minute: {}", refused.len());
+    let unauthenticated: Vec<&Value> = entries.iter().filter(|e| e["token_id"] == "unauthenticated").collect();
+    assert_eq!(unauthenticated.iter().map(|e| count(e)).sum::<u64>(), 1_000);
+    // The table shows a folded line's count.
+    let text = loupe(&["audit", "--data-dir", data.path().to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("missing_scope_upload ×"));
+}
+
+/// A token on the command line shows in `ps`: the CLI also takes it from `$LOUPE_TOKEN` or a file.
+#[test]
+fn the_cli_takes_its_token_from_a_file_or_the_environment() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &[]);
+    let token = server.token("sre");
+    let file = data.path().join("token");
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    let cli = |args: &[&str], env: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_loupe"));
+        cmd.args(["--server", &server.url]).args(args).args(["days", "--json"]).env("RUST_LOG", "off");
+        cmd.env_remove("LOUPE_TOKEN");
+        if let Some(token) = env {
+            cmd.env("LOUPE_TOKEN", token);
+        }
+        cmd.output().unwrap()
+    };
+    assert!(cli(&["--token-file", file.to_str().unwrap()], None).status.success());
+    assert!(cli(&[], Some(&token)).status.success());
+    let refused = cli(&[], None);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("missing bearer token"));
+    std::fs::write(&file, "\n").unwrap();
+    let empty = cli(&["--token-file", file.to_str().unwrap()], None);
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("no token in it"), "{empty:?}");
+    server.stop();
+}
+
+/// One team cannot fill the data dir: past its number of analyses it is refused (409), while
+/// replacing its own and other teams' uploads go on; an admin deletes any team's analysis.
+#[test]
+fn a_team_stores_within_its_bounds_and_an_admin_acts_on_any_teams_analysis() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &["--udf-team-analyses", "2"]);
+    let netops = Http::new(&server.url, Some(&server.token("netops")));
+    let perf = Http::new(&server.url, Some(&server.token("perf")));
+    let admin = Http::new(&server.url, Some(&server.token_with("sre", "admin")));
+    netops.upload("a", "noop");
+    netops.upload("b", "noop");
+    netops.put_wasm("/api/v1/udfs/c", &wasm("noop")).assert_error(409, "team_analyses_full", "at most 2");
+    netops.upload("a", "noop"); // a replacement takes no more room
+    perf.upload("c", "noop");
+    perf.delete("/api/v1/udfs/a").assert_error(403, "not_owner", "belongs to team 'netops'");
+    assert_eq!(admin.delete("/api/v1/udfs/a").status, 204, "an admin acts on any team's analysis");
+    netops.upload("d", "noop");
+    let listed = netops.get("/api/v1/udfs").json();
+    let owners: Vec<(String, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| (u["name"].as_str().unwrap().to_string(), u["owner"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(owners.len(), 3, "{listed}");
+    assert!(owners.contains(&("d".into(), "netops".into())) && owners.contains(&("c".into(), "perf".into())));
     server.stop();
 }

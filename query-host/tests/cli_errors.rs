@@ -123,3 +123,34 @@ fn bad_import_files_are_reported_and_good_ones_land() {
     assert_eq!(v["metrics"]["in_ce_bytes"], serde_json::json!([5]));
     assert_intact(&data, &id);
 }
+
+#[test]
+fn fleet_keys_are_made_owner_only_shown_and_never_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ops.nk");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_loupe")).args(args).env("RUST_LOG", "off").output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let file = path.to_str().unwrap();
+    let (code, public, err) = run(&["fleet", "key", "new", "-o", file]);
+    assert_eq!(code, 0, "{err}");
+    let public = public.trim();
+    assert!(public.starts_with('U') && public.len() == 56, "{public}");
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let (code, shown, _) = run(&["fleet", "key", "show", file]);
+    assert_eq!((code, shown.trim()), (0, public));
+    // A second key into the same file: refused, the first kept.
+    let (code, _, err) = run(&["fleet", "key", "new", "-o", file]);
+    assert_one_line_error(code, &err, "exists");
+    assert_eq!(run(&["fleet", "key", "show", file]).1.trim(), public);
+    // A seed others may read is refused when signing.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, _, err) = run(&["fleet", "key", "show", file]);
+    assert_one_line_error(code, &err, "chmod 600");
+}

@@ -180,6 +180,8 @@ fn unknown_interface_and_missing_privilege_are_named() {
     let data = dir.path().join("nobody");
     std::fs::create_dir(&data).unwrap();
     Command::new("chown").args(["65534:65534"]).arg(&data).status().unwrap();
+    // Its owner's alone, as Loupe would make it (a looser one is tightened with a warning line).
+    Command::new("chmod").args(["700"]).arg(&data).status().unwrap();
     Command::new("chmod").args(["755"]).arg(dir.path()).status().unwrap();
     let out = Command::new("setpriv")
         .args([

@@ -22,13 +22,15 @@ use std::{
 use futures_util::StreamExt;
 
 use loupe_api::model::{FleetHost, FleetPlace};
-use loupe_doors::fleet::{
+use loupe_fleet::{
     Connection, connect,
+    gate::{Gate, Trust},
     gather::{Ask, Gathered, KeyBy, Resend, gather_by},
     live_registry::LiveRegistry,
     registry::{self, Registration},
+    signer::Signer,
     subjects::{self, Selector, Verb},
-    wire::{self, Envelope, Reply, WIRE_VERSION},
+    wire::{self, Reply, WIRE_VERSION},
 };
 
 const PORT: u16 = 4710;
@@ -242,6 +244,8 @@ async fn leaf_agents(died: Arc<AtomicBool>) -> Vec<async_nats::Client> {
         client.flush().await.unwrap();
         clients.push(client.clone());
         let died = Arc::clone(&died);
+        let place = FleetPlace { host: name.into(), rack: "r1".into(), dc: "d1".into() };
+        let gate = Gate::new(Trust::Insecure, place.clone());
         tokio::spawn(async move {
             let mut requests = futures_util::stream::select_all(subs);
             while let Some(msg) = requests.next().await {
@@ -250,10 +254,14 @@ async fn leaf_agents(died: Arc<AtomicBool>) -> Vec<async_nats::Client> {
                     client.drain().await.unwrap();
                     return;
                 }
-                let env: Envelope<()> = wire::decode(&msg.payload, 1 << 20).unwrap();
-                let place = FleetPlace { host: name.into(), rack: "r1".into(), dc: "d1".into() };
-                let reply =
-                    Reply { v: WIRE_VERSION, query: env.query, place, leaf: Some("r1".into()), result: Ok(7u64) };
+                let env = gate.open::<()>(&msg.payload, 1 << 20, &msg.subject).unwrap().unwrap().envelope;
+                let reply = Reply {
+                    v: WIRE_VERSION,
+                    query: env.query,
+                    place: place.clone(),
+                    leaf: Some("r1".into()),
+                    result: Ok(7u64),
+                };
                 client.publish(msg.reply.unwrap(), wire::encode(&reply).into()).await.unwrap();
                 client.flush().await.unwrap();
             }
@@ -265,23 +273,23 @@ async fn leaf_agents(died: Arc<AtomicBool>) -> Vec<async_nats::Client> {
 /// Asks leaf `r1` as a tree's asker does, asking again at `resend` if given.
 async fn ask_leaf(asker: &async_nats::Client, resend: Option<Duration>, deadline: Duration) -> Gathered<u64> {
     let now = Instant::now();
-    let envelope = Envelope {
-        v: WIRE_VERSION,
-        query: asker.new_inbox(),
-        deadline_unix_ns: loupe_api::clock::now_unix_ns() + deadline.as_nanos() as u64,
-        selector: Selector::default(),
-        body: (),
-    };
+    let signer = Signer::one_off();
+    let query = asker.new_inbox();
+    let deadline_unix_ns = loupe_api::clock::now_unix_ns() + deadline.as_nanos() as u64;
+    let request = || signer.seal(&query, &Selector::default(), deadline_unix_ns, ());
     let ask = Ask {
         subject: subjects::leaf_subject(Verb::Invoke, None),
         expected: BTreeSet::from(["r1".to_string()]),
         deadline: now + deadline,
         key: KeyBy::Leaf,
-        resend: resend
-            .map(|after| Resend { at: now + after, subject: |leaf| subjects::leaf_subject(Verb::Invoke, Some(leaf)) }),
+        resend: resend.map(|after| Resend {
+            at: now + after,
+            subject: |leaf| subjects::leaf_subject(Verb::Invoke, Some(leaf)),
+            request: request(),
+        }),
         at_least: None,
     };
-    gather_by(asker, &envelope, ask).await.unwrap()
+    gather_by(asker, &request(), ask).await.unwrap()
 }
 
 #[test]

@@ -135,6 +135,7 @@ impl Fleet {
             .args(["netns", "exec", &self.rack.tor.name, LOUPE, "fleet"])
             .args(args)
             .args(self.rack.bus_args())
+            .args(self.rack.fleet_key_args())
             .arg("--json")
             .env("RUST_LOG", "warn")
             .output()

@@ -1,4 +1,4 @@
-//! The query host's layers are crates (`loupe` → `loupe-doors` → `loupe-core` →
+//! The query host's layers are crates (`loupe` → `loupe-doors` → `loupe-fleet` → `loupe-core` →
 //! `loupe-sandbox` → `loupe-api`), so the compiler holds them. Two layerings sit inside a crate,
 //! and this test holds those: in the `loupe` binary, `main → cli/app → render` (`app` may use
 //! `cli`; nothing imports `main`), and in `loupe-core`, `ingest` (kernel → store) names nothing of

@@ -647,6 +647,47 @@ fn the_agent_owns_probes_through_its_socket_and_its_http_api() {
     assert!(agent.wait().unwrap().success());
 }
 
+/// A FIFO as a probe's target once blocked the agent's open for ever, under the lock every
+/// other probe request waits on; a character device's open runs its driver. Both are refused at
+/// once, by name, and listing sessions answers meanwhile.
+#[test]
+fn a_fifo_or_a_device_as_target_is_refused_at_once_and_listing_answers_meanwhile() {
+    require_root!();
+    let _kernel = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut agent, base) = start_agent(dir.path(), &dir.path().join("data"), &["--no-auth"]);
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let http: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into();
+    for (target, named) in [(fifo.to_str().unwrap(), "a FIFO"), ("/dev/null", "a character device")] {
+        let asked = Instant::now();
+        let refusal = std::thread::scope(|s| {
+            let post = s.spawn(|| {
+                let body = serde_json::json!({"binary": target, "functions": ["main"]});
+                let mut resp = http.post(&format!("{base}/probes")).send_json(&body).unwrap();
+                (resp.status().as_u16(), resp.body_mut().read_to_string().unwrap(), asked.elapsed())
+            });
+            let listed = Instant::now();
+            let list = http.get(&format!("{base}/probes")).call().unwrap();
+            assert_eq!(list.status(), 200);
+            assert!(listed.elapsed() < Duration::from_secs(1), "listing took {:?}", listed.elapsed());
+            post.join().unwrap()
+        });
+        let (status, body, took) = refusal;
+        assert_eq!(status, 400, "{target}: {body}");
+        assert!(body.contains(named) && body.contains("not a regular file"), "{target}: {body}");
+        assert!(took < Duration::from_secs(1), "{target} refused after {took:?}");
+    }
+    assert_programs_go("nothing attached");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    assert!(agent.wait().unwrap().success());
+}
+
 /// `loupe agent` (no stacks, its HTTP API on a free loopback port, `extra` options) on `data`;
 /// the child and its API's base URL, once it answers.
 fn start_agent(dir: &Path, data: &Path, extra: &[&str]) -> (Child, String) {

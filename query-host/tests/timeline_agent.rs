@@ -102,11 +102,16 @@ struct Agent {
 }
 
 fn agent(data: &Path, timeline: &Path, log: PathBuf) -> Agent {
+    agent_with(data, timeline, log, &[])
+}
+
+fn agent_with(data: &Path, timeline: &Path, log: PathBuf, more: &[&str]) -> Agent {
     let child = Command::new(LOUPE)
         .args(["agent", "--no-stacks", "--no-http", "--data-dir"])
         .arg(data)
         .arg("--timeline-dir")
         .arg(timeline)
+        .args(more)
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
@@ -290,6 +295,94 @@ fn unreadable_ring_files_are_skipped_with_a_log_line() {
     assert!(log.contains("4000002-18.tl"), "{log}");
     let list = loupe(&["timeline", "list", "--pid", &pid], &data);
     assert_eq!(list["sources"][0]["events"], 300, "{list}");
+}
+
+/// The ring directory is everyone's: a ring file one user makes for another user's process (a
+/// real ring, renamed for pid 1 and given to `nobody`) is not read, and is counted; the same
+/// ring as its writer left it is.
+#[test]
+fn a_ring_forged_for_another_users_process_is_ignored_and_counted() {
+    loupe_testbed::require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let (data, rings, real) = kept_ring(dir.path());
+    // Its header said the writer's pid; a forger writes pid 1 there too.
+    ring_for(&real, &rings, 1, 65534);
+    let agent = agent(&data, &rings, dir.path().join("agent.log"));
+    wait_for(Duration::from_secs(15), "the forged ring to be looked at", || {
+        std::fs::read_to_string(dir.path().join("agent.log")).is_ok_and(|l| l.contains("not tailed"))
+    });
+    let log = agent.stop();
+    assert!(log.contains("uid 65534's file, and process 1 runs as uid 0"), "{log}");
+    assert!(log.contains("refused=1"), "{log}");
+    let list = loupe(&["timeline", "list", "--pid", "1"], &data);
+    assert_eq!(list["sources"].as_array().map_or(0, Vec::len), 0, "{list}");
+}
+
+/// Under `dir`: the data dir, an empty ring directory, and a real ring (150 events of a writer
+/// that has exited, written while no agent ran) kept aside in a directory of its own.
+fn kept_ring(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let (data, rings, kept) = (dir.join("data"), dir.join("rings"), dir.join("kept"));
+    std::fs::create_dir_all(&kept).unwrap();
+    let mut w = writer(&kept, "sequence 50");
+    assert!(w.child.wait().unwrap().success());
+    let real = ring_files(&kept).pop().expect("the writer's ring");
+    std::fs::create_dir_all(&rings).unwrap();
+    (data, rings, real)
+}
+
+/// The start time `/proc/PID/stat` gives `pid` (a ring file's name carries it).
+fn start_time(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat.rsplit(") ").next().unwrap().split(' ').nth(19).unwrap().to_string()
+}
+
+/// A copy of the ring `real`, made for `pid`: its name and header name that pid, and it is
+/// `uid`'s file (a forger's, or a program's of that user).
+fn ring_for(real: &Path, rings: &Path, pid: u32, uid: u32) -> PathBuf {
+    let ring = rings.join(format!("{pid}-{}.tl", start_time(pid)));
+    let mut bytes = std::fs::read(real).unwrap();
+    let at = loupe_timeline::format::hdr::PID;
+    bytes[at..at + 4].copy_from_slice(&pid.to_le_bytes());
+    std::fs::write(&ring, bytes).unwrap();
+    std::os::unix::fs::chown(&ring, Some(uid), Some(uid)).unwrap();
+    ring
+}
+
+/// One user's rings take at most `--timeline-per-user` of the tailing slots: three processes
+/// of `nobody`, each with a ring of its own that it may speak for, under a bound of 2 — two are
+/// tailed and stored, the third is refused and counted.
+#[test]
+fn one_users_rings_take_at_most_their_share_of_the_slots() {
+    use std::os::unix::process::CommandExt;
+    loupe_testbed::require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let (data, rings, real) = kept_ring(dir.path());
+    let mut sleepers: Vec<Child> =
+        (0..3).map(|_| Command::new("sleep").arg("120").uid(65534).gid(65534).spawn().unwrap()).collect();
+    for s in &sleepers {
+        ring_for(&real, &rings, s.id(), 65534);
+    }
+    let log_path = dir.path().join("agent.log");
+    let agent = agent_with(&data, &rings, log_path.clone(), &["--timeline-per-user", "2"]);
+    wait_for(Duration::from_secs(15), "the third ring to be refused", || {
+        std::fs::read_to_string(&log_path).is_ok_and(|l| l.contains("the most one user may"))
+    });
+    let log = agent.stop();
+    for s in &mut sleepers {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    assert!(log.contains("uid 65534 already has 2 programs tailed"), "{log}");
+    assert!(log.contains("refused=1"), "{log}");
+    let stored: Vec<u64> = sleepers
+        .iter()
+        .flat_map(|s| {
+            let list = loupe(&["timeline", "list", "--pid", &s.id().to_string()], &data);
+            list["sources"].as_array().cloned().unwrap_or_default()
+        })
+        .map(|source| source["events"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(stored, [150, 150], "two rings tailed, each whole");
 }
 
 /// A C program using `loupe_timeline.h`, linked to the static library the build makes: what it

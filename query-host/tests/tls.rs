@@ -90,8 +90,10 @@ fn https_end_to_end_with_rotation_and_client_certificates() {
     server.stop();
 
     // mTLS: no client certificate, no answer; with one the CA signed, served.
+    let client_ca = dir.path().join("client-ca.pem");
+    std::fs::copy(ca, &client_ca).unwrap();
     let mut mtls = tls.to_vec();
-    mtls.extend(["--client-ca", ca]);
+    mtls.extend(["--client-ca", client_ca.to_str().unwrap()]);
     std::fs::copy(pki.pem("one"), &cert).unwrap();
     std::fs::copy(pki.key("one"), &key).unwrap();
     let server = Server::start(&data, &mtls);
@@ -118,6 +120,48 @@ fn https_end_to_end_with_rotation_and_client_certificates() {
         "--json",
     ]);
     assert!(with_cert.status.success(), "{}", String::from_utf8_lossy(&with_cert.stderr));
+    // The client CA is read again when it changes, like the certificate: another CA renamed
+    // over it serves its clients and no longer the first CA's.
+    let other = Pki::new(&dir.path().join("other")).unwrap();
+    other.issue("client", "another-client", &[]).unwrap();
+    let (other_client, other_key) = (other.pem("client"), other.key("client"));
+    let other_args = ["--cacert", ca, "--cert", other_client.to_str().unwrap(), "--key", other_key.to_str().unwrap()];
+    let (ok, _, log) = curl(&other_args, &health);
+    assert!(!ok, "a client of an untrusted CA was served: {log}");
+    let next_ca = dir.path().join("next-ca.pem");
+    std::fs::copy(other.pem("ca"), &next_ca).unwrap();
+    std::fs::rename(&next_ca, &client_ca).unwrap();
+    let (ok, _, log) = curl(&other_args, &health);
+    assert!(ok && log.contains("\"status\":\"ok\""), "the new client CA was not read: {log}");
+    let (ok, _, log) = curl(&["--cacert", ca, "--cert", client, "--key", client_key], &health);
+    assert!(!ok, "a client of the replaced CA was still served: {log}");
+    server.stop();
+}
+
+/// 200 connections that never start a handshake (more than the pending bound, all from one
+/// address) cannot keep a real client out: it is served at once.
+#[test]
+fn idle_connections_cannot_keep_a_client_out() {
+    if !need("curl") || !need("openssl") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new(dir.path()).unwrap();
+    pki.issue("server", "loupe", &["IP:127.0.0.1"]).unwrap();
+    let (cert, key) = (pki.pem("server"), pki.key("server"));
+    let server = Server::start(
+        &dir.path().join("data"),
+        &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()],
+    );
+    let addr = server.url.trim_start_matches("https://").to_string();
+    let idle: Vec<std::net::TcpStream> = (0..200).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
+    let health = format!("{}/api/v1/health", server.url);
+    let ca = pki.pem("ca");
+    let (ok, _, log) = curl(&["--cacert", ca.to_str().unwrap(), "-w", "\ntime_total=%{time_total}\n"], &health);
+    assert!(ok && log.contains("\"status\":\"ok\""), "{log}");
+    let took: f64 = log.lines().find_map(|l| l.strip_prefix("time_total=")).unwrap().trim().parse().unwrap();
+    assert!(took < 1.0, "served after {took} s beside 200 idle connections");
+    drop(idle);
     server.stop();
 }
 

@@ -125,6 +125,11 @@ fn open_store(dir: &std::path::Path) -> Store {
         .unwrap()
 }
 
+/// The store, for a server started next: dropped, it waits until sled lets go of its lock.
+fn store_for_a_server(dir: &std::path::Path) -> loupe_testbed::synthetic::Kept {
+    loupe_testbed::synthetic::open_kept(dir)
+}
+
 fn ok(a: Answer) -> Value {
     assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
     a.json()
@@ -153,7 +158,7 @@ fn batch_line(v: &Value) -> (u64, u64, u64, u64) {
 fn probe_latency_names_the_percentiles_and_the_slow_forward() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b, stored) = {
-        let store = open_store(dir.path());
+        let store = store_for_a_server(dir.path());
         let a = store.put_probe_session(packet_loop(T0 + 60 * SEC, 2, 2_000, Some((1, 1234)))).unwrap();
         // A session without `--calls`: percentiles only.
         let mut quiet = packet_loop(T0 + 120 * SEC, 1, 500, None);
@@ -400,7 +405,7 @@ fn a_session_deleted_while_read_ends_early_and_says_so() {
 fn probe_latency_reads_a_million_calls_through_the_sandbox_in_bounded_batches() {
     let dir = tempfile::tempdir().unwrap();
     let slow_handle = {
-        let store = open_store(dir.path());
+        let store = store_for_a_server(dir.path());
         let id = million(&store);
         let s = store.probe_session(id).unwrap().unwrap();
         store.flush().unwrap();

@@ -43,8 +43,12 @@ fn rss_kib() -> usize {
 fn zero_pages_of_watched_blocks_are_given_back_and_no_value_changes() {
     // 1. Opening the store: sled's first open in this process, so its metrics are built here.
     let dir = tempfile::tempdir().unwrap();
-    let args =
-        StoreArgs { data_dir: dir.path().to_path_buf(), retention: Duration::from_secs(3600), max_bytes: 1 << 30 };
+    let args = StoreArgs {
+        data_dir: dir.path().to_path_buf(),
+        retention: Duration::from_secs(3600),
+        max_bytes: 1 << 30,
+        audit_files: 4,
+    };
     let before = rss_kib();
     let store = open_store(&args).unwrap();
     let grew = rss_kib().saturating_sub(before);

@@ -5,7 +5,7 @@ mod common;
 
 use common::samples::*;
 use common::*;
-use loupe_store::{ProfileQuery, Retention, SEGMENT_SIZE, SLED_DEFAULT_SEGMENT, TimeRange};
+use loupe_store::{ProfileQuery, Retention, SEGMENT_SIZE, SLED_DEFAULT_SEGMENT, Store, StoreError, TimeRange};
 
 fn retention() -> Retention {
     Retention { max_age: std::time::Duration::from_secs(365 * 86_400), max_bytes: u64::MAX }
@@ -49,4 +49,22 @@ fn new_stores_take_small_segments_and_old_ones_keep_theirs() {
     for dir in [new.path(), old.path()] {
         drop(open_sled(dir));
     }
+}
+
+/// A store with sled's default segments that another handle still holds (as one dropped a
+/// moment ago does while its background writes finish) is reported locked — what callers wait
+/// on — not as a store of the wrong segment size: sled checks the size before it takes the lock.
+#[test]
+fn an_old_store_still_held_is_locked_not_of_the_wrong_size() {
+    let old = tempfile::tempdir().unwrap();
+    let held = sled::Config::new().path(old.path()).segment_size(SLED_DEFAULT_SEGMENT).open().unwrap();
+    held.flush().unwrap();
+    match Store::open(old.path(), retention()) {
+        Err(StoreError::Locked { .. }) => {}
+        other => panic!("a held old store opened as {:?}", other.map(|_| "a store")),
+    }
+    let e = loupe_store::sled_db(old.path()).unwrap_err();
+    assert!(e.to_string().contains("could not acquire lock"), "{e}");
+    drop(held);
+    drop(open_store(old.path(), retention()));
 }

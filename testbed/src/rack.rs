@@ -28,6 +28,7 @@ use std::{
 };
 
 use anyhow::{Context, Result, bail};
+use loupe_api::signed::FleetKey;
 
 use crate::{netns::Netns, topology::LinkStats};
 
@@ -66,6 +67,45 @@ pub struct Rack {
     nats_dir: PathBuf,
     bus_tls: Option<BusTls>,
     leaves: Option<Leaves>,
+    keys: FleetKeys,
+}
+
+/// The rack's fleet keys, as an operator would set them up: an operator key the fleet commands
+/// sign with, a key per host (its HTTP fleet routes sign with it), and the trust file every
+/// agent reads — the operator's key for team `ops`, each host key for any team (`*`).
+#[derive(Clone, Debug)]
+pub struct FleetKeys {
+    pub operator: PathBuf,
+    pub hosts: Vec<PathBuf>,
+    pub trust: PathBuf,
+}
+
+/// The scopes the rack's trust file gives the operator's key and the host keys.
+pub const RACK_SCOPES: &str = "read,invoke,upload,run";
+
+impl FleetKeys {
+    /// Makes them in `dir` (a key file per host, then the trust file naming them all).
+    pub fn make(dir: &Path, hosts: usize) -> Result<FleetKeys> {
+        std::fs::create_dir_all(dir)?;
+        let new_key = |name: &str| -> Result<(PathBuf, String)> {
+            let path = dir.join(name);
+            let _ = std::fs::remove_file(&path);
+            let key = FleetKey::generate();
+            key.write_new(&path).map_err(anyhow::Error::msg)?;
+            Ok((path, key.public_key()))
+        };
+        let (operator, operator_public) = new_key("operator.nk")?;
+        let mut trust = format!("{operator_public} ops {RACK_SCOPES}\n");
+        let mut host_keys = Vec::new();
+        for i in 0..hosts {
+            let (path, public) = new_key(&format!("h{i}.nk"))?;
+            trust.push_str(&format!("{public} * {RACK_SCOPES}   # host h{i}\n"));
+            host_keys.push(path);
+        }
+        let path = dir.join("trust");
+        std::fs::write(&path, trust)?;
+        Ok(FleetKeys { operator, hosts: host_keys, trust: path })
+    }
 }
 
 /// The leaf servers of a rack whose bus is a fleet of leaf nodes.
@@ -115,8 +155,16 @@ impl Rack {
         tor.exec(&["ip", "link", "add", "br0", "type", "bridge", "stp_state", "0", "mcast_snooping", "0"])?;
         tor.exec(&["ip", "link", "add", "brm", "type", "bridge", "stp_state", "0"])?;
         tor.exec(&["ip", "addr", "add", &format!("{NATS_ADDR}/24"), "dev", "brm"])?;
-        let mut rack =
-            Rack { tor, hosts: Vec::new(), nats: None, nats_dir: nats_dir.to_path_buf(), bus_tls: None, leaves: None };
+        let keys = FleetKeys::make(&nats_dir.join("keys"), hosts)?;
+        let mut rack = Rack {
+            tor,
+            hosts: Vec::new(),
+            nats: None,
+            nats_dir: nats_dir.to_path_buf(),
+            bus_tls: None,
+            leaves: None,
+            keys,
+        };
         for i in 0..hosts {
             let host = rack.add_host(tag, i)?;
             rack.hosts.push(host);
@@ -286,6 +334,16 @@ impl Rack {
         args
     }
 
+    /// The rack's fleet keys and trust file.
+    pub fn keys(&self) -> &FleetKeys {
+        &self.keys
+    }
+
+    /// What a `loupe fleet` command adds to sign as the rack's operator: `--fleet-key FILE`.
+    pub fn fleet_key_args(&self) -> Vec<String> {
+        vec!["--fleet-key".into(), self.keys.operator.display().to_string()]
+    }
+
     /// Starts `nats-server` with JetStream (its store under the rack's NATS dir, kept across
     /// restarts) in the tor namespace, and waits until it accepts connections.
     pub fn start_nats(&mut self) -> Result<()> {
@@ -434,6 +492,10 @@ impl Rack {
                 None => self.bus_args(),
             })
             .args(["--host", &host.name, "--rack", rack, "--dc", dc])
+            .arg("--fleet-trust")
+            .arg(&self.keys.trust)
+            .arg("--fleet-host-key")
+            .arg(&self.keys.hosts[i])
             .stdout(Stdio::null());
         cmd
     }

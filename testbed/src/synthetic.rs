@@ -150,7 +150,7 @@ pub fn samples() -> Vec<Vec<StackSample>> {
 /// in turn, and a reopen right after the previous handle dropped was once refused as `Locked`
 /// (in the browser tests' setup, `loupe-synth`, on a loaded machine: the lock outlived the
 /// handle briefly), so a `Locked` is waited out for a few seconds.
-fn open_kept(dir: &Path) -> Store {
+pub fn open_kept(dir: &Path) -> Kept {
     let retention = Retention { max_age: std::time::Duration::from_secs(100 * 365 * 86400), max_bytes: 1 << 40 };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
@@ -158,8 +158,41 @@ fn open_kept(dir: &Path) -> Store {
             Err(loupe_store::StoreError::Locked { .. }) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            other => return other.unwrap(),
+            other => return Kept { store: Some(other.unwrap()), dir: dir.to_path_buf() },
         }
+    }
+}
+
+/// A store a `fill_*` (or a test) writes before another process opens it. Dropped, it waits until sled has let go of the store's lock: sled's
+/// background writes hold the lock file a moment past the last handle, and another process that
+/// opens the store in that moment is refused as `Locked`. On a loaded machine that moment was
+/// long enough for `loupe serve`, started right after a fill, to exit (fresh check beside a CPU
+/// hog of 9d5539e, `udf_kernel::an_upload_onto_a_full_disk_fails_cleanly`).
+pub struct Kept {
+    store: Option<Store>,
+    dir: std::path::PathBuf,
+}
+
+impl std::ops::Deref for Kept {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        self.store.as_ref().expect("open until dropped")
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        drop(self.store.take());
+        // sled locks `<dir>/db` with flock(2): free once an exclusive lock of our own is granted.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            match std::fs::File::open(self.dir.join("db")).map(|f| f.try_lock()) {
+                Err(_) | Ok(Ok(())) => return,
+                Ok(Err(_)) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        }
+        panic!("the store at {} was still locked 30 s after its last handle dropped", self.dir.display());
     }
 }
 

@@ -44,7 +44,7 @@
 //! by time, a thread's events keep the order it wrote them in.
 
 use std::fs::File;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -89,6 +89,9 @@ pub struct ProcessInfo {
     pub ring_records: u32,
     /// Whether the file was written on this boot (its TSC is ours).
     pub same_boot: bool,
+    /// The file's owner: its writer's uid, unless someone else made it (a reader checks it
+    /// against the process it claims to be, see `loupe-core`'s timeline ingest).
+    pub owner_uid: u32,
 }
 
 /// One event definition (the id is its index in [`Tailer::events`]).
@@ -356,6 +359,7 @@ impl Tailer {
             max_rings,
             ring_records,
             same_boot: boot != [0; 16] && boot == clock::boot_id(),
+            owner_uid: meta.uid(),
         };
         let cal_start = Sample {
             raw: u64_at(&h, hdr::CAL_START),

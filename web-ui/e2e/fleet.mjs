@@ -222,23 +222,26 @@ test('the fleet view: hosts and health, a synchronized run as hosts × time, a h
   assert.match(await page.textContent('h1'), /Run \d+ on h0/);
   assert.equal(await page.getAttribute('nav[aria-label="Main"] a[aria-current="page"]', 'data-nav'), 'fleet');
 
-  // h0's profile of the run's window, over the fleet: what h0 itself answers for that range.
+  // h0's profile of the run's window, over the fleet: what h0 itself answers for that range,
+  // its samples and its waits off the CPU. The window has just ended and h0 writes a batch every
+  // 10 s (later on a loaded machine: a fresh check beside a CPU hog drew the page with 0 of the
+  // window's 40 samples). Once a sample and a wait from after the window are stored, all of the
+  // window's are (batches hold everything taken before them, in order); only then is it drawn.
   const profileHref = await page.getAttribute('#profile-link', 'href');
-  await go(page, profileHref);
   const q = new URLSearchParams(profileHref.split('?')[1]);
+  const after = BigInt(q.get('to')) + 1_000_000_000n;
+  for (let i = 0; ; i++) {
+    const now = BigInt(Date.now()) * 1_000_000n;
+    const later = await Promise.all(['on_cpu', 'off_cpu'].map((kind) => api(`/api/v1/fleet/hosts/h0/profile?kind=${kind}&from=${after}&to=${now}`)));
+    if (later.every((p) => p.samples > 0)) break;
+    assert.ok(i < 120, `h0 stored no samples (${later[0].samples}) or no waits (${later[1].samples}) taken after the window within 60 s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  await go(page, profileHref);
   const remote = await api(`/api/v1/fleet/hosts/h0/profile?from=${q.get('from')}&to=${q.get('to')}`);
   assert.equal(await page.getAttribute('.profile-summary', 'data-host'), 'h0');
   assert.equal(await page.getAttribute('.profile-summary', 'data-samples'), String(remote.samples));
   // Its waits off the CPU (h0's agent takes them): the box reloads the page in time waited.
-  // Once a wait from after the window is stored, all of the window's are (batches hold every
-  // wait taken before them, in order).
-  const after = BigInt(q.get('to')) + 1_000_000_000n;
-  for (let i = 0; ; i++) {
-    const later = await api(`/api/v1/fleet/hosts/h0/profile?kind=off_cpu&from=${after}&to=${BigInt(Date.now()) * 1_000_000n}`);
-    if (later.samples > 0) break;
-    assert.ok(i < 120, 'h0 stored no waits off the CPU taken after the window within 60 s');
-    await new Promise((r) => setTimeout(r, 500));
-  }
   await page.evaluate(() => (window.__loupe.ready = false));
   await page.check('#profile-off-cpu');
   await page.waitForFunction(() => window.__loupe.ready === true && /kind=off_cpu/.test(location.hash), null, { timeout: 30_000 });

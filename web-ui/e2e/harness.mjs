@@ -288,7 +288,7 @@ export async function setup() {
   synth.run_a = String(synth.run_a);
   synth.run_b = String(synth.run_b);
   // Every scope but admin: the pages that start runs and probes reach the server's own answer.
-  token = /loupe_[0-9a-f]{64}/.exec(run(LOUPE, ['token', 'add', 'e2e', '--scopes', 'read,invoke,upload,run,probe', '--data-dir', dataDir]))?.[0];
+  token = /loupe_[0-9a-f]{64}/.exec(run(LOUPE, ['token', 'add', 'e2e', '--scopes', 'read,invoke,upload,run,probe,fleet', '--data-dir', dataDir]))?.[0];
   assert.ok(token, 'loupe token add printed a token');
   await addTimelineEvents();
   apiBase = await startServe();

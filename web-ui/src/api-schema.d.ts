@@ -863,7 +863,7 @@ export interface components {
              */
             up: number;
         };
-        /** @description A fleet-wide invocation of one of this agent's analyses. */
+        /** @description A fleet-wide invocation of one of this agent's analyses, as a client writes it. */
         FleetInvokeRequest: {
             dc?: string | null;
             /** @description How long to wait for the hosts (`2s` when absent, at most `300s`). */
@@ -979,7 +979,7 @@ export interface components {
             /** Format: int64 */
             start_unix_ns: number;
         };
-        /** @description A synchronized run. */
+        /** @description A synchronized run, as a client writes it (`fleet_run`'s order with its times in words). */
         FleetRunRequest: {
             /** @description The common start (RFC 3339 or Unix ns); default 2 s from now. */
             at?: string | null;
@@ -1061,6 +1061,12 @@ export interface components {
         Health: {
             auth: boolean;
             fleet?: components["schemas"]["FleetPlace"] | null;
+            /**
+             * @description Whose fleet requests this agent takes: `trust_file` (the keys of its `--fleet-trust`
+             *     file), `insecure` (`--fleet-insecure`: any key, every scope) or `none` (it refuses
+             *     every request). Absent outside a fleet.
+             */
+            fleet_trust?: string | null;
             hostname: string;
             /** @description Interfaces the agent samples (empty under `serve`). */
             ifaces: string[];
@@ -1848,6 +1854,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description well-formed, but not this route's body */
             422: {
                 headers: {
@@ -1919,6 +1934,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -1933,8 +1957,11 @@ export interface operations {
     fleet_hosts: {
         parameters: {
             query?: {
-                rack?: string;
+                /** @description A datacenter. */
                 dc?: string;
+                /** @description A rack (rack names are taken to be unique in the fleet; give `dc` too where not). */
+                rack?: string;
+                /** @description One host, by its fleet name. */
                 host?: string;
             };
             header?: never;
@@ -1987,6 +2014,15 @@ export interface operations {
                 };
             };
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2095,6 +2131,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2179,6 +2224,15 @@ export interface operations {
                 };
             };
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2279,6 +2333,15 @@ export interface operations {
             };
             /** @description body neither JSON nor MessagePack */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2394,6 +2457,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description well-formed, but not this route's body */
             422: {
                 headers: {
@@ -2440,6 +2512,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -2471,6 +2552,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2546,6 +2636,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -2607,6 +2706,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2714,6 +2822,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description well-formed, but not this route's body */
             422: {
                 headers: {
@@ -2805,6 +2922,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -2875,6 +3001,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2972,6 +3107,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3083,6 +3227,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -3180,6 +3333,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -3244,6 +3406,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3336,6 +3507,15 @@ export interface operations {
             };
             /** @description body neither JSON nor MessagePack */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3437,6 +3617,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -3484,6 +3673,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3557,6 +3755,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3641,6 +3848,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -3688,6 +3904,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3753,6 +3978,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3845,6 +4079,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3908,6 +4151,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4003,6 +4255,15 @@ export interface operations {
             };
             /** @description body neither JSON nor MessagePack */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4108,6 +4369,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -4188,6 +4458,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description overloaded or shutting down; retry */
             503: {
                 headers: {
@@ -4218,6 +4497,15 @@ export interface operations {
             };
             /** @description the request took too long */
             408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request's Host names another server (a rebinding page's?); see --allowed-host */
+            421: {
                 headers: {
                     [name: string]: unknown;
                 };

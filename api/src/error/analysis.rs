@@ -56,6 +56,13 @@ pub enum UdfError {
     TeamBusy { team: String, limit: usize },
     #[error("the server already runs {limit} analyses at once; retry shortly")]
     ServerBusy { limit: usize },
+    #[error("the server already compiles {limit} uploads at once; retry shortly")]
+    CompilesBusy { limit: usize },
+    #[error(
+        "team '{team}' would hold {analyses} analyses of {bytes} bytes; at most {max_analyses} and {max_bytes} bytes \
+         per team: delete one it no longer needs (`loupe udf delete NAME`)"
+    )]
+    TeamFull { team: String, analyses: usize, bytes: u64, max_analyses: usize, max_bytes: u64 },
     #[error(
         "analysis '{0}' does not export merge, so it cannot run fleet-wide: build it with loupe_udf::export_fleet_analysis! (the fleet-analysis world) or loupe_udf::export_fleet_columns! (fleet-columns)"
     )]
@@ -92,7 +99,8 @@ impl UdfError {
             NotOwner { .. } => ErrorKind::Forbidden,
             ModuleTooLarge { .. } => ErrorKind::TooLarge,
             TimeLimit { .. } => ErrorKind::Timeout,
-            TeamBusy { .. } | ServerBusy { .. } => ErrorKind::Busy,
+            TeamBusy { .. } | ServerBusy { .. } | CompilesBusy { .. } => ErrorKind::Busy,
+            TeamFull { .. } => ErrorKind::Conflict,
             CoreModule | ForbiddenImport { .. } | Incompatible(_) => ErrorKind::Refused,
             MemoryLimit { .. } | TableLimit { .. } | StackLimit { .. } | OutputTooLarge { .. } => ErrorKind::Refused,
             OutputShape { .. } | CursorLimit { .. } | CopyLimit { .. } => ErrorKind::Refused,
@@ -140,6 +148,8 @@ impl UdfError {
             AnalysisFailed { .. } => "analysis_error",
             TeamBusy { .. } => "team_concurrency_limit",
             ServerBusy { .. } => "server_concurrency_limit",
+            CompilesBusy { .. } => "compile_concurrency_limit",
+            TeamFull { .. } => "team_analyses_full",
             NoSpace(_) => "no_space",
             Internal(_) => "internal",
         }

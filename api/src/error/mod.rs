@@ -51,11 +51,18 @@ pub enum CoreError {
     NoActiveProbe(u64),
     #[error("{active} probe sessions are active; at most {max} at once (stop one with `loupe probes stop`)")]
     TooManyProbes { active: usize, max: usize },
+    #[error(
+        "team '{team}' has {active} probe sessions active; at most {max} per team (stop one with `loupe probes stop`)"
+    )]
+    TooManyTeamProbes { team: String, active: usize, max: usize },
     #[error("{0}")]
     Probe(String),
     /// A scope the caller lacks, or something of another team's.
     #[error(transparent)]
     Refused(#[from] crate::access::Refused),
+    /// A fleet request or the module it names, refused by the host's gate.
+    #[error(transparent)]
+    FleetRefused(#[from] crate::signed::FleetRefusal),
     #[error("this server only serves a store (`loupe serve`); start runs and probes on a `loupe agent`")]
     NotCollecting,
     #[error("this server runs no analyses (start it with the HTTP API)")]
@@ -83,6 +90,10 @@ pub enum CoreError {
     LocalOnly(&'static str),
     #[error("no agent is running on this data dir: there is nothing to stop")]
     NoAgent,
+    /// A fleet operation asked where there is no fleet to ask (an agent started without
+    /// `--nats`, the control socket), and where to ask instead.
+    #[error("{0}")]
+    NotInFleet(&'static str),
     /// Talking to the agent or the remote host failed (not its answer).
     #[error("{0}")]
     Transport(String),
@@ -104,11 +115,11 @@ impl CoreError {
             BadLimit { .. } | BadCursor(_) | BadWindow(_) => ErrorKind::Invalid,
             UnknownIface { .. } | IfaceRequired { .. } => ErrorKind::Invalid,
             NoRun(_) | NoSamples(_) | NoProbeSession(_) | NoActiveProbe(_) | NoAgent => ErrorKind::NotFound,
-            Refused(_) => ErrorKind::Forbidden,
+            Refused(_) | FleetRefused(_) => ErrorKind::Forbidden,
             LocalOnly(_) => ErrorKind::Invalid,
             Probe(_) => ErrorKind::Invalid,
-            TooManyProbes { .. } => ErrorKind::Conflict,
-            NotCollecting | NoAnalyses => ErrorKind::Conflict,
+            TooManyProbes { .. } | TooManyTeamProbes { .. } => ErrorKind::Conflict,
+            NotCollecting | NoAnalyses | NotInFleet(_) => ErrorKind::Conflict,
             RunTimeout { .. } => ErrorKind::Timeout,
             ShuttingDown => ErrorKind::Unavailable,
             Sampler(e) => match e {
@@ -160,10 +171,13 @@ impl CoreError {
             NoProbeSession(_) | NoActiveProbe(_) | NoAgent => "not_found",
             LocalOnly(_) => "local_only",
             Refused(e) => e.code(),
+            FleetRefused(e) => e.code(),
             Probe(_) => "bad_probe",
             TooManyProbes { .. } => "too_many_probes",
+            TooManyTeamProbes { .. } => "too_many_team_probes",
             NotCollecting => "not_collecting",
             NoAnalyses => "no_analyses",
+            NotInFleet(_) => "not_in_fleet",
             RunTimeout { .. } => "run_timeout",
             ShuttingDown => "shutting_down",
             Sampler(SamplerError::Busy { .. }) => "iface_busy",

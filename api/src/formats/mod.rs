@@ -1,6 +1,6 @@
 //! Other tools' formats, both ways: Meta's SyncMillisampler dataset (runs in and out) and
 //! pprof (profiles out); MessagePack request bodies; and the JSON reader for Loupe's own deep
-//! answers; base64 bytes inside JSON. Every decoder here reads bytes from outside: each bounds size and depth first.
+//! answers; base64 bytes inside JSON; URLs without their credentials, for logs. Every decoder here reads bytes from outside: each bounds size and depth first.
 
 pub mod base64;
 pub mod deep_json;
@@ -9,3 +9,4 @@ pub mod millisampler;
 pub mod msgpack;
 pub mod pprof;
 pub mod trace;
+pub mod url;

@@ -19,6 +19,9 @@ pub enum ErrorKind {
     NotFound,
     /// A time limit ran out (408).
     Timeout,
+    /// The request named a host this server does not answer to, as a DNS-rebinding page's
+    /// does (421); a name of this host is added with `--allowed-host`.
+    Misdirected,
     /// Not possible in this state: a store-only server, an interface already busy (409).
     Conflict,
     /// A body beyond its size limit (413).
@@ -45,6 +48,7 @@ impl ErrorKind {
             ErrorKind::Forbidden => 403,
             ErrorKind::NotFound => 404,
             ErrorKind::Timeout => 408,
+            ErrorKind::Misdirected => 421,
             ErrorKind::Conflict => 409,
             ErrorKind::TooLarge => 413,
             ErrorKind::UnsupportedMedia => 415,
@@ -66,6 +70,7 @@ impl ErrorKind {
             Forbidden,
             NotFound,
             Timeout,
+            Misdirected,
             Conflict,
             TooLarge,
             UnsupportedMedia,

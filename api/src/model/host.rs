@@ -20,6 +20,11 @@ pub struct Health {
     /// one. The web UI offers its fleet view when it is present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<super::FleetPlace>,
+    /// Whose fleet requests this agent takes: `trust_file` (the keys of its `--fleet-trust`
+    /// file), `insecure` (`--fleet-insecure`: any key, every scope) or `none` (it refuses
+    /// every request). Absent outside a fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_trust: Option<String>,
 }
 
 /// One retained UTC day.

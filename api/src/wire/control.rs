@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use crate::{
     error::{CoreError, CoreResult},
     model::{ErrorBody, ErrorKind},
-    ops::{HostApi, Op},
+    ops::{FleetApi, FleetOp, HostApi, Op},
 };
 
 /// Largest call the server reads (imports carry runs; the CLI sends them in chunks of
@@ -28,33 +28,64 @@ pub const PROBE_STOP: Duration = Duration::from_secs(60);
 /// Time an on-demand run may take beyond its own length before the agent stops waiting.
 pub const RUN_MARGIN: Duration = Duration::from_secs(30);
 
+/// One list's call enum (`$call`), its dispatch (`$answer_as`) and its client, which sends each
+/// call with the transport's `$send`.
 macro_rules! control_calls {
-    ($( $(#[$doc:meta])* $name:ident / $op:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty => $http:expr, $scope:expr; )*) => {
-        /// One call: an operation of [`HostApi`] with its arguments, tagged with the operation's
-        /// name (`{"call": "show_run", "id": 7, "per_cpu": false}`).
+    ($(#[$call_doc:meta])* $call:ident $ops:ident $api:ident $answer_as:ident $send:ident ;
+     $( $(#[$doc:meta])* $name:ident / $op:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty => $http:expr, $scope:expr; )*) => {
+        $(#[$call_doc])*
         #[derive(Debug, Serialize, Deserialize)]
         #[serde(tag = "call", rename_all = "snake_case")]
-        pub enum Call { $( $op { $($arg: $ty),* } ),* }
+        pub enum $call { $( $op { $($arg: $ty),* } ),* }
 
-        impl Call {
+        impl $call {
             /// The operation it calls.
-            pub fn op(&self) -> Op {
-                match self { $( Call::$op { .. } => Op::$op ),* }
+            pub fn op(&self) -> $ops {
+                match self { $( $call::$op { .. } => $ops::$op ),* }
             }
         }
 
         /// `api`'s answer to one call, made into what the door sends by `out` (a line on the
         /// control socket, a response over HTTP).
-        pub fn answer_as<E: Encode>(api: &(impl HostApi + ?Sized), call: Call, out: E) -> E::Out {
-            match call { $( Call::$op { $($arg),* } => out.encode(api.$name($($arg),*)) ),* }
+        pub fn $answer_as<E: Encode>(api: &(impl $api + ?Sized), call: $call, out: E) -> E::Out {
+            match call { $( $call::$op { $($arg),* } => out.encode(api.$name($($arg),*)) ),* }
         }
 
-        impl<T: Transport> HostApi for ControlClient<T> {
-            $( fn $name(&self, $($arg: $ty),*) -> CoreResult<$answer> { self.0.call(&Call::$op { $($arg),* }) } )*
+        impl<T: Transport> $api for ControlClient<T> {
+            $( fn $name(&self, $($arg: $ty),*) -> CoreResult<$answer> { self.0.$send(&$call::$op { $($arg),* }) } )*
         }
     };
 }
-crate::ops::host_operations!(control_calls);
+crate::ops::host_operations!(control_calls
+    /// One call: an operation of [`HostApi`] with its arguments, tagged with the operation's
+    /// name (`{"call": "show_run", "id": 7, "per_cpu": false}`).
+    Call Op HostApi answer_as call);
+crate::ops::fleet_operations!(control_calls
+    /// One fleet call: an operation of [`FleetApi`] with its arguments, tagged with its name
+    /// (`{"call": "fleet_hosts", "hosts": {"rack": "r1"}}`). Only the HTTP API takes them.
+    FleetCall FleetOp FleetApi answer_fleet_as fleet_call);
+
+/// A call of either list, as `POST /api/v1/call` takes it: its tag says which list.
+#[derive(Debug)]
+pub enum AnyCall {
+    Host(Call),
+    Fleet(FleetCall),
+}
+
+impl<'de> Deserialize<'de> for AnyCall {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<AnyCall, D::Error> {
+        use serde::de::Error;
+        // Read once as a value (the deserializer's own depth limit holds), then as the call its
+        // tag names: an unknown or malformed call keeps the host list's words for it.
+        let value = serde_json::Value::deserialize(d)?;
+        let tag = value.get("call").and_then(serde_json::Value::as_str).unwrap_or_default();
+        if FleetOp::ALL.iter().any(|op| op.name() == tag) {
+            FleetCall::deserialize(value).map(AnyCall::Fleet).map_err(D::Error::custom)
+        } else {
+            Call::deserialize(value).map(AnyCall::Host).map_err(D::Error::custom)
+        }
+    }
+}
 
 /// `api`'s answer to one call, encoded as one line.
 pub fn answer(api: &(impl HostApi + ?Sized), call: Call) -> Vec<u8> {
@@ -81,6 +112,13 @@ impl Encode for Line {
 /// /api/v1/call` in the HTTP client).
 pub trait Transport {
     fn call<T: DeserializeOwned>(&self, call: &Call) -> CoreResult<T>;
+
+    /// A fleet call: only an agent's HTTP API takes them (it asks the fleet for its caller).
+    fn fleet_call<T: DeserializeOwned>(&self, _call: &FleetCall) -> CoreResult<T> {
+        Err(CoreError::NotInFleet(
+            "the agent's control socket does not ask the fleet: give --nats URL, or --server URL of an agent in it",
+        ))
+    }
 }
 
 /// The host's operations asked over a [`Transport`].
@@ -147,6 +185,21 @@ pub fn decode<T: DeserializeOwned>(line: &[u8]) -> CoreResult<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_of_either_list_is_read_as_the_call_its_tag_names() {
+        let host: AnyCall = serde_json::from_str(r#"{"call": "show_run", "id": 7, "per_cpu": false}"#).unwrap();
+        assert!(matches!(host, AnyCall::Host(Call::ShowRun { id: 7, per_cpu: false })), "{host:?}");
+        let fleet: AnyCall = serde_json::from_str(r#"{"call": "fleet_hosts", "hosts": {"rack": "r1"}}"#).unwrap();
+        match fleet {
+            AnyCall::Fleet(FleetCall::FleetHosts { hosts }) => assert_eq!(hosts.rack.as_deref(), Some("r1")),
+            other => panic!("{other:?}"),
+        }
+        let e = serde_json::from_str::<AnyCall>(r#"{"call": "fleet_run", "order": {}}"#).unwrap_err();
+        assert!(e.to_string().contains("missing field"), "{e}");
+        let e = serde_json::from_str::<AnyCall>(r#"{"call": "rm_rf"}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown variant"), "{e}");
+    }
 
     #[test]
     fn errors_keep_their_kind_and_code_across_the_socket() {

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use loupe_api::model::FleetPlace;
-use loupe_doors::fleet::registry::{self, Registration};
+use loupe_fleet::registry::{self, Registration};
 use loupe_sandbox::{bindings::wit, partial::Decoded};
 use loupe_store::{Frame, Retention, StackSample, Store};
 use rand::{Rng, rngs::StdRng};
@@ -66,6 +66,17 @@ pub fn rename(d: &Decoded, from: &str, to: &str) -> Decoded {
 /// Registers a simulated agent at `place` (on leaf `domain`), up for an hour without
 /// heartbeats. Many agents create their bucket at once: a refused put is retried, as the
 /// agent's heartbeat does.
+/// The testbed's fleet keys (an operator key of team `ops`, no host keys) as simulated agents
+/// check requests: the operator's signer, the trust file, and the directory holding them.
+pub fn fleet_keys()
+-> (loupe_fleet::signer::Signer, std::sync::Arc<loupe_api::signed::trust::TrustFile>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = loupe_testbed::rack::FleetKeys::make(dir.path(), 0).unwrap();
+    let trust = std::sync::Arc::new(loupe_api::signed::trust::TrustFile::open(&keys.trust).unwrap());
+    let key = loupe_api::signed::FleetKey::read(&keys.operator).unwrap();
+    (loupe_fleet::signer::Signer::new(std::sync::Arc::new(key)), trust, dir)
+}
+
 pub async fn register(js: &async_nats::jetstream::Context, place: &FleetPlace, domain: Option<String>) {
     let now = loupe_api::clock::now_unix_ns();
     let reg = Registration {

@@ -32,6 +32,8 @@ pub struct ActingFor<H> {
     caller: Caller,
     /// How long an on-demand run is waited for; `None`: its own length and [`RUN_MARGIN`].
     run_wait: Option<Duration>,
+    /// Record every call, reads and invocations too (a fleet caller's: another host asked).
+    audit_every_call: bool,
 }
 
 impl Host {
@@ -43,7 +45,7 @@ impl Host {
 
 impl<H: Deref<Target = Host>> ActingFor<H> {
     pub fn new(host: H, caller: Caller) -> Self {
-        ActingFor { host, caller, run_wait: None }
+        ActingFor { host, caller, run_wait: None, audit_every_call: false }
     }
 
     /// Waits at most `wait` for an on-demand run (the HTTP request's limit); a longer run
@@ -53,15 +55,33 @@ impl<H: Deref<Target = Host>> ActingFor<H> {
         self
     }
 
+    /// Records every call in the audit trail, reads and invocations too: what a host does for
+    /// the fleet is recorded where it is done, whatever it is.
+    pub fn audit_all(mut self) -> Self {
+        self.audit_every_call = true;
+        self
+    }
+
     pub fn caller(&self) -> &Caller {
         &self.caller
     }
 
-    /// `f`, if the caller holds `op`'s scope; recorded in the audit trail with its outcome,
-    /// refused or not, when `op` changes the host (`target`: what it acts on).
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// `f` as operation `op`, for this caller: run if the caller holds `op`'s scope, recorded
+    /// with its outcome, refused or not, when `op` changes the host or every call is
+    /// ([`ActingFor::audit_all`]); `target` names what it acts on. The fleet's work on a host
+    /// that is not one of the list's calls (an analysis' partial result, a range's raw stacks)
+    /// goes through here too.
+    pub fn act<T>(&self, op: Op, target: impl FnOnce() -> String, f: impl FnOnce() -> CoreResult<T>) -> CoreResult<T> {
+        self.call(op, target, f)
+    }
+
     fn call<T>(&self, op: Op, target: impl FnOnce() -> String, f: impl FnOnce() -> CoreResult<T>) -> CoreResult<T> {
         let outcome = self.caller.require(op.scope()).map_err(CoreError::from).and_then(|()| f());
-        if op.changes_host() {
+        if op.changes_host() || self.audit_every_call {
             self.host.audit().record(&self.caller, op.name(), &target(), &outcome);
         }
         outcome
@@ -170,14 +190,14 @@ impl<H: Deref<Target = Host>> HostApi for ActingFor<H> {
             || name.clone(),
             || {
                 let (meta, replaced) =
-                    self.host.analyses()?.put(self.host.store(), &name, &self.caller.team, &component.0)?;
+                    self.host.analyses()?.put(self.host.store(), &name, &self.caller, &component.0)?;
                 Ok(Uploaded { meta, replaced })
             },
         )
     }
 
     fn delete_udf(&self, name: String) -> CoreResult<()> {
-        self.call(Op::DeleteUdf, || name.clone(), || self.host.analyses()?.delete(&name, &self.caller.team))
+        self.call(Op::DeleteUdf, || name.clone(), || self.host.analyses()?.delete(&name, &self.caller))
     }
 
     fn invoke(&self, name: String, range: TimeRange, params: Map<String, Value>) -> CoreResult<InvokeResponse> {

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::{CoreError, CoreResult};
 use loupe_api::{
+    access::Caller,
     clock::hostname,
     formats::hex,
     model::{InvokeResponse, LogLine},
@@ -118,14 +119,14 @@ impl Analyses {
         Ok(self.registry.get(name).ok_or_else(|| UdfError::NotFound(name.to_string()))?.meta.clone())
     }
 
-    /// Stores (or, for its team, replaces) an analysis; `true` if it replaced one.
-    pub fn put(&self, store: &Store, name: &str, team: &str, component: &[u8]) -> CoreResult<(UdfMeta, bool)> {
+    /// Stores (or, for its team or an admin, replaces) an analysis; `true` if it replaced one.
+    pub fn put(&self, store: &Store, name: &str, caller: &Caller, component: &[u8]) -> CoreResult<(UdfMeta, bool)> {
         let info = self.info(store)?;
-        Ok(self.registry.put(name, team, component, &self.runtime, store, &info)?)
+        Ok(self.registry.put(name, caller, component, &self.runtime, store, &info)?)
     }
 
-    pub fn delete(&self, name: &str, team: &str) -> CoreResult<()> {
-        Ok(self.registry.delete(name, team)?)
+    pub fn delete(&self, name: &str, caller: &Caller) -> CoreResult<()> {
+        Ok(self.registry.delete(name, caller)?)
     }
 
     /// Runs `name` over `range` with `params`, on behalf of `team`.

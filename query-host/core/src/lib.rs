@@ -101,6 +101,12 @@ impl Host {
         &self.store
     }
 
+    /// Keeps `files` files of the audit trail (see [`audit::AuditLog::keeping`]).
+    pub fn keeping_audit_files(mut self, files: usize) -> Host {
+        self.audit = audit::AuditLog::new(self.store.path()).keeping(files);
+        self
+    }
+
     /// The audit trail of what changed the host or its store.
     pub fn audit(&self) -> &audit::AuditLog {
         &self.audit
@@ -116,7 +122,9 @@ impl Host {
     }
 
     /// What this server is; `fleet`: where it is in a fleet, when it is in one.
-    pub fn health(&self, auth: bool, fleet: Option<loupe_api::model::FleetPlace>) -> Health {
+    /// `fleet`: its place and whose requests it takes (`Health::fleet_trust`), in a fleet.
+    pub fn health(&self, auth: bool, fleet: Option<(loupe_api::model::FleetPlace, &str)>) -> Health {
+        let (fleet, fleet_trust) = fleet.map(|(place, trust)| (place, trust.to_string())).unzip();
         Health {
             status: "ok".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -126,6 +134,7 @@ impl Host {
             ifaces: self.runs.as_ref().map(RunScheduler::ifaces).unwrap_or_default(),
             auth,
             fleet,
+            fleet_trust,
         }
     }
 

@@ -27,6 +27,8 @@ use loupe_api::model::{
 pub use loupe_api::orders::{DEFAULT_BUDGET_PERCENT, MAX_PROBE_SECONDS as MAX_SECONDS, ProbeOrder};
 /// Sessions one agent runs at once.
 pub const MAX_ACTIVE: usize = 8;
+/// Sessions one team runs at once: one team cannot take every slot.
+pub const MAX_ACTIVE_PER_TEAM: usize = 4;
 /// Stored sessions listed at most.
 pub const MAX_LISTED: usize = 1000;
 /// Slowest outermost calls shown with their trees.
@@ -64,6 +66,25 @@ pub struct ProbeManager {
     shutdown: Arc<AtomicBool>,
     next: AtomicU64,
     active: Mutex<HashMap<u64, Active>>,
+    /// The teams of sessions between their slot's reservation and their entry in `active`:
+    /// resolving and attaching happen outside the table's lock, and still count against
+    /// [`MAX_ACTIVE`] and [`MAX_ACTIVE_PER_TEAM`].
+    starting: Mutex<Vec<String>>,
+}
+
+/// A reserved slot; given back when dropped.
+struct Starting<'a> {
+    starting: &'a Mutex<Vec<String>>,
+    team: String,
+}
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        let mut starting = self.starting.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = starting.iter().position(|t| *t == self.team) {
+            starting.swap_remove(at);
+        }
+    }
 }
 
 /// When a session ended, and its stored id (or why it could not be stored).
@@ -78,19 +99,24 @@ struct Active {
 
 impl ProbeManager {
     pub fn new(store: Store, shutdown: Arc<AtomicBool>) -> ProbeManager {
-        ProbeManager { store, shutdown, next: AtomicU64::new(1), active: Mutex::new(HashMap::new()) }
+        ProbeManager {
+            store,
+            shutdown,
+            next: AtomicU64::new(1),
+            active: Mutex::new(HashMap::new()),
+            starting: Mutex::new(Vec::new()),
+        }
     }
 
     /// Attaches (errors come back at once, nothing attached) and watches in a thread of its own;
     /// the session belongs to `team`.
+    ///
+    /// The table's lock is held only to reserve a slot and to enter the session: the target's
+    /// files are opened and the probes attached without it, so a file on a slow filesystem
+    /// stalls this request alone, not listing, stopping or the agent's shutdown.
     pub fn start(&self, order: &ProbeOrder, team: &str) -> CoreResult<ActiveProbeView> {
         let (spec, options, length) = checked(order)?;
-        let mut active = self.active.lock().expect("probe table");
-        prune(&mut active);
-        let running = active.values().filter(|a| a.result.lock().expect("result").is_none()).count();
-        if running >= MAX_ACTIVE {
-            return Err(CoreError::TooManyProbes { active: running, max: MAX_ACTIVE });
-        }
+        let _slot = self.reserve(team)?;
         let mut run = ProbeRun::start(&spec, options)?;
         let handle = self.next.fetch_add(1, Ordering::Relaxed);
         let view = active_view(handle, &run, order, &options, length, team);
@@ -111,8 +137,38 @@ impl ProbeManager {
                 })
                 .map_err(|e| CoreError::Internal(format!("starting the probe thread: {e}")))?
         };
-        active.insert(handle, Active { view: view.clone(), stop, result, thread: Some(thread) });
+        self.active
+            .lock()
+            .expect("probe table")
+            .insert(handle, Active { view: view.clone(), stop, result, thread: Some(thread) });
         Ok(view)
+    }
+
+    /// One of the [`MAX_ACTIVE`] slots for `team`, held until the session is entered in the
+    /// table (or fails).
+    fn reserve(&self, team: &str) -> CoreResult<Starting<'_>> {
+        let mut active = self.active.lock().expect("probe table");
+        prune(&mut active);
+        let mut starting = self.starting.lock().expect("starting sessions");
+        let running: Vec<&str> = active
+            .values()
+            .filter(|a| a.result.lock().expect("result").is_none())
+            .map(|a| a.view.team.as_str())
+            .collect();
+        let taken = running.len() + starting.len();
+        if taken >= MAX_ACTIVE {
+            return Err(CoreError::TooManyProbes { active: taken, max: MAX_ACTIVE });
+        }
+        let of_team = running.iter().filter(|t| **t == team).count() + starting.iter().filter(|t| *t == team).count();
+        if of_team >= MAX_ACTIVE_PER_TEAM {
+            return Err(CoreError::TooManyTeamProbes {
+                team: team.to_string(),
+                active: of_team,
+                max: MAX_ACTIVE_PER_TEAM,
+            });
+        }
+        starting.push(team.to_string());
+        Ok(Starting { starting: &self.starting, team: team.to_string() })
     }
 
     /// Sessions still attached.
@@ -154,8 +210,14 @@ impl ProbeManager {
         }
     }
 
-    /// Waits for every session to detach and be stored (after the shutdown flag is set).
+    /// Waits for every session to detach and be stored (after the shutdown flag is set). A
+    /// session still attaching gets up to 5 s to enter the table; one stuck in its target's
+    /// filesystem longer is not waited for.
     pub fn join(&self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.starting.lock().expect("starting sessions").is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let threads: Vec<_> =
             self.active.lock().expect("probe table").values_mut().filter_map(|a| a.thread.take()).collect();
         for t in threads {
@@ -422,5 +484,32 @@ impl From<crate::ingest::probes::ProbeError> for CoreError {
             }
             e => CoreError::Probe(e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_team_takes_at_most_its_share_of_the_slots_and_all_teams_the_total() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), loupe_store::Retention::default()).unwrap();
+        let probes = ProbeManager::new(store, Default::default());
+        let mut held = Vec::new();
+        for _ in 0..MAX_ACTIVE_PER_TEAM {
+            held.push(probes.reserve("a").unwrap());
+        }
+        match probes.reserve("a") {
+            Err(CoreError::TooManyTeamProbes { team, active: 4, max: 4 }) => assert_eq!(team, "a"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        for _ in MAX_ACTIVE_PER_TEAM..MAX_ACTIVE {
+            held.push(probes.reserve("b").unwrap());
+        }
+        assert!(matches!(probes.reserve("c"), Err(CoreError::TooManyProbes { active: 8, max: 8 })));
+        // A slot given back (a session that failed to attach) is free again, for its team.
+        held.remove(0);
+        assert!(probes.reserve("a").is_ok());
     }
 }

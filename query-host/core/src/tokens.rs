@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use loupe_api::{
-    access::{Caller, Scopes},
+    access::{Caller, LOCAL_TEAM, Scopes},
     clock::now_unix_ns,
     formats::hex,
 };
@@ -84,9 +84,32 @@ fn write(path: &Path, file: &TokenFile) -> Result<()> {
     Ok(())
 }
 
+/// Holds the token file's lock (`tokens.json.lock`, beside it: the file itself is replaced by
+/// each write) while a change reads, edits and replaces it. Without it a `token add` and a
+/// `token revoke` at the same moment each wrote back what it read, and one change was lost: an
+/// added token gone, or a revoked one back.
+fn lock(data_dir: &Path) -> Result<fs::File> {
+    let at = data_dir.join("tokens.json.lock");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&at)
+        .with_context(|| format!("opening {}", at.display()))?;
+    file.lock().with_context(|| format!("locking {}", at.display()))?;
+    Ok(file)
+}
+
 pub fn check_team(team: &str) -> Result<()> {
-    if team.is_empty() || team.len() > 64 || !team.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
-        bail!("bad team name '{team}': use 1-64 letters, digits, '-', '_' or '.'");
+    if let Err(e) = loupe_api::access::check_team_name(team) {
+        bail!(e);
+    }
+    if team == LOCAL_TEAM {
+        bail!(
+            "team '{LOCAL_TEAM}' is the host operator's own (the CLI on this host, the control socket, \
+             --no-auth): a token of it would own the operator's sessions; name the token's real team"
+        );
     }
     Ok(())
 }
@@ -107,6 +130,7 @@ pub fn add(data_dir: &Path, team: &str, scopes: Scopes) -> Result<(String, Token
         created_unix_ns: now_unix_ns(),
         scopes,
     };
+    let _locked = lock(data_dir)?;
     let p = path(data_dir);
     let mut file = read(&p)?;
     file.tokens.push(record.clone());
@@ -120,6 +144,7 @@ pub fn list(data_dir: &Path) -> Result<Vec<TokenRecord>> {
 
 /// Revokes the token whose id is `id` (as `token list` shows it).
 pub fn revoke(data_dir: &Path, id: &str) -> Result<TokenRecord> {
+    let _locked = lock(data_dir)?;
     let p = path(data_dir);
     let mut file = read(&p)?;
     let Some(at) = file.tokens.iter().position(|t| t.id == id) else {
@@ -157,11 +182,54 @@ impl TokenSet {
             cache.0 = mtime;
         }
         let h = hash(token);
-        // Comparing hashes, not tokens: timing reveals nothing about a valid token.
-        Ok(cache.1.iter().find(|t| t.sha256 == h).map(|t| Caller {
+        // Comparing hashes, not tokens: timing reveals nothing about a valid token. A token of
+        // the reserved team `local` (made before it was reserved) is refused like a revoked one.
+        Ok(cache.1.iter().find(|t| t.sha256 == h && t.team != LOCAL_TEAM).map(|t| Caller {
             team: t.team.clone(),
             token_id: t.id.clone(),
             scopes: t.scopes,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds_and_revokes_at_the_same_moment_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path();
+        // Tokens to revoke, made first.
+        let doomed: Vec<String> = (0..60).map(|_| add(data, "doomed", Scopes::DEFAULT).unwrap().1.id).collect();
+        let added: Vec<String> = std::thread::scope(|s| {
+            let adders: Vec<_> = (0..3)
+                .map(|_| {
+                    s.spawn(|| (0..40).map(|_| add(data, "kept", Scopes::DEFAULT).unwrap().1.id).collect::<Vec<_>>())
+                })
+                .collect();
+            for chunk in doomed.chunks(20) {
+                s.spawn(move || chunk.iter().for_each(|id| drop(revoke(data, id).unwrap())));
+            }
+            adders.into_iter().flat_map(|a| a.join().unwrap()).collect()
+        });
+        let now: Vec<TokenRecord> = list(data).unwrap();
+        assert_eq!(now.len(), 120, "every added token is there, every revoked one gone");
+        assert!(added.iter().all(|id| now.iter().any(|t| &t.id == id)));
+        assert!(now.iter().all(|t| t.team == "kept"));
+    }
+
+    #[test]
+    fn the_operators_team_is_reserved() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = add(dir.path(), LOCAL_TEAM, Scopes::DEFAULT).unwrap_err().to_string();
+        assert!(err.contains("the host operator's own"), "{err}");
+        // One made before the name was reserved is refused like a revoked one.
+        let (token, record) = add(dir.path(), "x", Scopes::DEFAULT).unwrap();
+        let mut file = read(&path(dir.path())).unwrap();
+        file.tokens[0].team = LOCAL_TEAM.into();
+        write(&path(dir.path()), &file).unwrap();
+        assert_eq!(record.team, "x");
+        assert!(TokenSet::new(dir.path()).caller_of(&token).unwrap().is_none());
     }
 }

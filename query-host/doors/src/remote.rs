@@ -2,15 +2,16 @@
 //! instead of a local store. [`RemoteHost`] is a [`HostApi`](loupe_api::ops::HostApi) like the host itself: each
 //! operation is the control socket's `Call`, sent to `POST /api/v1/call`, and its answer is the
 //! control socket's too — the host's `CoreError` with its kind, code and words — so a command
-//! prints the same error and exits the same way whichever way it went. [`Client`] also asks the
-//! routes that are not host operations (analyses, the fleet) by hand.
+//! prints the same error and exits the same way whichever way it went. The fleet's operations
+//! go the same way (`FleetApi`, through an agent in the fleet). A component's bytes go to their
+//! own REST route (`PUT /api/v1/udfs/{name}`), not base64 inside a call.
 
 use std::{
     path::{Path, PathBuf},
     time::Duration,
 };
 
-use loupe_api::wire::control::{Answer, Call, ControlClient, HTTP_CALL_PATH, Transport};
+use loupe_api::wire::control::{Answer, Call, ControlClient, FleetCall, HTTP_CALL_PATH, Transport};
 use serde::{Serialize, de::DeserializeOwned};
 use ureq::tls::{ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig, parse_pem};
 
@@ -120,7 +121,9 @@ impl Client {
 
     /// The answer's status and bytes.
     fn read(&self, what: &str, r: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> CoreResult<(u16, Vec<u8>)> {
-        let mut resp = r.map_err(|e| CoreError::Transport(format!("{what}: cannot reach {}: {e}", self.base)))?;
+        let mut resp = r.map_err(|e| {
+            CoreError::Transport(format!("{what}: cannot reach {}: {e}", loupe_api::formats::url::redacted(&self.base)))
+        })?;
         let status = resp.status().as_u16();
         let body = resp
             .body_mut()
@@ -145,39 +148,13 @@ impl Client {
             .flatten();
         match (error, ErrorKind::from_http_status(status)) {
             (Some(body), Some(kind)) => CoreError::Remote { kind, body },
-            _ => CoreError::Transport(format!("{what}: HTTP {status} from {}", self.base)),
+            _ => CoreError::Transport(format!("{what}: HTTP {status} from {}", loupe_api::formats::url::redacted(&self.base))),
         }
     }
 
     fn decode<T: DeserializeOwned>(path: &str, body: &[u8]) -> CoreResult<T> {
         loupe_api::formats::deep_json::from_slice(body)
             .map_err(|e| CoreError::Transport(format!("{path}: unexpected answer: {e}")))
-    }
-
-    pub fn get_bytes(&self, path: &str, query: &[(&str, String)]) -> CoreResult<Vec<u8>> {
-        self.get_pairs(path, query.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
-    }
-
-    fn get_pairs(&self, path: &str, query: Vec<(String, String)>) -> CoreResult<Vec<u8>> {
-        let mut req = self.auth(self.agent.get(self.url(path)));
-        for (k, v) in &query {
-            req = req.query(k, v);
-        }
-        self.finish(path, req.call())
-    }
-
-    pub fn get<T: DeserializeOwned>(&self, path: &str, query: &[(&str, String)]) -> CoreResult<T> {
-        Self::decode(path, &self.get_bytes(path, query)?)
-    }
-
-    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> CoreResult<T> {
-        let req = self.auth(self.agent.post(self.url(path)));
-        Self::decode(path, &self.finish(path, req.send_json(body))?)
-    }
-
-    pub fn delete(&self, path: &str) -> CoreResult<()> {
-        let req = self.auth(self.agent.delete(self.url(path)));
-        self.finish(path, req.call()).map(drop)
     }
 }
 
@@ -195,13 +172,25 @@ impl Transport for Client {
             let req = self.auth(self.agent.put(self.url(&path))).header("Content-Type", "application/wasm");
             return Self::decode(&path, &self.finish(&path, req.send(&component.0[..]))?);
         }
+        self.send_call(op.name(), call)
+    }
+
+    /// The agent asks the fleet for the token's team (the token needs the `fleet` scope).
+    fn fleet_call<T: DeserializeOwned>(&self, call: &FleetCall) -> CoreResult<T> {
+        self.send_call(call.op().name(), call)
+    }
+}
+
+impl Client {
+    /// A call of either list to `POST /api/v1/call`, its answer as the core's result.
+    fn send_call<C: Serialize, T: DeserializeOwned>(&self, name: &str, call: &C) -> CoreResult<T> {
         let req = self.auth(self.agent.post(self.url(HTTP_CALL_PATH)));
-        let (status, body) = self.read(op.name(), req.send_json(call))?;
+        let (status, body) = self.read(name, req.send_json(call))?;
         match loupe_api::formats::deep_json::from_slice::<Answer<T>>(&body) {
             Ok(answer) => answer.into_result(),
             // Not an answer: the layers' own errors (a token refused, overload, a timeout).
-            Err(_) if !(200..300).contains(&status) => Err(self.error_of(op.name(), status, &body)),
-            Err(e) => Err(CoreError::Transport(format!("{}: unexpected answer: {e}", op.name()))),
+            Err(_) if !(200..300).contains(&status) => Err(self.error_of(name, status, &body)),
+            Err(e) => Err(CoreError::Transport(format!("{name}: unexpected answer: {e}"))),
         }
     }
 }

@@ -30,7 +30,7 @@ use super::{
     bindings::HostInfo,
     runtime::{Compiled, Runtime},
 };
-use loupe_api::{clock::now_unix_ns, formats::hex};
+use loupe_api::{access::Caller, clock::now_unix_ns, formats::hex};
 
 pub struct Loaded {
     pub meta: UdfMeta,
@@ -85,19 +85,25 @@ impl Registry {
         self.loaded.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
     }
 
-    /// Stores a new analysis or replaces one the same team owns. Compiles and validates first.
-    /// Returns the meta and whether it replaced an existing one.
+    /// Stores a new analysis of `caller`'s team, or replaces one the same team owns (an admin
+    /// replaces any team's, which stays that team's). Compiles and validates first. Returns the
+    /// meta and whether it replaced an existing one.
     pub fn put(
         &self,
         name: &str,
-        team: &str,
+        caller: &Caller,
         bytes: &[u8],
         runtime: &Runtime,
         store: &Store,
         info: &HostInfo,
     ) -> Result<(UdfMeta, bool), UdfError> {
         check_name(name)?;
-        self.check_owner(name, team)?;
+        let team = match self.get(name) {
+            Some(l) => owned_by(&l.meta, name, caller)?.to_string(),
+            None => caller.team.clone(),
+        };
+        let team = team.as_str();
+        room_for(&self.loaded.read().unwrap_or_else(|e| e.into_inner()), name, team, bytes.len(), runtime)?;
         let (compiled, artifact) = runtime.compile(bytes, store, info)?;
         let meta = UdfMeta {
             name: name.to_string(),
@@ -124,12 +130,17 @@ impl Registry {
         }
         let io = |e: std::io::Error| io_error(name, e);
         let mut loaded = self.loaded.write().unwrap_or_else(|e| e.into_inner());
-        // Checked again under the lock: another team may have taken the name meanwhile.
+        // Checked again under the lock: another team may have taken the name meanwhile, or
+        // the team stored others.
         if let Some(l) = loaded.get(name)
             && l.meta.owner != team
         {
             let _ = fs::remove_dir_all(&staging);
             return Err(UdfError::NotOwner { name: name.to_string(), owner: l.meta.owner.clone() });
+        }
+        if let Err(e) = room_for(&loaded, name, team, bytes.len(), runtime) {
+            let _ = fs::remove_dir_all(&staging);
+            return Err(e);
         }
         let target = self.dir.join(name);
         let replaced = target.exists();
@@ -153,13 +164,11 @@ impl Registry {
             .map_err(|e| UdfError::Internal(format!("reading analysis '{name}': {e}")))
     }
 
-    /// Deletes an analysis its team owns.
-    pub fn delete(&self, name: &str, team: &str) -> Result<(), UdfError> {
+    /// Deletes an analysis of `caller`'s team (an admin: of any team).
+    pub fn delete(&self, name: &str, caller: &Caller) -> Result<(), UdfError> {
         let mut loaded = self.loaded.write().unwrap_or_else(|e| e.into_inner());
         let Some(l) = loaded.get(name) else { return Err(UdfError::NotFound(name.to_string())) };
-        if l.meta.owner != team {
-            return Err(UdfError::NotOwner { name: name.to_string(), owner: l.meta.owner.clone() });
-        }
+        owned_by(&l.meta, name, caller)?;
         let gone = self.dir.join(format!(".del-{name}-{}", unique()));
         fs::rename(self.dir.join(name), &gone)
             .map_err(|e| UdfError::Internal(format!("deleting analysis '{name}': {e}")))?;
@@ -168,14 +177,42 @@ impl Registry {
         loaded.remove(name);
         Ok(())
     }
+}
 
-    fn check_owner(&self, name: &str, team: &str) -> Result<(), UdfError> {
-        match self.get(name) {
-            Some(l) if l.meta.owner != team => {
-                Err(UdfError::NotOwner { name: name.to_string(), owner: l.meta.owner.clone() })
-            }
-            _ => Ok(()),
+/// An error if storing `bytes` bytes as `name` would take `team` past its bounds (the
+/// analysis it replaces not counted): one team must not fill the data dir for all.
+fn room_for(
+    loaded: &BTreeMap<String, Arc<Loaded>>,
+    name: &str,
+    team: &str,
+    bytes: usize,
+    runtime: &Runtime,
+) -> Result<(), UdfError> {
+    let limits = runtime.limits();
+    let (mut analyses, mut total) = (1, bytes as u64);
+    for (other, l) in loaded {
+        if other != name && l.meta.owner == team {
+            analyses += 1;
+            total += l.meta.size;
         }
+    }
+    if analyses > limits.per_team_analyses || total > limits.per_team_analysis_bytes {
+        return Err(UdfError::TeamFull {
+            team: team.to_string(),
+            analyses,
+            bytes: total,
+            max_analyses: limits.per_team_analyses,
+            max_bytes: limits.per_team_analysis_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// The team that owns `meta`, if `caller` may change it: its own team's, or any as an admin.
+fn owned_by<'m>(meta: &'m UdfMeta, name: &str, caller: &Caller) -> Result<&'m str, UdfError> {
+    match caller.require_owner(name, &meta.owner) {
+        Ok(()) => Ok(&meta.owner),
+        Err(_) => Err(UdfError::NotOwner { name: name.to_string(), owner: meta.owner.clone() }),
     }
 }
 

@@ -73,6 +73,8 @@ pub struct Runtime {
     linker: wasmtime::component::Linker<State>,
     limits: Limits,
     running: Mutex<Running>,
+    /// Uploads being compiled ([`Limits::compiles`] at most).
+    compiling: AtomicUsize,
     /// Buffers of spent merge batches, for the next merge call.
     pub(super) spare: super::batch::Kept,
     ticker: Arc<Ticker>,
@@ -85,6 +87,15 @@ struct Ticker {
     stop: AtomicBool,
     /// Invocations and upload-time `describe()` calls under way.
     active: AtomicUsize,
+}
+
+/// A compile under way; the slot is given back when dropped.
+struct CompileSlot<'a>(&'a AtomicUsize);
+
+impl Drop for CompileSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Keeps the ticker ticking while guest code may run.
@@ -183,6 +194,7 @@ impl Runtime {
             linker,
             limits,
             running: Mutex::new(Running::default()),
+            compiling: AtomicUsize::new(0),
             spare: Default::default(),
             ticker,
             ticker_thread,
@@ -209,10 +221,21 @@ impl Runtime {
             return Err(UdfError::ModuleTooLarge { size: bytes.len(), limit: self.limits.module_bytes });
         }
         check_header(bytes)?;
+        let _slot = self.compile_slot()?;
         let component = Component::new(&self.engine, bytes).map_err(|e| UdfError::Malformed(format!("{e:#}")))?;
         let compiled = self.prepare(component.clone(), store, info)?;
         let artifact = component.serialize().map_err(|e| UdfError::Internal(format!("serializing: {e:#}")))?;
         Ok((compiled, artifact))
+    }
+
+    /// One of the [`Limits::compiles`] compile slots, or `CompilesBusy`: an upload is refused
+    /// rather than queued (each compile takes a core for seconds).
+    fn compile_slot(&self) -> Result<CompileSlot<'_>, UdfError> {
+        let limit = self.limits.compiles.max(1);
+        self.compiling
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < limit).then_some(n + 1))
+            .map_err(|_| UdfError::CompilesBusy { limit })?;
+        Ok(CompileSlot(&self.compiling))
     }
 
     /// Loads a precompiled artifact written by [`Runtime::compile`] on this engine
@@ -418,4 +441,21 @@ fn check_header(bytes: &[u8]) -> Result<(), UdfError> {
         return Err(UdfError::CoreModule);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiles_past_the_bound_are_refused_not_queued() {
+        let limits = Limits { compiles: 2, ..Limits::default() };
+        let runtime = Runtime::new(limits, Allocation::OnDemand).unwrap();
+        let (one, two) = (runtime.compile_slot().unwrap(), runtime.compile_slot().unwrap());
+        assert!(matches!(runtime.compile_slot(), Err(UdfError::CompilesBusy { limit: 2 })));
+        drop(one);
+        let three = runtime.compile_slot().unwrap();
+        drop((two, three));
+        assert_eq!(runtime.compiling.load(Ordering::SeqCst), 0);
+    }
 }

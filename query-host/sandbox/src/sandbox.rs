@@ -36,6 +36,12 @@ pub struct Limits {
     pub per_team_invocations: usize,
     /// Invocations running at once, all teams together.
     pub total_invocations: usize,
+    /// Analyses one team may store, and their bytes (uploaded components) together.
+    pub per_team_analyses: usize,
+    pub per_team_analysis_bytes: u64,
+    /// Uploads compiled at once (each takes a core and tens of MiB for seconds); more are
+    /// refused with 429.
+    pub compiles: usize,
     /// Wasm stack (deep recursion traps beyond this).
     pub stack_bytes: usize,
     /// Table elements, instances, tables and memories of one instance.
@@ -55,6 +61,9 @@ impl Default for Limits {
             module_bytes: 32 << 20,
             per_team_invocations: 2,
             total_invocations: 4,
+            per_team_analyses: 64,
+            per_team_analysis_bytes: 256 << 20,
+            compiles: 2,
             stack_bytes: 1 << 20,
             table_elements: 100_000,
             instances: 16,

@@ -15,7 +15,10 @@ use tracing::{info, warn};
 
 use super::{demo, demo_app, exit_within, open_store, resident, stop_on_signals, wait_for_stop};
 use crate::cli::{AgentArgs, FleetJoinArgs};
-use loupe_api::model::FleetPlace;
+use loupe_api::{
+    model::FleetPlace,
+    signed::{FleetKey, trust::TrustFile},
+};
 use loupe_core::{
     ingest::{
         runs::{RunHost, Schedule},
@@ -26,9 +29,9 @@ use loupe_core::{
 };
 use loupe_doors::{
     control::ControlServer,
-    fleet::{Connection, FleetAgent, subjects},
     http::{AppState, InFleet, Server},
 };
+use loupe_fleet::{Connection, FleetAgent, gate::Trust, subjects};
 
 /// How long a stop may take before the process exits anyway.
 const STOP_LIMIT: Duration = Duration::from_secs(20);
@@ -80,9 +83,10 @@ pub fn main(args: AgentArgs) -> Result<()> {
     };
     let scheduler = RunScheduler::start(filters, &schedule, &store, &run_host, &shutdown);
     let mut host = Host::new(store.clone())
+        .keeping_audit_files(args.store.audit_files as usize)
         .with_runs(scheduler)
         .with_probes(ProbeManager::new(store.clone(), Arc::clone(&shutdown)));
-    let http_options = args.http.options();
+    let http_options = args.http.options()?;
     // Analyses are served over HTTP and, in a fleet, run for fleet-wide invocations.
     if !args.no_http || in_fleet {
         let mut analyses = Analyses::open(&args.store.data_dir, &store, http_options.limits.clone())?;
@@ -109,7 +113,8 @@ pub fn main(args: AgentArgs) -> Result<()> {
         None
     } else {
         let dir = timeline_dir.clone();
-        let mut collector = TimelineCollector::new(dir, &args.store.data_dir, store.clone());
+        let mut collector =
+            TimelineCollector::new(dir, &args.store.data_dir, store.clone()).per_user(args.timeline_per_user);
         let stop = Arc::clone(&shutdown);
         Some(thread::Builder::new().name("loupe-timeline".into()).spawn(move || collector.run(&stop))?)
     };
@@ -129,7 +134,8 @@ pub fn main(args: AgentArgs) -> Result<()> {
                 tls: args.fleet.nats_tls.tls(),
                 name: format!("loupe-agent-{}", place.host),
             };
-            Some(FleetAgent::start(conn, place.clone(), Arc::clone(&host))?)
+            let (trust, key) = fleet_trust_and_key(&args.fleet, &args.store.data_dir)?;
+            Some(FleetAgent::start(conn, place.clone(), Arc::clone(&host), trust, key)?)
         }
         None => None,
     };
@@ -137,7 +143,12 @@ pub fn main(args: AgentArgs) -> Result<()> {
         None
     } else {
         let mut state = AppState::new(Arc::clone(&host), TokenSet::new(&args.store.data_dir), &http_options);
-        state.fleet = fleet.as_ref().map(|f| InFleet { place: place.clone(), coordinator: f.coordinator() });
+        state.fleet = fleet.as_ref().map(|f| InFleet {
+            place: place.clone(),
+            coordinator: f.coordinator(),
+            key: f.key(),
+            trust: f.trust_kind(),
+        });
         Some(Server::start(state, &http_options)?)
     };
     // Loading the eBPF programs parsed the kernel's BTF (twice, ~15 MB of heap each time, all
@@ -147,7 +158,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
     resident::page_out_start_up_code();
 
-    wait_for_stop(&shutdown, args.duration.map(|d| Instant::now() + d));
+    wait_for_stop(&shutdown, args.duration.map(|d| Instant::now() + d), || host.audit().write_ended());
     info!("shutting down");
     exit_within(STOP_LIMIT);
     shutdown.store(true, Ordering::Relaxed);
@@ -178,17 +189,56 @@ pub fn main(args: AgentArgs) -> Result<()> {
     if let Some(timeline) = timeline {
         match timeline.join() {
             Ok(Ok(done)) => {
-                info!(events = done.events, lost = done.lost, programs = done.sources, "timeline collection stopped")
+                info!(
+                    events = done.events,
+                    lost = done.lost,
+                    programs = done.sources,
+                    refused = done.refused,
+                    "timeline collection stopped"
+                )
             }
             Ok(Err(e)) => tracing::error!("timeline collection failed: {e:#}"),
             Err(_) => tracing::error!("timeline thread panicked"),
         }
     }
+    host.audit().flush();
     store.flush()?;
     let stats = store.stats()?;
     info!(runs = stats.runs, stored_bytes = stats.stored_bytes, "store");
     Ok(())
 }
+
+/// Whose signed requests the agent takes (`--fleet-trust`, `--fleet-insecure`, or nobody's),
+/// and this host's own key (`--fleet-host-key`, or `fleet-host.nk` in the data dir, made on
+/// first start).
+fn fleet_trust_and_key(args: &FleetJoinArgs, data_dir: &Path) -> Result<(Trust, Arc<FleetKey>)> {
+    let trust = match (&args.fleet_trust, args.fleet_insecure) {
+        (Some(path), _) => Trust::File(Arc::new(TrustFile::open(path).map_err(anyhow::Error::msg)?)),
+        (None, true) => Trust::Insecure,
+        (None, false) => {
+            warn!(
+                "fleet: no --fleet-trust file: this agent joins the fleet and refuses every request                  (docs/fleet.md, \"Who may ask\")"
+            );
+            Trust::Nobody
+        }
+    };
+    let path = args.fleet_host_key.clone().unwrap_or_else(|| data_dir.join(HOST_KEY_FILE));
+    let key = if path.exists() {
+        FleetKey::read(&path).map_err(anyhow::Error::msg)?
+    } else {
+        let key = FleetKey::generate();
+        key.write_new(&path).map_err(anyhow::Error::msg)?;
+        key
+    };
+    info!(
+        key = %key.public_key(),
+        "fleet: this host's key (list it with team * in other hosts' trust files to let its HTTP fleet routes ask)"
+    );
+    Ok((trust, Arc::new(key)))
+}
+
+/// This host's own fleet key, in the data dir unless `--fleet-host-key` names another.
+const HOST_KEY_FILE: &str = "fleet-host.nk";
 
 /// This host's place in the fleet: `--host` (or the kernel's host name), `--rack`, `--dc`.
 fn fleet_place(args: &FleetJoinArgs) -> Result<FleetPlace> {
@@ -228,6 +278,11 @@ fn analysis_dirs(given: Option<&Path>) -> Vec<std::path::PathBuf> {
 fn install_demo_analyses(host: &Host, given: Option<&Path>) {
     let Ok(analyses) = host.analyses() else { return };
     let dirs = analysis_dirs(given);
+    let demo_team = loupe_api::access::Caller {
+        team: DEMO_TEAM.into(),
+        token_id: "operator".into(),
+        scopes: loupe_api::access::Scopes::DEFAULT,
+    };
     let mut installed = 0;
     for name in DEMO_ANALYSES {
         let udf_name = name.replace('_', "-");
@@ -240,7 +295,7 @@ fn install_demo_analyses(host: &Host, given: Option<&Path>) {
         };
         let put = std::fs::read(&path)
             .with_context(|| format!("reading {}", path.display()))
-            .and_then(|bytes| Ok(analyses.put(host.store(), &udf_name, DEMO_TEAM, &bytes)?));
+            .and_then(|bytes| Ok(analyses.put(host.store(), &udf_name, &demo_team, &bytes)?));
         match put {
             Ok(_) => installed += 1,
             Err(e) => warn!(analysis = %udf_name, "example analysis not installed: {e:#}"),

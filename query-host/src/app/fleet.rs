@@ -1,6 +1,6 @@
-//! `loupe fleet hosts|run|invoke`: the fleet over NATS (`--nats URL`), or through the HTTP API
-//! of an agent in the fleet (`--server URL`, the agent asks NATS). The answers are the same
-//! either way.
+//! `loupe fleet hosts|run|invoke`: the fleet's operations (`loupe_api::ops::FleetApi`) over
+//! NATS (`--nats URL`), or through the HTTP API of an agent in the fleet (`--server URL`, the
+//! agent asks NATS; its token needs the `fleet` scope). The answers are the same either way.
 
 use std::{path::PathBuf, sync::Arc};
 
@@ -8,14 +8,20 @@ use anyhow::{Context, Result, bail};
 use loupe_store::{Retention, Store};
 
 use crate::{
-    cli::{FleetBusArgs, FleetCommand, FleetInvokeArgs, FleetRunArgs, FleetScopeArgs, RemoteArgs},
+    cli::{FleetBusArgs, FleetCommand, FleetInvokeArgs, FleetKeyCommand, FleetRunArgs, FleetScopeArgs, RemoteArgs},
     render,
 };
-use loupe_api::model::{FleetHostsView, FleetInvokeView, FleetRunView};
+use loupe_api::{
+    fleet::{FleetInvokeOrder, FleetRunOrder, Selector},
+    ops::FleetApi,
+    signed::{FleetKey, trust::TrustFile},
+};
 use loupe_core::{Analyses, Host, time::range};
-use loupe_doors::{
-    fleet::{Connection, Coordinator, InvokeOrder, RunOrderFleet, Selector, merge_with},
-    remote::Client,
+use loupe_doors::remote::Client;
+use loupe_fleet::{
+    Connection, Coordinator,
+    asker::{Asker, Modules},
+    signer::Signer,
 };
 use loupe_sandbox::sandbox::Limits;
 
@@ -24,25 +30,82 @@ pub fn main(cmd: FleetCommand, remote: &RemoteArgs) -> Result<()> {
         FleetCommand::Hosts { bus, scope, json } => hosts(&bus, &scope, json, remote),
         FleetCommand::Run(args) => run(&args, remote),
         FleetCommand::Invoke(args) => invoke(&args, remote),
+        FleetCommand::Key(cmd) => key(cmd),
     }
 }
 
-/// Where a fleet command goes.
+/// `loupe fleet key new|show`.
+fn key(cmd: FleetKeyCommand) -> Result<()> {
+    match cmd {
+        FleetKeyCommand::New { out: Some(path) } => {
+            let key = FleetKey::generate();
+            key.write_new(&path).map_err(anyhow::Error::msg)?;
+            println!("{}", key.public_key());
+            eprintln!(
+                "loupe: the seed is in {} (owner-only); list the public key above in the hosts' trust files \
+                 (KEY TEAM SCOPES) and sign with --fleet-key {0}",
+                path.display()
+            );
+        }
+        FleetKeyCommand::New { out: None } => {
+            let key = FleetKey::generate();
+            println!("# public key {}\n{}", key.public_key(), key.seed());
+        }
+        FleetKeyCommand::Show { file } => {
+            println!("{}", FleetKey::read(&file).map_err(anyhow::Error::msg)?.public_key())
+        }
+    }
+    Ok(())
+}
+
+/// Where a fleet command goes: NATS, with who signs its requests and whose seals on leaves'
+/// partials it takes, or an agent's HTTP API (the agent signs for the token's team).
 pub enum Via {
-    Nats(Connection),
+    Nats(Connection, Signer, Option<Arc<TrustFile>>),
     Server(Client),
 }
 
 pub fn via(bus: &FleetBusArgs, remote: &RemoteArgs) -> Result<Via> {
     match (&bus.nats, &remote.server) {
-        (Some(url), _) => Ok(Via::Nats(Connection {
-            url: url.clone(),
-            creds: bus.nats_creds.clone(),
-            tls: bus.nats_tls.tls(),
-            name: "loupe-cli".into(),
-        })),
+        (Some(url), _) => {
+            let conn = Connection {
+                url: url.clone(),
+                creds: bus.nats_creds.clone(),
+                tls: bus.nats_tls.tls(),
+                name: "loupe-cli".into(),
+            };
+            let signer = match &bus.fleet_key {
+                Some(path) => Signer::new(Arc::new(FleetKey::read(path).map_err(anyhow::Error::msg)?)),
+                None => Signer::one_off(),
+            };
+            let trust = bus.fleet_trust.as_deref().map(TrustFile::open).transpose().map_err(anyhow::Error::msg)?;
+            Ok(Via::Nats(conn, signer, trust.map(Arc::new)))
+        }
         (None, Some(server)) => Ok(Via::Server(remote.client(server)?)),
         (None, None) => bail!("where is the fleet? give --nats nats://host:4222, or --server URL of an agent in it"),
+    }
+}
+
+/// Runs `f` with the fleet's operations (`FleetApi`) wherever the fleet is: over NATS, this
+/// command asking and signing, `modules` merging an analysis' answers; or through an agent's
+/// HTTP API, which asks and merges. The answers are the same either way.
+fn with_fleet<T>(
+    bus: &FleetBusArgs,
+    remote: &RemoteArgs,
+    modules: Modules,
+    f: impl FnOnce(&dyn FleetApi) -> loupe_core::CoreResult<T>,
+) -> Result<T> {
+    match via(bus, remote)? {
+        Via::Nats(conn, signer, trust) => {
+            let runtime = runtime()?;
+            let mut coordinator = runtime.block_on(Coordinator::connect(&conn, "cli"))?;
+            if let Some(trust) = trust {
+                coordinator = coordinator.with_trust(trust);
+            }
+            let asker = Asker { coordinator: &coordinator, signer, modules, runtime: runtime.handle().clone() };
+            Ok(f(&asker)?)
+        }
+        Via::Server(client) => Ok(f(&client.host())?),
     }
 }
 
@@ -53,25 +116,19 @@ pub fn selector(scope: &FleetScopeArgs) -> Selector {
     Selector { dc: scope.dc.clone(), rack: scope.rack.clone(), host: scope.host.clone() }
 }
 
-/// The selector as query pairs for the HTTP API.
-pub fn scope_query(sel: &Selector) -> Vec<(&'static str, String)> {
-    [("rack", &sel.rack), ("dc", &sel.dc), ("host", &sel.host)]
-        .into_iter()
-        .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
-        .collect()
+/// A small runtime for one command's NATS conversation.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?)
 }
 
-/// A small runtime for one command's NATS conversation.
-pub fn block_on<F: std::future::Future>(f: F) -> Result<F::Output> {
-    Ok(tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?.block_on(f))
+/// Nothing to merge: the commands that run no analysis.
+fn no_modules() -> Modules {
+    Modules::Catalog { host: None, wasm: None }
 }
 
 fn hosts(bus: &FleetBusArgs, scope: &FleetScopeArgs, json: bool, remote: &RemoteArgs) -> Result<()> {
     let sel = selector(scope);
-    let view: FleetHostsView = match via(bus, remote)? {
-        Via::Nats(conn) => block_on(async { Coordinator::connect(&conn, "cli").await?.hosts(&sel).await })??,
-        Via::Server(client) => client.get("/api/v1/fleet/hosts", &scope_query(&sel))?,
-    };
+    let view = with_fleet(bus, remote, no_modules(), |fleet| fleet.fleet_hosts(sel))?;
     if json {
         println!("{}", serde_json::to_string(&view)?);
     } else {
@@ -81,36 +138,14 @@ fn hosts(bus: &FleetBusArgs, scope: &FleetScopeArgs, json: bool, remote: &Remote
 }
 
 fn run(args: &FleetRunArgs, remote: &RemoteArgs) -> Result<()> {
-    let sel = selector(&args.scope);
-    let at = args.at.map(|t| t.unix_ns());
-    let view: FleetRunView = match via(&args.bus, remote)? {
-        Via::Nats(conn) => {
-            let order = RunOrderFleet {
-                selector: sel,
-                iface: args.iface.clone(),
-                interval: args.interval,
-                samples: args.samples,
-                at_unix_ns: at,
-            };
-            block_on(async { Coordinator::connect(&conn, "cli").await?.run(&order).await })??
-        }
-        Via::Server(client) => {
-            let mut body = serde_json::json!({
-                "interval": humantime::format_duration(args.interval).to_string(),
-                "samples": args.samples,
-            });
-            for (k, v) in scope_query(&sel) {
-                body[k] = v.into();
-            }
-            if let Some(iface) = &args.iface {
-                body["iface"] = iface.clone().into();
-            }
-            if let Some(at) = at {
-                body["at"] = at.to_string().into();
-            }
-            client.post("/api/v1/fleet/runs", &body)?
-        }
+    let order = FleetRunOrder {
+        hosts: selector(&args.scope),
+        iface: args.iface.clone(),
+        interval: args.interval,
+        samples: args.samples,
+        at_unix_ns: args.at.map(|t| t.unix_ns()),
     };
+    let view = with_fleet(&args.bus, remote, no_modules(), |fleet| fleet.fleet_run(order))?;
     if args.json {
         println!("{}", serde_json::to_string(&view)?);
     } else {
@@ -119,66 +154,36 @@ fn run(args: &FleetRunArgs, remote: &RemoteArgs) -> Result<()> {
     Ok(())
 }
 
-/// `loupe fleet invoke`: over NATS, this command ships (or looks up) the module and merges the
-/// hosts' partials itself, in its own sandbox; through `--server`, the agent does both.
+/// `loupe fleet invoke`: over NATS, this command ships the module (`--wasm`) or finds it in the
+/// fleet's catalog, and merges the hosts' partials itself, in its own sandbox; through
+/// `--server`, the agent does both with the analysis uploaded to it.
 fn invoke(args: &FleetInvokeArgs, remote: &RemoteArgs) -> Result<()> {
-    let sel = selector(&args.scope);
     let mut params = serde_json::Map::new();
     for text in &args.params {
         let (k, v) = super::udf::parse_param(text)?;
         params.insert(k, v);
     }
-    let r = range(args.range.from, args.range.to)?;
-    let view: FleetInvokeView = match via(&args.bus, remote)? {
-        Via::Nats(conn) => {
-            let merger = Merger::new()?;
-            let order = InvokeOrder {
-                selector: sel,
-                from_unix_ns: r.from_unix_ns(),
-                to_unix_ns: r.to_unix_ns(),
-                params: params.clone(),
-                deadline: args.deadline,
-            };
-            block_on(async {
-                let fleet = Coordinator::connect(&conn, "cli").await?;
-                let (sha, bytes) = match &args.wasm {
-                    Some(path) => {
-                        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-                        (fleet.ship(&args.name, &bytes).await?, bytes)
-                    }
-                    None => {
-                        let entry = fleet.lookup(&args.name).await?;
-                        let bytes = fleet.fetch(&entry.sha256).await?;
-                        (entry.sha256, bytes)
-                    }
-                };
-                let host = Arc::clone(&merger.host);
-                let module = host.analyses()?.fleet_module(host.store(), &args.name, &sha, || Ok(bytes))?;
-                let merge = merge_with(host, module, "cli".into(), r, params);
-                anyhow::Ok(fleet.invoke(&order, &args.name, &sha, merge).await?)
-            })??
-        }
-        Via::Server(client) => {
-            let mut body = serde_json::json!({
-                "name": args.name,
-                "params": params,
-                "from": r.from_unix_ns().to_string(),
-                "deadline": humantime::format_duration(args.deadline).to_string(),
-            });
-            if r.to_unix_ns() != u64::MAX {
-                body["to"] = r.to_unix_ns().to_string().into();
-            }
-            for (k, v) in scope_query(&sel) {
-                body[k] = v.into();
-            }
-            if args.wasm.is_some() {
-                bail!(
-                    "--wasm ships a module over NATS: give --nats, or upload it to the agent first (loupe udf upload)"
-                );
-            }
-            client.post("/api/v1/fleet/invoke", &body)?
-        }
+    let order = FleetInvokeOrder {
+        name: args.name.clone(),
+        hosts: selector(&args.scope),
+        range: range(args.range.from, args.range.to)?,
+        params,
+        deadline: args.deadline,
     };
+    let wasm = match &args.wasm {
+        Some(_) if args.bus.nats.is_none() => {
+            bail!("--wasm ships a module over NATS: give --nats, or upload it to the agent first (loupe udf upload)")
+        }
+        Some(path) => Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?),
+        None => None,
+    };
+    // Merged here only over NATS; an agent merges on its own runtime.
+    let merger = match args.bus.nats {
+        Some(_) => Some(Merger::new()?),
+        None => None,
+    };
+    let modules = Modules::Catalog { host: merger.as_ref().map(|m| Arc::clone(&m.host)), wasm };
+    let view = with_fleet(&args.bus, remote, modules, |fleet| fleet.fleet_invoke(order))?;
     if args.json {
         println!("{}", serde_json::to_string(&view)?);
     } else {

@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod commands;
+pub mod data_dir;
 pub mod demo;
 pub mod demo_app;
 pub mod fleet;
@@ -35,9 +36,31 @@ use crate::cli::StoreArgs;
 /// process fills 40 of them with zeros that are never used again (see [`zero_pages`]).
 const SLED_HISTOGRAM_BYTES: usize = 65_536 * size_of::<usize>();
 
-/// Opens the store, then gives back the ~20 MiB of zeros sled's first open leaves resident
-/// (in the `loupe` binary, whose allocator notes them; elsewhere a no-op).
+/// Makes the data dir its owner's alone ([`data_dir`]), opens the store, then gives back the
+/// ~20 MiB of zeros sled's first open leaves resident (in the `loupe` binary, whose allocator
+/// notes them; elsewhere a no-op).
 pub fn open_store(args: &StoreArgs) -> Result<Store, StoreError> {
+    match data_dir::make_private(&args.data_dir) {
+        Ok(done) => {
+            if let Some(foreign) = &done.foreign {
+                tracing::warn!(
+                    data_dir = %args.data_dir.display(),
+                    foreign = %foreign,
+                    "the data dir holds files Loupe did not write: its own mode is left as it is \
+                     (give Loupe a directory of its own to keep its data private)"
+                );
+            }
+            if done.paths > 0 {
+                tracing::warn!(
+                    data_dir = %args.data_dir.display(),
+                    paths = done.paths,
+                    mode_was = %done.dir_mode.map_or("0700 or less".into(), |m| format!("{m:o}")),
+                    "the data dir and what it holds were readable by other users: now by its owner alone (0700 and 0600)"
+                );
+            }
+        }
+        Err(e) => tracing::warn!(data_dir = %args.data_dir.display(), "could not make the data dir private: {e}"),
+    }
     let store = zero_pages::watch(SLED_HISTOGRAM_BYTES, || {
         Store::open(&args.data_dir, Retention { max_age: args.retention, max_bytes: args.max_bytes })
     });
@@ -62,8 +85,9 @@ pub fn stop_on_signals() -> Result<Arc<AtomicBool>> {
 /// SIGINT and SIGTERM (which set `stop`, see [`stop_on_signals`]) also write to a pipe this
 /// waits on, so the wait ends at once without waking five times a second to look at the flag
 /// (an idle agent's main thread was a fifth of its CPU). The flag is still checked every
-/// `STOP_CHECK`, for a signal that came before the pipe was there.
-pub fn wait_for_stop(stop: &AtomicBool, deadline: Option<Instant>) {
+/// `STOP_CHECK`, for a signal that came before the pipe was there; `each_wake` runs then too
+/// (the audit trail's folded lines are written by it).
+pub fn wait_for_stop(stop: &AtomicBool, deadline: Option<Instant>, mut each_wake: impl FnMut()) {
     let (wake, ids) = match signal_pipe() {
         Ok((wake, ids)) => (Some(wake), ids),
         Err(e) => {
@@ -86,6 +110,7 @@ pub fn wait_for_stop(stop: &AtomicBool, deadline: Option<Instant>) {
             }
             None => thread::sleep(wait.min(Duration::from_millis(200))),
         }
+        each_wake();
     }
     for id in ids {
         signal_hook::low_level::unregister(id);

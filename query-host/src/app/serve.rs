@@ -22,19 +22,23 @@ pub fn main(args: ServeArgs) -> Result<()> {
         }
         e => e.into(),
     })?;
-    let options = args.http.options();
+    let options = args.http.options()?;
     let analyses = Analyses::open(&args.store.data_dir, &store, options.limits.clone())?;
-    let host = Arc::new(Host::new(store.clone()).with_analyses(analyses));
+    let host =
+        Arc::new(Host::new(store.clone()).keeping_audit_files(args.store.audit_files as usize).with_analyses(analyses));
     let control = ControlServer::start(&args.store.data_dir, Arc::clone(&host))?;
-    let state = AppState::new(host, TokenSet::new(&args.store.data_dir), &options);
+    let state = AppState::new(Arc::clone(&host), TokenSet::new(&args.store.data_dir), &options);
     let server = Server::start(state, &options)?;
+    // The handlers first: whoever reads the line below may stop the server at once (a test's
+    // SIGTERM right after it, on a loaded machine, found the default action still in place).
+    let stop = stop_on_signals()?;
     let scheme = if options.tls.is_some() { "https" } else { "http" };
     println!("serving {} on {scheme}://{}", args.store.data_dir.display(), server.addr);
-    let stop = stop_on_signals()?;
-    wait_for_stop(&stop, None);
+    wait_for_stop(&stop, None, || host.audit().write_ended());
     super::exit_within(std::time::Duration::from_secs(20));
     server.stop()?;
     control.stop();
+    host.audit().flush();
     store.flush()?;
     Ok(())
 }

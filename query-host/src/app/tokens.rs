@@ -2,7 +2,7 @@
 //! adding and revoking are recorded in the audit trail (as the host's operator: only root on
 //! the host writes the data dir). `loupe audit` reads that trail.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::cli::{AuditArgs, TokenCommand};
 use loupe_api::{access::Caller, clock::format_unix_ns};
@@ -11,6 +11,9 @@ use loupe_core::{audit::AuditLog, tokens};
 pub fn main(cmd: TokenCommand) -> Result<()> {
     match cmd {
         TokenCommand::Add { team, scopes, dir } => {
+            // The first command of a new host often: the data dir is made its owner's alone here too.
+            super::data_dir::make_private(&dir.data_dir)
+                .with_context(|| format!("making {} private", dir.data_dir.display()))?;
             let added = tokens::add(&dir.data_dir, &team, scopes);
             let target = match &added {
                 Ok((_, r)) => format!("token {} of team '{}': {}", r.id, r.team, r.scopes),
@@ -85,9 +88,12 @@ pub fn audit_trail(args: AuditArgs) -> Result<()> {
     } else {
         println!("{:<30}  {:<12}  {:<12}  {:<13}  {:<20}  target", "time (UTC)", "team", "token", "action", "outcome");
         for e in &read.entries {
+            // A folded line: that many refusals of one token within a minute, the last one's
+            // time and target.
+            let outcome = if e.count > 1 { format!("{} ×{}", e.outcome, e.count) } else { e.outcome.clone() };
             println!(
                 "{:<30}  {:<12}  {:<12}  {:<13}  {:<20}  {}",
-                e.time, e.team, e.token_id, e.action, e.outcome, e.target
+                e.time, e.team, e.token_id, e.action, outcome, e.target
             );
         }
     }

@@ -116,6 +116,8 @@ fn main() -> Result<()> {
         "rack-demo: {hosts} hosts (h0 … h{}) on {bus}, h0's port shaped to 100 Mbit/s, an incast at h0 every \
          second; logs in {}\n\
          the fleet view: {ui}/#/fleet (token {token})\n\
+         the fleet's requests are signed: export LOUPE_FLEET_KEY={key} (the operator's key; every agent \
+         trusts it from {trust})\n\
          try:\n  {cli} fleet hosts --nats {url}\n  {cli} fleet run --nats {url} --rack {first} --interval 1ms\n  \
          {cli} fleet invoke rack-contention --nats {url} --rack {first} --from -1m \\\n      \
          --wasm udf-sdk/target/wasm32-wasip2/release/rack_contention.wasm -p threshold_bps=10000000\n  \
@@ -124,6 +126,8 @@ fn main() -> Result<()> {
          Ctrl-C stops it.",
         hosts - 1,
         dir.display(),
+        key = rack.keys().operator.display(),
+        trust = rack.keys().trust.display(),
     );
     // One line for scripts (the web UI's fleet test waits for it).
     eprintln!("rack-demo ready: ui={ui} token={token}");
@@ -153,7 +157,7 @@ fn main() -> Result<()> {
 fn web_ui_access(loupe: &Path, h0_data: &Path, ui: &str) -> Result<String> {
     // The web UI starts synchronized runs (`run`) and probes (`probe`) as well as reading.
     let out = Command::new(loupe)
-        .args(["token", "add", "demo", "--scopes", "read,invoke,upload,run,probe", "--data-dir"])
+        .args(["token", "add", "demo", "--scopes", "read,invoke,upload,run,probe,fleet", "--data-dir"])
         .arg(h0_data)
         .output()?;
     if !out.status.success() {

@@ -60,6 +60,11 @@ pub const WRITE_EVERY: Duration = Duration::from_secs(5);
 pub const MAX_PENDING: usize = 1 << 20;
 /// Most programs tailed at once; more are skipped with a log line.
 pub const MAX_SOURCES: usize = 4096;
+/// Most programs of one user other than root (or the agent's) tailed at once: the directory is
+/// everyone's, and one user's thousands of short processes, each with a ring, must not take
+/// the slots of everyone else's.
+/// (`loupe agent --timeline-per-user`.)
+pub const MAX_SOURCES_PER_USER: usize = MAX_SOURCES / 4;
 
 /// What collecting did so far.
 #[derive(Clone, Copy, Debug, Default)]
@@ -67,6 +72,9 @@ pub struct Collected {
     pub events: u64,
     pub lost: u64,
     pub sources: u64,
+    /// Ring files not read because they may not speak for the process they name
+    /// (`may_speak_for`).
+    pub refused: u64,
 }
 
 struct Tracked {
@@ -89,6 +97,8 @@ pub struct TimelineCollector {
     dir_warned: bool,
     total: Collected,
     buf: Vec<reader::Event>,
+    /// Programs of one user (not root, not the agent's) tailed at most.
+    per_user: usize,
 }
 
 impl TimelineCollector {
@@ -109,7 +119,15 @@ impl TimelineCollector {
             dir_warned: false,
             total: Collected::default(),
             buf: Vec::new(),
+            per_user: MAX_SOURCES_PER_USER,
         }
+    }
+
+    /// Tails at most `n` programs of one user other than root and the agent's (default
+    /// [`MAX_SOURCES_PER_USER`]).
+    pub fn per_user(mut self, n: usize) -> Self {
+        self.per_user = n.min(MAX_SOURCES);
+        self
     }
 
     /// Collects until `stop` is set; then drains and writes everything it holds.
@@ -180,23 +198,29 @@ impl TimelineCollector {
                 self.skipped.insert(file.path);
                 continue;
             }
-            match Tailer::open(&file.path) {
-                Ok(mut tailer) => {
-                    // Only a program an earlier agent stored events of has positions; only then
-                    // is the store asked how far it got.
-                    let mut stored_until = 0;
-                    if let Some(pos) = read_positions(&self.positions_of(&tailer)) {
-                        tailer.set_positions(&pos);
-                        stored_until = self.stored_until(&tailer);
-                    }
-                    self.total.sources += 1;
-                    self.tracked.insert(file.path, Tracked { tailer, pending: Vec::new(), lost: 0, stored_until });
-                }
+            let mut tailer = match Tailer::open(&file.path) {
+                Ok(tailer) => tailer,
                 Err(e) => {
                     warn!("timeline file skipped: {e}");
                     self.skipped.insert(file.path);
+                    continue;
                 }
+            };
+            if let Err(why) = may_speak_for(tailer.info(), file.pid).and_then(|()| self.room_for(tailer.info().owner_uid)) {
+                warn!("timeline {} not tailed: {why}", file.path.display());
+                self.total.refused += 1;
+                self.skipped.insert(file.path);
+                continue;
             }
+            // Only a program an earlier agent stored events of has positions; only then
+            // is the store asked how far it got.
+            let mut stored_until = 0;
+            if let Some(pos) = read_positions(&self.positions_of(&tailer)) {
+                tailer.set_positions(&pos);
+                stored_until = self.stored_until(&tailer);
+            }
+            self.total.sources += 1;
+            self.tracked.insert(file.path, Tracked { tailer, pending: Vec::new(), lost: 0, stored_until });
         }
     }
 
@@ -297,9 +321,57 @@ impl TimelineCollector {
         Ok(())
     }
 
+    /// Whether a ring of `uid`'s may be tailed beside the ones already tailed: root's and the
+    /// agent's own user's always may (within [`MAX_SOURCES`]); any other user's up to
+    /// [`Self::per_user`].
+    fn room_for(&self, uid: u32) -> Result<(), String> {
+        // SAFETY: geteuid(2) only reads the calling process's credentials.
+        if uid == 0 || uid == unsafe { libc::geteuid() } {
+            return Ok(());
+        }
+        let of_user = self.tracked.values().filter(|t| t.tailer.info().owner_uid == uid).count();
+        if of_user >= self.per_user {
+            return Err(format!("uid {uid} already has {of_user} programs tailed, the most one user may"));
+        }
+        Ok(())
+    }
+
     pub fn collected(&self) -> Collected {
         self.total
     }
+}
+
+/// Whether a ring file may speak for the process it names. The directory is writable by
+/// everyone (mode 1777, like `/tmp`), and a ring's pid and program name are only what its name
+/// and header say: without this check any user could log events "from" sshd. So the file must
+/// be root's, the agent's own user's, or the named process's (its real or effective uid), and
+/// its header must name the pid its file name does. A ring of a process that is gone is read
+/// only if root's (or the agent's user's): its owner cannot be checked any more.
+fn may_speak_for(info: &reader::ProcessInfo, named_pid: u32) -> Result<(), String> {
+    if info.pid != named_pid {
+        return Err(format!("its header names pid {}, its file name pid {named_pid}", info.pid));
+    }
+    // SAFETY: geteuid(2) only reads the calling process's credentials.
+    if info.owner_uid == 0 || info.owner_uid == unsafe { libc::geteuid() } {
+        return Ok(());
+    }
+    match process_uids(named_pid) {
+        Some(uids) if uids.contains(&info.owner_uid) => Ok(()),
+        Some([_, effective]) => {
+            Err(format!("it is uid {}'s file, and process {named_pid} runs as uid {effective}", info.owner_uid))
+        }
+        None => Err(format!(
+            "it is uid {}'s file, and process {named_pid} is gone: only root's rings of a gone process are read",
+            info.owner_uid
+        )),
+    }
+}
+
+/// The real and effective uid of `pid` (`/proc/PID/status`), if it runs.
+fn process_uids(pid: u32) -> Option<[u32; 2]> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mut ids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().map(|n| n.parse().ok());
+    Some([ids.next()??, ids.next()??])
 }
 
 /// Stores a program's pending events and losses as one batch, then (if `positions` is given)

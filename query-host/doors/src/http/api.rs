@@ -47,7 +47,7 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
 /// Liveness and what this server is. Needs no token.
 #[utoipa::path(get, path = "/api/v1/health", tag = "host", security(()), responses((status = 200, body = Health)))]
 async fn health(State(state): State<Arc<AppState>>, fmt: Format) -> Response {
-    fmt.reply(&state.host.health(!state.no_auth, state.fleet.as_ref().map(|f| f.place.clone())))
+    fmt.reply(&state.host.health(!state.no_auth, state.fleet.as_ref().map(|f| (f.place.clone(), f.trust))))
 }
 
 /// Retained days: runs by interval, stack samples, bytes.

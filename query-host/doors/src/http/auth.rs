@@ -1,19 +1,22 @@
 //! Who is calling and what they may do, as one layer over every route: a bearer token names a
 //! team and its scopes (`loupe token add TEAM --scopes …`); each route needs the scope the
-//! operation list names for its operation ([`route_scope`]), or the one written here for the
-//! routes that are not host operations (the fleet's, the store's totals). The server does not
-//! start with a route that has no scope ([`check_every_route`]: fail closed), and the OpenAPI
-//! document says each route's scope (`x-scope`), which the scope-matrix test reads. `POST /api/v1/call` only needs a valid token here: the operation
-//! inside it is checked, like every operation, by the core ([`loupe_core::ActingFor`]).
+//! operation lists name for its operation ([`route_scope`]) — for the fleet's, `fleet` and then
+//! the operation's own, which the fleet door's guard also checks for `POST /api/v1/call` — or
+//! the one written here for the routes on neither list (the store's totals). The server does
+//! not start with a route that has no scope ([`check_every_route`]: fail closed), and the
+//! OpenAPI document says each route's scope (`x-scope`), which the scope-matrix test reads.
+//! `POST /api/v1/call` only needs a valid token here: the operation inside it is checked, like
+//! every operation, by the core ([`loupe_core::ActingFor`]) or the fleet door's guard.
 //!
 //! Without a token, a `--no-auth` server (loopback only) serves every scope but `admin`: any
-//! local process may then read, invoke, upload, run and probe — a laptop's or a demo's setting.
+//! local process may then read, invoke, upload, run, probe and ask the fleet — a laptop's or a
+//! demo's setting.
 
 use std::{collections::HashMap, sync::Arc, sync::OnceLock};
 
 use axum::{
     extract::{FromRequestParts, MatchedPath, Request, State},
-    http::{HeaderMap, Method, header, request::Parts},
+    http::{HeaderMap, Method, StatusCode, header, request::Parts},
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -23,7 +26,7 @@ pub use loupe_api::access::LOCAL_TEAM;
 use loupe_api::{
     access::{self, Scope, Scopes},
     model::ErrorKind,
-    ops::Op,
+    ops::{FleetOp, Op},
 };
 use loupe_core::CoreError;
 
@@ -33,40 +36,44 @@ pub enum RouteScope {
     /// No token: liveness, the OpenAPI document, `/metrics`.
     Public,
     Needs(Scope),
+    /// A fleet operation: `fleet`, then the operation's own scope, which every target checks
+    /// again against the signed request.
+    Fleet(Scope),
     /// A valid token; the operation in the body is checked on its own (`POST /api/v1/call`).
     PerOperation,
 }
 
 impl RouteScope {
-    /// As the OpenAPI document's `x-scope` says it.
-    pub fn name(self) -> &'static str {
+    /// As the OpenAPI document's `x-scope` says it: the scopes a token needs, in the order they
+    /// are checked, comma-separated.
+    pub fn name(self) -> String {
         match self {
-            RouteScope::Public => "none",
-            RouteScope::Needs(s) => s.name(),
-            RouteScope::PerOperation => "per-operation",
+            RouteScope::Public => "none".into(),
+            RouteScope::Needs(s) => s.name().into(),
+            RouteScope::Fleet(s) => format!("{},{s}", Scope::Fleet),
+            RouteScope::PerOperation => "per-operation".into(),
         }
+    }
+
+    /// The scopes it needs, in the order they are checked.
+    fn needs(self) -> impl Iterator<Item = Scope> {
+        let needs = match self {
+            RouteScope::Needs(s) => [Some(s), None],
+            RouteScope::Fleet(s) => [Some(Scope::Fleet), Some(s)],
+            RouteScope::Public | RouteScope::PerOperation => [None, None],
+        };
+        needs.into_iter().flatten()
     }
 }
 
-/// Routes that are not host operations, and what each needs.
+/// Routes on neither operation list, and what each needs.
 const OTHER_ROUTES: &[(&str, &str, RouteScope)] = &[
     ("get", "/api/v1/health", RouteScope::Public),
     ("get", "/api/v1/openapi.json", RouteScope::Public),
     ("get", "/metrics", RouteScope::Public),
     ("get", "/api/v1/stats", RouteScope::Needs(Scope::Read)),
     ("post", "/api/v1/call", RouteScope::PerOperation),
-    ("get", "/api/v1/fleet/hosts", RouteScope::Needs(Scope::Read)),
-    ("post", "/api/v1/fleet/runs", RouteScope::Needs(Scope::Run)),
-    ("post", "/api/v1/fleet/invoke", RouteScope::Needs(Scope::Invoke)),
-    ("get", "/api/v1/fleet/hosts/{host}/runs/{id}", RouteScope::Needs(Scope::Read)),
-    ("get", "/api/v1/fleet/hosts/{host}/profile", RouteScope::Needs(Scope::Read)),
 ];
-
-/// The audit trail's name of a fleet run started through this agent (`POST /api/v1/fleet/runs`).
-pub const FLEET_RUN: &str = "fleet_run";
-
-/// Routes that are not host operations but change hosts: the audit trail's name of each.
-const OTHER_AUDITED: &[(&str, &str, &str)] = &[("post", "/api/v1/fleet/runs", FLEET_RUN)];
 
 /// A route's scope, and the action the audit trail records it as (if it changes a host).
 type Table = HashMap<(&'static str, &'static str), (RouteScope, Option<&'static str>)>;
@@ -74,14 +81,18 @@ type Table = HashMap<(&'static str, &'static str), (RouteScope, Option<&'static 
 fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let audited = |m: &str, p: &str| OTHER_AUDITED.iter().find(|a| (a.0, a.1) == (m, p)).map(|a| a.2);
-        let mut t: Table = OTHER_ROUTES.iter().map(|&(m, p, s)| ((m, p), (s, audited(m, p)))).collect();
-        for &op in Op::ALL {
-            if let Some((method, path)) = op.http().route() {
-                let action = op.changes_host().then(|| op.name());
-                let clash = t.insert((method, path), (RouteScope::Needs(op.scope()), action));
+        let mut t: Table = OTHER_ROUTES.iter().map(|&(m, p, s)| ((m, p), (s, None))).collect();
+        let mut add = |route: Option<(&'static str, &'static str)>, scope, action| {
+            if let Some((method, path)) = route {
+                let clash = t.insert((method, path), (scope, action));
                 assert!(clash.is_none(), "{method} {path} is named twice");
             }
+        };
+        for &op in Op::ALL {
+            add(op.http().route(), RouteScope::Needs(op.scope()), op.changes_host().then(|| op.name()));
+        }
+        for &op in FleetOp::ALL {
+            add(op.http().route(), RouteScope::Fleet(op.scope()), op.recorded().then(|| op.name()));
         }
         t
     })
@@ -111,11 +122,21 @@ pub async fn authorize(
     }
     let caller = match authenticate(request.headers(), &state) {
         Ok(caller) => caller,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            // Folded with every other 401 of the minute (the audit trail's `unauthenticated`).
+            if e.status == StatusCode::UNAUTHORIZED {
+                let nobody = access::Caller {
+                    team: "-".into(),
+                    token_id: loupe_core::audit::UNAUTHENTICATED.into(),
+                    scopes: Scopes::of(&[]),
+                };
+                let action = audited.unwrap_or("read");
+                state.host.audit().record_outcome(&nobody, action, request.uri().path(), &e.body.code);
+            }
+            return e.into_response();
+        }
     };
-    if let RouteScope::Needs(needed) = scope
-        && let Err(refused) = caller.require(needed)
-    {
+    if let Some(refused) = scope.needs().find_map(|needed| caller.require(needed).err()) {
         let refused = CoreError::from(refused);
         if let Some(action) = audited {
             state.host.audit().record_outcome(&caller, action, request.uri().path(), refused.code());
@@ -158,8 +179,10 @@ fn authenticate(headers: &HeaderMap, state: &AppState) -> Result<access::Caller,
     }
 }
 
-/// What a request without a token may do on a `--no-auth` server.
-pub const NO_AUTH_SCOPES: Scopes = Scopes::of(&[Scope::Read, Scope::Invoke, Scope::Upload, Scope::Run, Scope::Probe]);
+/// What a request without a token may do on a `--no-auth` server (the fleet too: the demo's
+/// fleet view asks through it, and its targets grant the host key no more than its trust line).
+pub const NO_AUTH_SCOPES: Scopes =
+    Scopes::of(&[Scope::Read, Scope::Invoke, Scope::Upload, Scope::Run, Scope::Probe, Scope::Fleet]);
 
 /// A handler's caller: the one the [`authorize`] layer found (every route is behind it).
 #[derive(Clone, Debug)]

@@ -1,4 +1,5 @@
-//! `POST /api/v1/call`: any operation of the list (`loupe_api::ops`) the HTTP API serves, sent
+//! `POST /api/v1/call`: any operation of the lists (`loupe_api::ops`: the host's and, on an
+//! agent in a fleet, the fleet's) the HTTP API serves, sent
 //! as the control socket's `Call` and answered as the control socket answers (`{"ok": …}` or
 //! `{"err": {kind, error, code}}`), with the error's HTTP status. The CLI's `--server` mode
 //! speaks only this route, so an operation added to the list reaches remote hosts with no route
@@ -18,7 +19,7 @@ use axum::{
 };
 use loupe_api::{
     error::CoreResult,
-    wire::control::{Call, Encode, answer_as, encode},
+    wire::control::{AnyCall, Encode, answer_as, answer_fleet_as, encode},
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -59,7 +60,16 @@ pub struct CallAnswer {
 /// Any operation of the host, as the CLI's `--server` mode calls it: one body names the
 /// operation and its arguments, the answer is its value or its error (with that error's status).
 #[utoipa::path(post, path = "/api/v1/call", tag = "host", request_body = CallBody, responses((status = 200, body = CallAnswer), (status = 400, body = CallAnswer), (status = 404, body = CallAnswer), (status = 409, body = CallAnswer), (status = 507, body = CallAnswer)))]
-async fn call(State(state): State<Arc<AppState>>, caller: Caller, ApiJson(call): ApiJson<Call>) -> Response {
+async fn call(State(state): State<Arc<AppState>>, caller: Caller, ApiJson(call): ApiJson<AnyCall>) -> Response {
+    let call = match call {
+        AnyCall::Host(call) => call,
+        // Checked (the `fleet` scope and the operation's own) and recorded by the fleet door.
+        AnyCall::Fleet(call) => {
+            let answered =
+                super::fleet::fleet_core(&state, caller, move |api| Ok(answer_fleet_as(api, call, AsResponse)));
+            return answered.await.unwrap_or_else(|e| AsResponse.encode::<()>(Err(e)));
+        }
+    };
     let op = call.op();
     if !op.http().served() {
         return AsResponse.encode::<()>(Err(op.refused()));

@@ -49,31 +49,3 @@ impl From<loupe_sandbox::UdfError> for ApiError {
         CoreError::from(e).into()
     }
 }
-
-impl From<crate::fleet::FleetError> for ApiError {
-    fn from(e: crate::fleet::FleetError) -> Self {
-        use crate::fleet::FleetError::*;
-        let (kind, code) = match &e {
-            Bus(_) => (ErrorKind::Unavailable, "fleet_unavailable"),
-            NotFound(_) => (ErrorKind::NotFound, "not_found"),
-            TooLarge(_) => (ErrorKind::TooLarge, "too_large"),
-            BadRequest(_) => (ErrorKind::Invalid, "bad_request"),
-            Remote { code, .. } => {
-                let kind = match code.as_str() {
-                    "not_found" | "no_samples" => ErrorKind::NotFound,
-                    "too_large" => ErrorKind::TooLarge,
-                    "busy" => ErrorKind::Busy,
-                    c if c.starts_with("bad_") => ErrorKind::Invalid,
-                    _ => ErrorKind::Unavailable,
-                };
-                let code = code.clone();
-                return ApiError::new(kind, &code, e.to_string());
-            }
-            Core(_) => {
-                let Core(core) = e else { unreachable!() };
-                return core.into();
-            }
-        };
-        ApiError::new(kind, code, e.to_string())
-    }
-}

@@ -1,11 +1,14 @@
-//! The fleet through any agent that is in it (`loupe agent --nats URL`): who is there
+//! The fleet through any agent that is in it (`loupe agent --nats URL`): the fleet's operations
+//! of the one list (`loupe_api::ops::fleet_operations`) at their REST routes — who is there
 //! (`GET /api/v1/fleet/hosts`), a synchronized run on a rack (`POST /api/v1/fleet/runs`), an
 //! analysis on every selected host, merged (`POST /api/v1/fleet/invoke`), and one host's stored
-//! run or profile (`GET /api/v1/fleet/hosts/{host}/runs/{id}`, `…/profile`) — what the web UI's
-//! fleet view opens when a host's row is clicked. The agent asks the fleet over its own NATS
-//! connection; an agent outside a fleet answers 409.
+//! run or profile (`GET /api/v1/fleet/hosts/{host}/runs/{id}`, `…/profile`), what the web UI's
+//! fleet view opens when a host's row is clicked — and, through `fleet_core`, at `POST
+//! /api/v1/call` too. Each route needs the `fleet` scope (the layer), then the operation's own
+//! (the fleet door's guard); the agent asks over its own NATS connection, signing with its host
+//! key for the caller's team. An agent outside a fleet answers 409 `not_in_fleet`.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use axum::{
     extract::{Path, State},
@@ -18,17 +21,24 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::{
     AppState,
-    auth::{self, Caller},
+    auth::Caller,
     error::ApiError,
     extract::{ApiJson, ApiQuery, Range, RangeQuery},
     negotiate::Format,
 };
-use crate::fleet::{
-    Coordinator, InvokeOrder, RunOrderFleet, Selector, merge_with,
-    wire::{ReadBody, ReadReply},
+use loupe_api::{
+    fleet::{FleetInvokeOrder, FleetRunOrder, HostProfileOrder, Selector},
+    model::{ErrorBody, FleetHostsView, FleetInvokeView, FleetRunView, ProfileView, RunView},
+    ops::FleetApi,
 };
-use loupe_api::model::{ErrorBody, ErrorKind, FleetHostsView, FleetInvokeView, FleetRunView, ProfileView, RunView};
-use loupe_core::time::{TimeArg, parse_interval, parse_range};
+use loupe_core::{
+    CoreError, CoreResult,
+    time::{TimeArg, parse_interval, parse_range},
+};
+use loupe_fleet::{
+    asker::{Asker, Guarded, Modules},
+    signer::Signer,
+};
 
 pub fn routes() -> OpenApiRouter<Arc<AppState>> {
     OpenApiRouter::new()
@@ -39,44 +49,53 @@ pub fn routes() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(host_profile))
 }
 
-/// Which hosts: a rack, a datacenter, one host; none of them means the whole fleet.
-#[derive(Clone, Debug, Default, Deserialize, IntoParams, ToSchema)]
-#[into_params(parameter_in = Query)]
-pub struct Scope {
-    pub rack: Option<String>,
-    pub dc: Option<String>,
-    pub host: Option<String>,
-}
-
-impl From<Scope> for Selector {
-    fn from(s: Scope) -> Selector {
-        Selector { dc: s.dc, rack: s.rack, host: s.host }
-    }
-}
-
-fn coordinator(state: &AppState) -> Result<&Coordinator, ApiError> {
-    state.fleet.as_ref().map(|f| &f.coordinator).ok_or_else(|| {
-        ApiError::new(
-            ErrorKind::Conflict,
-            "not_in_fleet",
-            "this agent is not in a fleet: start it with --nats URL (and --rack, --dc)",
-        )
+/// Runs `f` on the blocking pool with the fleet's operations for `caller`: this agent's
+/// coordinator, its host key signing for the caller's team and scopes, its own analyses as the
+/// modules, each operation checked against the caller's scopes and recorded where it starts
+/// work (`fleet::asker::Guarded`). An agent outside a fleet answers `not_in_fleet` (409) once
+/// the caller's scopes are checked.
+pub async fn fleet_core<T: Send + 'static>(
+    state: &Arc<AppState>,
+    caller: Caller,
+    f: impl FnOnce(&dyn FleetApi) -> CoreResult<T> + Send + 'static,
+) -> CoreResult<T> {
+    let state = Arc::clone(state);
+    let runtime = tokio::runtime::Handle::current();
+    let answered = tokio::task::spawn_blocking(move || {
+        let caller = caller.0;
+        let asker = state.fleet.as_ref().map(|fleet| Asker {
+            coordinator: &fleet.coordinator,
+            signer: Signer::acting_for(Arc::clone(&fleet.key), &caller),
+            modules: Modules::Local { host: Arc::clone(&state.host), team: caller.team.clone() },
+            runtime,
+        });
+        f(&Guarded { api: asker.as_ref().map(|a| a as &dyn FleetApi), caller, host: &state.host })
     })
+    .await;
+    answered.unwrap_or_else(|e| Err(CoreError::Internal(format!("a fleet request's task failed: {e}"))))
+}
+
+/// [`fleet_core`], its error as the API answers it.
+async fn fleet<T: Send + 'static>(
+    state: &Arc<AppState>,
+    caller: Caller,
+    f: impl FnOnce(&dyn FleetApi) -> CoreResult<T> + Send + 'static,
+) -> Result<T, ApiError> {
+    Ok(fleet_core(state, caller, f).await?)
 }
 
 /// Registered hosts of the selection, with their status (`up`, `silent`, `left`).
-#[utoipa::path(get, path = "/api/v1/fleet/hosts", tag = "fleet", operation_id = "fleet_hosts", params(Scope), responses((status = 200, body = FleetHostsView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/v1/fleet/hosts", tag = "fleet", operation_id = "fleet_hosts", params(Selector), responses((status = 200, body = FleetHostsView), (status = 400, body = ErrorBody), (status = 409, body = ErrorBody)))]
 async fn hosts(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
-    ApiQuery(scope): ApiQuery<Scope>,
+    ApiQuery(hosts): ApiQuery<Selector>,
 ) -> Result<Response, ApiError> {
-    let view = coordinator(&state)?.hosts(&scope.into()).await?;
-    Ok(fmt.reply(&view))
+    Ok(fmt.reply(&fleet(&state, caller, move |api| api.fleet_hosts(hosts)).await?))
 }
 
-/// A synchronized run.
+/// A synchronized run, as a client writes it (`fleet_run`'s order with its times in words).
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FleetRunRequest {
@@ -93,6 +112,19 @@ pub struct FleetRunRequest {
     pub at: Option<String>,
 }
 
+impl FleetRunRequest {
+    fn order(self) -> CoreResult<FleetRunOrder> {
+        let at = self.at.as_deref().map(|t| TimeArg::parse("at", t)).transpose()?.map(TimeArg::unix_ns);
+        Ok(FleetRunOrder {
+            hosts: Selector { dc: self.dc, rack: self.rack, host: self.host },
+            iface: self.iface,
+            interval: parse_interval(&self.interval)?,
+            samples: self.samples.unwrap_or(loupe_core::runs::DEFAULT_SAMPLES),
+            at_unix_ns: at,
+        })
+    }
+}
+
 /// One run on every selected host from one start instant; answers when every host stored it
 /// (or at the run's end plus a margin, naming the hosts that missed it).
 #[utoipa::path(post, path = "/api/v1/fleet/runs", tag = "fleet", operation_id = "fleet_run", request_body = FleetRunRequest, responses((status = 200, body = FleetRunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
@@ -102,34 +134,11 @@ async fn run(
     fmt: Format,
     ApiJson(req): ApiJson<FleetRunRequest>,
 ) -> Result<Response, ApiError> {
-    let target = format!(
-        "rack {} dc {} host {}: {}",
-        req.rack.as_deref().unwrap_or("*"),
-        req.dc.as_deref().unwrap_or("*"),
-        req.host.as_deref().unwrap_or("*"),
-        req.interval
-    );
-    let outcome = fleet_run(&state, req).await;
-    // Runs on other hosts, started from here: recorded as this host's action, however it ended.
-    let code = outcome.as_ref().map_or_else(|e| e.body.code.as_str(), |_| "ok");
-    state.host.audit().record_outcome(&caller.0, auth::FLEET_RUN, &target, code);
-    Ok(fmt.reply(&outcome?))
+    let order = req.order()?;
+    Ok(fmt.reply(&fleet(&state, caller, move |api| api.fleet_run(order)).await?))
 }
 
-async fn fleet_run(state: &Arc<AppState>, req: FleetRunRequest) -> Result<FleetRunView, ApiError> {
-    let fleet = coordinator(state)?;
-    let at = req.at.as_deref().map(|t| TimeArg::parse("at", t)).transpose()?.map(TimeArg::unix_ns);
-    let order = RunOrderFleet {
-        selector: Selector { dc: req.dc, rack: req.rack, host: req.host },
-        iface: req.iface,
-        interval: parse_interval(&req.interval)?,
-        samples: req.samples.unwrap_or(loupe_core::runs::DEFAULT_SAMPLES),
-        at_unix_ns: at,
-    };
-    Ok(fleet.run(&order).await?)
-}
-
-/// A fleet-wide invocation of one of this agent's analyses.
+/// A fleet-wide invocation of one of this agent's analyses, as a client writes it.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FleetInvokeRequest {
@@ -148,6 +157,21 @@ pub struct FleetInvokeRequest {
     pub deadline: Option<String>,
 }
 
+impl FleetInvokeRequest {
+    fn order(self) -> CoreResult<FleetInvokeOrder> {
+        Ok(FleetInvokeOrder {
+            range: parse_range(self.from.as_deref(), self.to.as_deref())?,
+            deadline: match &self.deadline {
+                Some(d) => parse_interval(d)?,
+                None => Duration::from_secs(2),
+            },
+            name: self.name,
+            hosts: Selector { dc: self.dc, rack: self.rack, host: self.host },
+            params: self.params,
+        })
+    }
+}
+
 /// Runs one of this agent's analyses on every selected host next to its data (the module goes
 /// to them by its hash through the fleet's object store), and merges their partial results in
 /// the sandbox: the merged result, who answered, who missed the deadline, who failed and why.
@@ -158,27 +182,8 @@ async fn invoke(
     fmt: Format,
     ApiJson(req): ApiJson<FleetInvokeRequest>,
 ) -> Result<Response, ApiError> {
-    let fleet = coordinator(&state)?;
-    let range = parse_range(req.from.as_deref(), req.to.as_deref())?;
-    let deadline = match &req.deadline {
-        Some(d) => parse_interval(d)?,
-        None => std::time::Duration::from_secs(2),
-    };
-    let host = Arc::clone(&state.host);
-    let name = req.name.clone();
-    let (module, bytes) = tokio::task::spawn_blocking(move || host.analyses()?.local_module(&name))
-        .await
-        .map_err(ApiError::internal)??;
-    let sha = fleet.ship(&req.name, &bytes).await?;
-    let order = InvokeOrder {
-        selector: Selector { dc: req.dc, rack: req.rack, host: req.host },
-        from_unix_ns: range.from_unix_ns(),
-        to_unix_ns: range.to_unix_ns(),
-        params: req.params.clone(),
-        deadline,
-    };
-    let merge = merge_with(Arc::clone(&state.host), module, caller.0.team, range, req.params);
-    Ok(fmt.reply(&fleet.invoke(&order, &req.name, &sha, merge).await?))
+    let order = req.order()?;
+    Ok(fmt.reply(&fleet(&state, caller, move |api| api.fleet_invoke(order)).await?))
 }
 
 /// A host's stored run, read over the fleet: what the fleet view opens when a host's row of a
@@ -186,15 +191,12 @@ async fn invoke(
 #[utoipa::path(get, path = "/api/v1/fleet/hosts/{host}/runs/{id}", tag = "fleet", operation_id = "fleet_host_run", params(("host" = String, Path, description = "The host's fleet name"), ("id" = u64, Path, description = "Run id on that host")), responses((status = 200, body = RunView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn host_run(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Path((host, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let id: u64 = id.parse().map_err(|_| loupe_core::CoreError::BadId(id))?;
-    match coordinator(&state)?.read(&host, ReadBody::Run { id }).await? {
-        ReadReply::Run(view) => Ok(fmt.reply(&view)),
-        ReadReply::Profile(_) => Err(ApiError::internal(format!("host {host} answered a run read with a profile"))),
-    }
+    let id: u64 = id.parse().map_err(|_| CoreError::BadId(id))?;
+    Ok(fmt.reply(&fleet(&state, caller, move |api| api.fleet_host_run(host, id)).await?))
 }
 
 /// Which of the host's stored stacks.
@@ -213,21 +215,12 @@ pub struct HostProfileParams {
 #[utoipa::path(get, path = "/api/v1/fleet/hosts/{host}/profile", tag = "fleet", operation_id = "fleet_host_profile", params(("host" = String, Path, description = "The host's fleet name"), RangeQuery, HostProfileParams), responses((status = 200, body = ProfileView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn host_profile(
     State(state): State<Arc<AppState>>,
-    _caller: Caller,
+    caller: Caller,
     fmt: Format,
     Path(host): Path<String>,
     Range(range): Range,
     ApiQuery(q): ApiQuery<HostProfileParams>,
 ) -> Result<Response, ApiError> {
-    let kind = q.kind;
-    let body = ReadBody::Profile { from_unix_ns: range.from_unix_ns(), to_unix_ns: range.to_unix_ns(), kind };
-    match coordinator(&state)?.read(&host, body).await? {
-        ReadReply::Profile(profile) => {
-            let view = tokio::task::spawn_blocking(move || ProfileView::new(&profile).of_kind(kind))
-                .await
-                .map_err(ApiError::internal)?;
-            Ok(fmt.reply(&view))
-        }
-        ReadReply::Run(_) => Err(ApiError::internal(format!("host {host} answered a profile read with a run"))),
-    }
+    let order = HostProfileOrder { host, range, kind: q.kind };
+    Ok(fmt.reply(&fleet(&state, caller, move |api| api.fleet_host_profile(order)).await?))
 }

@@ -61,7 +61,20 @@ pub struct ServerMetrics {
     pub requests: Family<RequestLabels, Counter>,
     /// Actions recorded in the audit trail since start, by action and outcome.
     pub audited: Family<AuditLabels, Counter>,
+    /// The analysis names that have a label of their own (at most [`MAX_ANALYSIS_LABELS`]).
+    labelled: std::sync::Mutex<std::collections::HashSet<String>>,
 }
+
+/// Analyses with a label of their own in `/metrics`; invocations of others are counted under
+/// [`OTHER_ANALYSES`]. Without a bound, every name a client makes up was a label set for ever.
+pub const MAX_ANALYSIS_LABELS: usize = 256;
+/// The label of an invocation refused before any analysis ran (a name that is not stored, or
+/// not the caller's): counted, never named.
+pub const UNKNOWN_ANALYSIS: &str = "(unknown)";
+/// The label of the analyses past [`MAX_ANALYSIS_LABELS`].
+pub const OTHER_ANALYSES: &str = "(other)";
+/// Error codes of an invocation that never found an analysis to run.
+const NOT_RUN: &[&str] = &["not_found", "no_analyses", "bad_name", "not_owner", "unauthorized"];
 
 impl Default for ServerMetrics {
     fn default() -> Self {
@@ -85,6 +98,7 @@ impl ServerMetrics {
             requests: Family::default(),
             audited: Family::default(),
             registry: Registry::default(),
+            labelled: Default::default(),
         };
         registry.register("runs", "Millisampler runs retained in the store", m.runs.clone());
         registry.register(
@@ -120,6 +134,30 @@ impl ServerMetrics {
         ServerMetrics { registry, ..m }
     }
 
+    /// Counts one invocation of `name` that succeeded (`failed` is `None`) or failed with that
+    /// error code. Names refused before they ran count as [`UNKNOWN_ANALYSIS`], and are not
+    /// counted as invocations.
+    pub fn invoked(&self, name: &str, failed: Option<&str>) {
+        let ran = !failed.is_some_and(|code| NOT_RUN.contains(&code) || code.starts_with("missing_scope"));
+        let analysis = if ran { self.label_of(name) } else { UNKNOWN_ANALYSIS.to_string() };
+        if ran {
+            self.invocations.get_or_create(&AnalysisLabels { analysis: analysis.clone() }).inc();
+        }
+        if let Some(cause) = failed {
+            self.failures.get_or_create(&FailureLabels { analysis, cause: cause.to_string() }).inc();
+        }
+    }
+
+    /// `name`, or [`OTHER_ANALYSES`] once [`MAX_ANALYSIS_LABELS`] other names have labels.
+    fn label_of(&self, name: &str) -> String {
+        let mut labelled = self.labelled.lock().expect("metric labels");
+        if labelled.contains(name) || (labelled.len() < MAX_ANALYSIS_LABELS && labelled.insert(name.to_string())) {
+            name.to_string()
+        } else {
+            OTHER_ANALYSES.to_string()
+        }
+    }
+
     /// The exposition, with store figures read now (running totals: O(1)).
     pub fn render(&self, store: &Store) -> Result<String, CoreError> {
         let stats = store.stats()?;
@@ -142,5 +180,41 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     match blocking(&state, move |host| s.metrics.render(host.store())).await {
         Ok(text) => ([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
         Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exposition(m: &ServerMetrics) -> String {
+        let mut out = String::new();
+        encode(&mut out, &m.registry).unwrap();
+        out
+    }
+
+    #[test]
+    fn made_up_names_share_one_label_and_names_past_the_bound_another() {
+        let m = ServerMetrics::new();
+        m.invoked("hot", None);
+        m.invoked("hot", Some("time_limit"));
+        for i in 0..1_000 {
+            m.invoked(&format!("made-up-{i}"), Some("not_found"));
+            m.invoked(&format!("theirs-{i}"), Some("not_owner"));
+        }
+        for i in 0..MAX_ANALYSIS_LABELS + 10 {
+            m.invoked(&format!("stored-{i}"), None);
+        }
+        let text = exposition(&m);
+        assert!(text.contains(r#"loupe_analysis_invocations_total{analysis="hot"} 2"#), "{text}");
+        assert!(text.contains(r#"loupe_analysis_failures_total{analysis="hot",cause="time_limit"} 1"#), "{text}");
+        assert!(
+            text.contains(r#"loupe_analysis_failures_total{analysis="(unknown)",cause="not_found"} 1000"#),
+            "{text}"
+        );
+        assert!(!text.contains("made-up-") && !text.contains("theirs-"));
+        // `hot` took one of the labels: 255 stored names have their own, 11 are `(other)`.
+        assert_eq!(text.matches("analysis=\"stored-").count(), MAX_ANALYSIS_LABELS - 1);
+        assert!(text.contains(r#"loupe_analysis_invocations_total{analysis="(other)"} 11"#), "{text}");
     }
 }

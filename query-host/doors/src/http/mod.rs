@@ -9,6 +9,7 @@
 //! - [`probes`]: function probe sessions: start, list, stop, show.
 //! - [`fleet`]: the fleet through this agent: hosts, synchronized runs, fleet-wide analyses.
 //! - [`web`]: the embedded web UI at `/`.
+//! - [`origin`]: the names the API answers to (DNS rebinding) and the pages that may change it.
 //! - [`auth`]: bearer tokens → a team and its scopes; each route's scope. [`negotiate`]: JSON or MessagePack. [`error`]: errors.
 //! - [`metrics`]: `/metrics` in the OpenMetrics text format.
 //! - [`tls`]: HTTPS (rustls), certificates re-read when they change, client certificates.
@@ -21,6 +22,7 @@ pub mod extract;
 pub mod fleet;
 pub mod metrics;
 pub mod negotiate;
+pub mod origin;
 pub mod probes;
 pub mod timeline;
 pub mod tls;
@@ -62,6 +64,8 @@ pub struct ServerOptions {
     pub tls: Option<tls::TlsFiles>,
     /// Serve plain HTTP on an address beyond loopback anyway.
     pub insecure_plaintext: bool,
+    /// Names this server answers to besides address literals and `localhost`.
+    pub allowed_hosts: origin::AllowedHosts,
 }
 
 impl Default for ServerOptions {
@@ -74,6 +78,7 @@ impl Default for ServerOptions {
             request_timeout: Duration::from_secs(60),
             tls: None,
             insecure_plaintext: false,
+            allowed_hosts: origin::AllowedHosts::default(),
         }
     }
 }
@@ -93,7 +98,11 @@ pub struct AppState {
 /// which then offers the fleet view) and its way of asking the fleet.
 pub struct InFleet {
     pub place: loupe_api::model::FleetPlace,
-    pub coordinator: crate::fleet::Coordinator,
+    pub coordinator: loupe_fleet::Coordinator,
+    /// This host's key: the fleet routes' requests are signed with it for their callers.
+    pub key: std::sync::Arc<loupe_api::signed::FleetKey>,
+    /// Whose fleet requests the agent takes (`Health::fleet_trust`).
+    pub trust: &'static str,
 }
 
 /// Largest JSON request body (invocation parameters, run requests).
@@ -143,7 +152,7 @@ impl utoipa::Modify for BearerAuth {
 
 /// The errors every operation of a kind can answer, documented once rather than on each
 /// handler: 401 where a token is needed, 415 and 413 where a JSON (or MessagePack) body is
-/// read, 408 and 503 from the layers on every route.
+/// read, 408, 421 and 503 from the layers on every route.
 struct CommonErrors;
 
 impl utoipa::Modify for CommonErrors {
@@ -179,6 +188,9 @@ impl utoipa::Modify for CommonErrors {
                     r.entry("422".into()).or_insert_with(|| error("well-formed, but not this route's body").into());
                 }
                 r.entry("408".into()).or_insert_with(|| error("the request took too long").into());
+                r.entry("421".into()).or_insert_with(|| {
+                    error("the request's Host names another server (a rebinding page's?); see --allowed-host").into()
+                });
                 r.entry("503".into()).or_insert_with(|| error("overloaded or shutting down; retry").into());
             }
         }
@@ -230,6 +242,8 @@ pub fn app(state: Arc<AppState>, options: &ServerOptions) -> Router {
         .fallback(web::serve)
         // JSON bodies are small; uploads read their body themselves, up to the module limit.
         .layer(DefaultBodyLimit::max(MAX_JSON_BODY))
+        // Before any route, the web UI included: a page of another name gets nothing.
+        .layer(middleware::from_fn_with_state(Arc::new(options.allowed_hosts.clone()), origin::check))
         .layer(middleware::from_fn_with_state(Arc::clone(&state), count_requests))
         .layer(
             ServiceBuilder::new()

@@ -15,14 +15,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use loupe_api::wire::http::InvokeRequest;
 
-use super::{
-    AppState, acting,
-    auth::Caller,
-    error::ApiError,
-    extract::ApiJson,
-    metrics::{AnalysisLabels, FailureLabels},
-    negotiate::Format,
-};
+use super::{AppState, acting, auth::Caller, error::ApiError, extract::ApiJson, negotiate::Format};
 use loupe_api::{
     formats::base64::Base64,
     model::{ErrorBody, ErrorKind, InvokeResponse, UdfMeta, Uploaded},
@@ -142,14 +135,6 @@ async fn invoke(
     let range = req.range()?;
     let n = name.clone();
     let outcome = acting(&state, caller, move |api| api.invoke(n, range, req.params)).await;
-    if !matches!(&outcome, Err(e) if e.body.code == "not_found" || e.body.code == "no_analyses") {
-        state.metrics.invocations.get_or_create(&AnalysisLabels { analysis: name.clone() }).inc();
-    }
-    match outcome {
-        Ok(report) => Ok(fmt.reply(&report)),
-        Err(e) => {
-            state.metrics.failures.get_or_create(&FailureLabels { analysis: name, cause: e.body.code.clone() }).inc();
-            Err(e)
-        }
-    }
+    state.metrics.invoked(&name, outcome.as_ref().err().map(|e| e.body.code.as_str()));
+    Ok(fmt.reply(&outcome?))
 }

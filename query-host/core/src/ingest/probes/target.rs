@@ -18,7 +18,6 @@
 //! a damaged file is an error, never a panic.
 
 use std::{
-    fs::File,
     os::unix::fs::MetadataExt,
     path::{Path, PathBuf},
 };
@@ -26,9 +25,12 @@ use std::{
 use object::{Object, ObjectSymbol, ReadCache, SymbolKind, read::File as ObjectFile};
 
 use super::placement::{FunctionCode, MAX_FUNCTION_BYTES, Placement, kernel_emulates_long_nops, place};
-use crate::ingest::symbolize::{
-    debug_files::{Binary, DebugFiles},
-    elf_file::ElfFacts,
+use crate::ingest::{
+    regular_file,
+    symbolize::{
+        debug_files::{Binary, DebugFiles},
+        elf_file::ElfFacts,
+    },
 };
 
 /// Most functions named in one request.
@@ -217,7 +219,7 @@ struct FoundSymbol {
 
 fn find_symbol(file: &Located, name: &str, debug_files: &mut DebugFiles) -> Result<FoundSymbol, TargetError> {
     let facts = ElfFacts::read(&file.open).map_err(TargetError::File)?;
-    let handle = File::open(&file.open).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
+    let handle = regular_file::open(&file.open).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
     let cache = ReadCache::new(handle);
     let elf = ObjectFile::parse(&cache)
         .map_err(|e| TargetError::File(format!("{}: not a readable ELF file: {e}", file.shown)))?;
@@ -235,7 +237,8 @@ fn find_symbol(file: &Located, name: &str, debug_files: &mut DebugFiles) -> Resu
         };
         if let Some(debug) = debug_files.find(&facts.build_id, binary) {
             searched = "its dynamic symbols and its debug file";
-            let handle = File::open(&debug).map_err(|e| TargetError::File(format!("{}: {e}", debug.display())))?;
+            let handle =
+                regular_file::open(&debug).map_err(|e| TargetError::File(format!("{}: {e}", debug.display())))?;
             let cache = ReadCache::new(handle);
             let debug_elf = ObjectFile::parse(&cache)
                 .map_err(|e| TargetError::File(format!("{}: not a readable ELF file: {e}", debug.display())))?;
@@ -347,7 +350,7 @@ fn check_entry(
     allow_single_step: bool,
 ) -> Result<Placement, TargetError> {
     use std::os::unix::fs::FileExt;
-    let handle = File::open(&file.open).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
+    let handle = regular_file::open(&file.open).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;
     let read = |offset: u64, len: u64| -> Result<Vec<u8>, TargetError> {
         let mut bytes = vec![0u8; len as usize];
         let n = handle.read_at(&mut bytes, offset).map_err(|e| TargetError::File(format!("{}: {e}", file.shown)))?;

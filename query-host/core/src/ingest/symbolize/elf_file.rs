@@ -7,9 +7,11 @@
 //! few KB). Files come from outside — a process's mapped binary, a debug file someone placed —
 //! so every size is bounded before use and a damaged file is an error, never a panic.
 
-use std::{fs::File, path::Path};
+use std::path::Path;
 
 use object::{Object, ObjectSegment, ReadCache, read::File as ObjectFile};
+
+use crate::ingest::regular_file;
 
 /// Most loadable segments kept (real files have 2–6).
 const MAX_SEGMENTS: usize = 64;
@@ -38,7 +40,7 @@ pub struct ElfFacts {
 
 impl ElfFacts {
     pub fn read(path: &Path) -> Result<ElfFacts, String> {
-        let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file = regular_file::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let cache = ReadCache::new(file);
         let elf = ObjectFile::parse(&cache).map_err(|e| format!("{}: not a readable ELF file: {e}", path.display()))?;
         if elf.format() != object::BinaryFormat::Elf {

@@ -1,5 +1,6 @@
-//! The fleet door: Loupe agents joined over NATS, an existing, proven messaging system, so a
-//! fleet is not a home-made cluster. Data stays on each host; an analysis travels to the data
+//! The fleet: Loupe agents joined over NATS, an existing, proven messaging system, so a
+//! fleet is not a home-made cluster. A layer of its own between the core and the doors: the
+//! distributed query logic is not a door (the HTTP API's fleet routes are, over it). Data stays on each host; an analysis travels to the data
 //! and only small partial answers come back, merged in the sandbox by whoever asked.
 //!
 //! - [`subjects`]: the subjects by scope (all / dc / rack / host) and the names in them.
@@ -9,27 +10,37 @@
 //! - [`gather`]: publish once, collect every expected reply or stop at the deadline.
 //! - [`leaves`]: a fleet of NATS leaf nodes — a leaf's registry and a tree merge's leaf level
 //!   answered by one agent per leaf, and the leaves the asker heard from.
+//! - [`signer`]: every request signed by who asks; [`gate`]: every host checks it before
+//!   anything runs, and records what it did and refused; [`seal`]: a leaf's merged answer
+//!   signed by the agent that merged it, checked by an asker with a trust file.
 //! - [`agent`]: the agent's side — registration, answering `invoke`, `run` and `read`.
 //! - [`coordinator`]: the asking side — `fleet hosts`, `fleet run`, `fleet invoke`, a host's
-//!   stored run or profile — used by
-//!   the CLI (`loupe fleet … --nats URL`) and by the HTTP API of any agent in the fleet.
+//!   stored run or profile; [`asker`]: the same as the fleet's operations of the one list
+//!   (`loupe_api::ops::FleetApi`), used by the CLI (`loupe fleet … --nats URL`) and, guarded
+//!   by the caller's scopes and recorded, by the HTTP API of any agent in the fleet.
 //!
 //! `docs/fleet.md` has the subjects, the merge contract, the failure behaviour and the numbers.
 
 pub mod agent;
+pub mod asker;
 pub mod coordinator;
+pub mod gate;
 pub mod gather;
 pub mod leaves;
 pub mod live_registry;
 pub mod modules;
 pub mod registry;
+pub mod seal;
+pub mod signer;
 pub mod subjects;
 pub mod wire;
 
 use std::{path::PathBuf, time::Duration};
 
+use loupe_api::formats::url::redacted;
+
 pub use agent::FleetAgent;
-pub use coordinator::{Coordinator, InvokeOrder, RunOrderFleet, merge_with};
+pub use coordinator::{Coordinator, merge_with};
 pub use subjects::Selector;
 
 /// What went wrong talking to the fleet.
@@ -44,12 +55,30 @@ pub enum FleetError {
     TooLarge(String),
     #[error("{0}")]
     BadRequest(String),
-    /// A host answered with an error of its own (`not_found`, `too_large`, …).
+    /// A host answered with an error of its own, of the kind it sent (`not_found`, `too_large`, …).
     #[error("host {host}: {message}")]
-    Remote { host: String, code: String, message: String },
+    Remote { host: String, kind: loupe_api::model::ErrorKind, code: String, message: String },
     /// The local analysis runtime (merging) failed.
     #[error("{0}")]
     Core(#[from] loupe_core::CoreError),
+}
+
+impl FleetError {
+    /// As the core's error, with its kind: what the HTTP API answers for it, and how a fleet
+    /// step inside a host's operation (a leaf's gather, a module pulled into the leaf) fails
+    /// the operation.
+    pub fn into_core(self) -> loupe_core::CoreError {
+        use loupe_api::model::{ErrorBody, ErrorKind};
+        let (kind, code) = match self {
+            FleetError::Core(e) => return e,
+            FleetError::Bus(_) => (ErrorKind::Unavailable, "fleet_unavailable".to_string()),
+            FleetError::NotFound(_) => (ErrorKind::NotFound, "not_found".to_string()),
+            FleetError::TooLarge(_) => (ErrorKind::TooLarge, "too_large".to_string()),
+            FleetError::BadRequest(_) => (ErrorKind::Invalid, "bad_request".to_string()),
+            FleetError::Remote { kind, ref code, .. } => (kind, code.clone()),
+        };
+        loupe_core::CoreError::Remote { kind, body: ErrorBody { error: self.to_string(), code, log: Vec::new() } }
+    }
 }
 
 /// How to reach the fleet.
@@ -70,7 +99,14 @@ impl Connection {
     pub fn plain(url: impl Into<String>, name: impl Into<String>) -> Connection {
         Connection { url: url.into(), creds: None, tls: BusTls::default(), name: name.into() }
     }
+
+    /// The URL(s) as logs and errors show them: without what a URL may carry of a user's
+    /// credentials (`nats://user:password@host`, `nats://token@host`).
+    pub fn shown_url(&self) -> String {
+        redacted(&self.url)
+    }
 }
+
 
 /// How the fleet's connection trusts a TLS `nats-server` and proves itself to one that asks.
 #[derive(Clone, Debug, Default)]
@@ -96,14 +132,14 @@ pub async fn connect(conn: &Connection, retry: bool) -> Result<async_nats::Clien
     let urls: Vec<&str> = conn.url.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
     let addrs: Vec<async_nats::ServerAddr> = urls
         .iter()
-        .map(|u| u.parse().map_err(|e| FleetError::BadRequest(format!("NATS URL {u:?}: {e}"))))
+        .map(|u| u.parse().map_err(|e| FleetError::BadRequest(format!("NATS URL {:?}: {e}", redacted(u)))))
         .collect::<Result<_, _>>()?;
     let first = options(conn).await?.connect(addrs.clone()).await;
     match first {
         Ok(client) => Ok(client),
         Err(e) if retry => {
             tracing::warn!(
-                url = %conn.url,
+                url = %conn.shown_url(),
                 "fleet: cannot connect to NATS: {} ({}); retrying in the background",
                 causes(&e),
                 hint(conn)
@@ -115,7 +151,7 @@ pub async fn connect(conn: &Connection, retry: bool) -> Result<async_nats::Clien
 }
 
 fn bus_error(conn: &Connection, e: &async_nats::ConnectError) -> FleetError {
-    FleetError::Bus(format!("connecting to NATS at {}: {} ({})", conn.url, causes(e), hint(conn)))
+    FleetError::Bus(format!("connecting to NATS at {}: {} ({})", conn.shown_url(), causes(e), hint(conn)))
 }
 
 /// An error and its sources, `: `-separated (rustls' reason sits two levels down).
@@ -219,3 +255,4 @@ pub fn payload_limit(client: &async_nats::Client) -> usize {
         n => n,
     }
 }
+

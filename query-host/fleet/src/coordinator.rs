@@ -21,24 +21,27 @@ use async_nats::jetstream;
 use loupe_store::TimeRange;
 
 use super::{
-    Connection, FleetError,
+    Connection, FleetError, gate,
     gather::{Ask, Gathered, KeyBy, Resend, gather, gather_by},
     leaves::{self, LeafEntry},
     live_registry::LiveRegistry,
-    modules::{self, CatalogEntry},
-    registry,
+    modules::{self, Shipped},
+    registry, seal,
+    signer::{Sealed, Signer},
     subjects::{self, Selector, Verb},
     wire::{
         Envelope, InvokeBody, InvokeReply, LeafInvokeBody, LeafInvokeReply, ReadBody, ReadReply, RunBody, RunReply,
-        WIRE_VERSION,
+        WireError,
     },
 };
 use loupe_api::{
     clock::now_unix_ns,
+    fleet::{FleetInvokeOrder, FleetRunOrder},
     model::{
-        FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetLeafAnswer, FleetMiss, FleetPlace,
+        ErrorKind, FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetLeafAnswer, FleetMiss, FleetPlace,
         FleetRunHost, FleetRunView, InvokeResponse,
     },
+    signed::trust::TrustFile,
 };
 use loupe_core::{Host, analyses::FleetModule};
 
@@ -54,28 +57,6 @@ const RUN_ANSWER_MARGIN: Duration = Duration::from_secs(15);
 pub const READ_DEADLINE: Duration = Duration::from_secs(5);
 /// Longest deadline of an invocation.
 pub const MAX_DEADLINE: Duration = Duration::from_secs(300);
-
-/// A synchronized run on the selected hosts.
-#[derive(Clone, Debug)]
-pub struct RunOrderFleet {
-    pub selector: Selector,
-    pub iface: Option<String>,
-    pub interval: Duration,
-    pub samples: u32,
-    /// The common start (Unix ns); `now + DEFAULT_LEAD` when absent.
-    pub at_unix_ns: Option<u64>,
-}
-
-/// An analysis on the selected hosts.
-#[derive(Clone, Debug)]
-pub struct InvokeOrder {
-    pub selector: Selector,
-    pub from_unix_ns: u64,
-    pub to_unix_ns: u64,
-    pub params: serde_json::Map<String, serde_json::Value>,
-    /// How long to wait for the hosts' answers (merging comes after).
-    pub deadline: Duration,
-}
 
 /// The partials gathered for a merge: each answering host and its encoded partial result.
 pub type Partials = Vec<(FleetPlace, Vec<u8>)>;
@@ -98,6 +79,8 @@ pub struct Coordinator {
     /// Its leaf's registry as a watch keeps it, when it leads its leaf (an agent's); read
     /// from the bucket per query otherwise.
     leaf_registry: Option<LiveRegistry>,
+    /// The keys whose seals on leaves' partials it takes (`with_trust`).
+    trust: Option<Arc<TrustFile>>,
 }
 
 /// The registry's view of a selection: who to wait for, and who is known but silent.
@@ -141,7 +124,7 @@ impl LeafGathered {
                 failed.push(FleetMiss { place: place.clone(), why, code: "bad_partial".into() });
             }
         }
-        LeafInvokeReply { partial, answered: answered, missing, failed, merge_ns, leaf_hosts }
+        LeafInvokeReply { partial, answered, missing, failed, merge_ns, leaf_hosts, seal: None }
     }
 }
 
@@ -156,7 +139,20 @@ impl Coordinator {
     /// spawns a task).
     pub fn with_client(client: async_nats::Client, by: &str) -> Coordinator {
         let js = jetstream::new(client.clone());
-        Coordinator { client, js, by: by.into(), domain: tokio::sync::OnceCell::new(), leaf_registry: None }
+        Coordinator {
+            client,
+            js,
+            by: by.into(),
+            domain: tokio::sync::OnceCell::new(),
+            leaf_registry: None,
+            trust: None,
+        }
+    }
+
+    /// Merges a leaf's partial only if a host key of `trust` sealed it (`seal`); without a
+    /// trust file, every leaf's partial is taken as it comes.
+    pub fn with_trust(self, trust: Arc<TrustFile>) -> Coordinator {
+        Coordinator { trust: Some(trust), ..self }
     }
 
     /// Lists its leaf's hosts from `live` when it leads the leaf ([`Coordinator::lead_leaf`]).
@@ -186,14 +182,14 @@ impl Coordinator {
     /// this leaf's registry answers for a rack or host it holds; anything wider is listed by
     /// one agent of every leaf, and the hosts of a leaf that did not answer are listed
     /// `unreachable` from what it answered last.
-    pub async fn hosts(&self, selector: &Selector) -> Result<FleetHostsView, FleetError> {
+    pub async fn hosts(&self, selector: &Selector, signer: &Signer) -> Result<FleetHostsView, FleetError> {
         selector.check().map_err(FleetError::BadRequest)?;
         let mut hosts = registry::list(&registry::bucket(&self.js).await?, selector).await?;
         let narrow = selector.host.is_some() || selector.rack.is_some();
         if let Some(own) = self.domain().await
             && !(narrow && !hosts.is_empty())
         {
-            let call = leaves::roll_call(&self.client, &self.js, leaves::HOSTS_WINDOW).await?;
+            let call = leaves::roll_call(&self.client, &self.js, leaves::HOSTS_WINDOW, signer).await?;
             let mut seen: std::collections::HashSet<String> = hosts.iter().map(|h| h.place.host.clone()).collect();
             let now = now_unix_ns();
             let others = call.leaves.into_iter().filter(|(leaf, _)| *leaf != own).flat_map(|(_, hosts)| hosts);
@@ -212,8 +208,8 @@ impl Coordinator {
         Ok(FleetHostsView { hosts, up })
     }
 
-    async fn expected(&self, selector: &Selector) -> Result<Expected, FleetError> {
-        let expected = expected_of(self.hosts(selector).await?.hosts);
+    async fn expected(&self, selector: &Selector, signer: &Signer) -> Result<Expected, FleetError> {
+        let expected = expected_of(self.hosts(selector, signer).await?.hosts);
         if expected.up.is_empty() {
             return Err(FleetError::NotFound(format!(
                 "no host of {} is up in the fleet (`loupe fleet hosts` lists who registered)",
@@ -225,8 +221,8 @@ impl Coordinator {
 
     /// A synchronized run: one start instant for every selected host, slots counted in each
     /// host's kernel from it.
-    pub async fn run(&self, order: &RunOrderFleet) -> Result<FleetRunView, FleetError> {
-        order.selector.check().map_err(FleetError::BadRequest)?;
+    pub async fn run(&self, order: &FleetRunOrder, signer: &Signer) -> Result<FleetRunView, FleetError> {
+        order.hosts.check().map_err(FleetError::BadRequest)?;
         let now = now_unix_ns();
         let start = match order.at_unix_ns {
             Some(at) if at < now + MIN_LEAD.as_nanos() as u64 => {
@@ -238,26 +234,21 @@ impl Coordinator {
             Some(at) => at,
             None => now + DEFAULT_LEAD.as_nanos() as u64,
         };
-        let expected = self.expected(&order.selector).await?;
+        let expected = self.expected(&order.hosts, signer).await?;
         let length = order.interval.saturating_mul(order.samples);
         let deadline_unix = start + (length + RUN_ANSWER_MARGIN).as_nanos() as u64;
-        let envelope = Envelope {
-            v: WIRE_VERSION,
-            query: self.client.new_inbox(),
-            deadline_unix_ns: deadline_unix,
-            selector: order.selector.clone(),
-            body: RunBody {
-                iface: order.iface.clone(),
-                interval_ns: order.interval.as_nanos() as u64,
-                samples: order.samples,
-                start_unix_ns: start,
-            },
+        let body = RunBody {
+            iface: order.iface.clone(),
+            interval_ns: order.interval.as_nanos() as u64,
+            samples: order.samples,
+            start_unix_ns: start,
         };
+        let request = signer.seal(&self.client.new_inbox(), &order.hosts, deadline_unix, body);
         let deadline = Instant::now() + Duration::from_nanos(deadline_unix.saturating_sub(now_unix_ns()));
         let gathered: Gathered<RunReply> = gather(
             &self.client,
-            order.selector.subject(Verb::Run),
-            &envelope,
+            subjects::subject(Verb::Run, &order.hosts),
+            &request,
             expected.up.keys().cloned().collect(),
             deadline,
         )
@@ -296,29 +287,27 @@ impl Coordinator {
 
     /// What one host has stored (a run, a range's stacks): the fleet view opens a host's
     /// window with it. The host must be `up`; its own errors come back with its code.
-    pub async fn read(&self, host: &str, body: ReadBody) -> Result<ReadReply, FleetError> {
+    pub async fn read(&self, host: &str, body: ReadBody, signer: &Signer) -> Result<ReadReply, FleetError> {
         let selector = Selector { host: Some(host.into()), ..Default::default() };
         selector.check().map_err(FleetError::BadRequest)?;
-        let expected = self.expected(&selector).await?;
-        let envelope = Envelope {
-            v: WIRE_VERSION,
-            query: self.client.new_inbox(),
-            deadline_unix_ns: now_unix_ns() + READ_DEADLINE.as_nanos() as u64,
-            selector: selector.clone(),
-            body,
-        };
+        let expected = self.expected(&selector, signer).await?;
+        let deadline = now_unix_ns() + READ_DEADLINE.as_nanos() as u64;
+        let request = signer.seal(&self.client.new_inbox(), &selector, deadline, body);
         let mut gathered: Gathered<ReadReply> = gather(
             &self.client,
-            selector.subject(Verb::Read),
-            &envelope,
+            subjects::subject(Verb::Read, &selector),
+            &request,
             expected.up.keys().cloned().collect(),
             Instant::now() + READ_DEADLINE,
         )
         .await?;
         match gathered.answers.pop() {
-            Some(answer) => {
-                answer.result.map_err(|e| FleetError::Remote { host: host.into(), code: e.code, message: e.message })
-            }
+            Some(answer) => answer.result.map_err(|e| FleetError::Remote {
+                host: host.into(),
+                kind: e.kind,
+                code: e.code,
+                message: e.message,
+            }),
             None => Err(FleetError::Bus(format!(
                 "host {host} did not answer within {} s (down, partitioned or overloaded)",
                 READ_DEADLINE.as_secs()
@@ -326,13 +315,14 @@ impl Coordinator {
         }
     }
 
-    /// Puts a module into the fleet's object store (once per content) under `name`.
-    pub async fn ship(&self, name: &str, bytes: &[u8]) -> Result<String, FleetError> {
-        modules::ship(&self.js, name, bytes, &self.by).await
+    /// Puts a module into the fleet's object store (once per content) under `name`, its
+    /// catalog entry signed by `signer`.
+    pub async fn ship(&self, name: &str, bytes: &[u8], signer: &Signer) -> Result<Shipped, FleetError> {
+        modules::ship(&self.js, name, bytes, &self.by, signer).await
     }
 
-    /// The module last shipped under `name`.
-    pub async fn lookup(&self, name: &str) -> Result<CatalogEntry, FleetError> {
+    /// The module last shipped under `name`, its entry as signed.
+    pub async fn lookup(&self, name: &str) -> Result<Shipped, FleetError> {
         modules::lookup(&self.js, name).await
     }
 
@@ -341,19 +331,19 @@ impl Coordinator {
         modules::fetch(&self.js, sha256).await
     }
 
-    /// Runs the module `sha256` (shipped under `name`) on every selected host, then hands the
-    /// partials to `merge` (on the blocking pool: it runs wasm) and assembles the answer.
+    /// Runs the module `shipped` on every selected host, then hands the partials to `merge` (on
+    /// the blocking pool: it runs wasm) and assembles the answer.
     pub async fn invoke<M>(
         &self,
-        order: &InvokeOrder,
-        name: &str,
-        sha256: &str,
+        order: &FleetInvokeOrder,
+        shipped: &Shipped,
+        signer: &Signer,
         merge: M,
     ) -> Result<FleetInvokeView, FleetError>
     where
         M: FnOnce(Partials) -> Result<Merged, FleetError> + Send + 'static,
     {
-        order.selector.check().map_err(FleetError::BadRequest)?;
+        order.hosts.check().map_err(FleetError::BadRequest)?;
         if order.deadline.is_zero() || order.deadline > MAX_DEADLINE {
             return Err(FleetError::BadRequest(format!(
                 "deadline {:?}: give one between 1 ms and {} s",
@@ -366,19 +356,23 @@ impl Coordinator {
         let own = self.domain().await;
         let Collected { mut answered, missing: missing_hosts, mut failed, partials, leaves, covers } = match &own {
             // A datacenter or the whole fleet, in a fleet with leaves: as a tree.
-            Some(own) if order.selector.host.is_none() && order.selector.rack.is_none() => {
-                self.tree(order, name, sha256, own, deadline).await?
+            Some(own) if order.hosts.host.is_none() && order.hosts.rack.is_none() => {
+                self.tree(order, shipped, own, deadline, signer).await?
             }
             _ => {
-                let expected = self.expected(&order.selector).await?;
-                let subject = order.selector.subject(Verb::Invoke);
-                self.scatter(order, name, sha256, own.clone(), subject, expected, deadline).await?
+                let expected = self.expected(&order.hosts, signer).await?;
+                let subject = subjects::subject(Verb::Invoke, &order.hosts);
+                let body = invoke_body(order, shipped, own.clone());
+                let request = signer.seal(&self.client.new_inbox(), &order.hosts, unix_at(deadline), body);
+                self.scatter(&request, subject, expected, deadline).await?
             }
         };
         if partials.is_empty() {
+            // Why, in the hosts' own words: the first failure (all the same, usually).
+            let why = failed.first().map(|f| format!("; {}: {}", f.place.host, f.why)).unwrap_or_default();
             return Err(FleetError::NotFound(format!(
-                "no host of {} answered with a result ({} failed, {} missing)",
-                order.selector.describe(),
+                "no host of {} answered with a result ({} failed, {} missing){why}",
+                order.hosts.describe(),
                 failed.len(),
                 missing_hosts.len()
             )));
@@ -395,8 +389,8 @@ impl Coordinator {
             }
         }
         Ok(FleetInvokeView {
-            name: name.into(),
-            sha256: sha256.into(),
+            name: shipped.entry.name.clone(),
+            sha256: shipped.entry.sha256.clone(),
             output: merged.response.output,
             answered,
             missing: missing_hosts,
@@ -408,27 +402,16 @@ impl Coordinator {
         })
     }
 
-    /// Every selected host invoked on `subject` and gathered until `deadline`.
-    #[allow(clippy::too_many_arguments)]
+    /// Every selected host invoked on `subject` by `request` and gathered until `deadline`.
     async fn scatter(
         &self,
-        order: &InvokeOrder,
-        name: &str,
-        sha256: &str,
-        origin_domain: Option<String>,
+        request: &Sealed,
         subject: String,
         expected: Expected,
         deadline: Instant,
     ) -> Result<Collected, FleetError> {
-        let envelope = Envelope {
-            v: WIRE_VERSION,
-            query: self.client.new_inbox(),
-            deadline_unix_ns: unix_at(deadline),
-            selector: order.selector.clone(),
-            body: invoke_body(order, name, sha256, origin_domain),
-        };
         let gathered: Gathered<InvokeReply> =
-            gather(&self.client, subject, &envelope, expected.up.keys().cloned().collect(), deadline).await?;
+            gather(&self.client, subject, request, expected.up.keys().cloned().collect(), deadline).await?;
         let mut c = Collected::default();
         for answer in gathered.answers {
             match answer.result {
@@ -454,16 +437,16 @@ impl Coordinator {
     /// missing from what it answered last.
     async fn tree(
         &self,
-        order: &InvokeOrder,
-        name: &str,
-        sha256: &str,
+        order: &FleetInvokeOrder,
+        shipped: &Shipped,
         own: &str,
         deadline: Instant,
+        signer: &Signer,
     ) -> Result<Collected, FleetError> {
         let mut known = leaves::known(&self.js).await;
         if known.is_empty() {
             // First question from this domain: find the leaves (and remember them).
-            leaves::roll_call(&self.client, &self.js, leaves::HOSTS_WINDOW).await?;
+            leaves::roll_call(&self.client, &self.js, leaves::HOSTS_WINDOW, signer).await?;
             known = leaves::known(&self.js).await;
             if known.is_empty() {
                 // No leaf answered: nobody to wait for (the caller says no host answered).
@@ -472,19 +455,20 @@ impl Coordinator {
         }
         let now = Instant::now();
         let leaf_deadline = leaves::leaf_deadline(now, deadline);
-        let envelope = Envelope {
-            v: WIRE_VERSION,
-            query: self.client.new_inbox(),
-            deadline_unix_ns: unix_at(deadline),
-            selector: order.selector.clone(),
-            body: LeafInvokeBody {
-                invoke: invoke_body(order, name, sha256, Some(own.to_string())),
-                leaf_deadline_unix_ns: unix_at(leaf_deadline),
-            },
+        let query = self.client.new_inbox();
+        // The leaves' request, and the one their coordinators pass on to their hosts, signed
+        // here; twice, the second for asking a leaf again (its own nonces: no host takes it for
+        // a replay of the first).
+        let leaf_request = || {
+            let invoke = invoke_body(order, shipped, Some(own.to_string()));
+            let hosts = signer.seal(&query, &order.hosts, unix_at(leaf_deadline), invoke.clone());
+            let body =
+                LeafInvokeBody { invoke, leaf_deadline_unix_ns: unix_at(leaf_deadline), hosts_request: hosts.bytes };
+            signer.seal(&query, &order.hosts, unix_at(deadline), body)
         };
         let gathered: Gathered<LeafInvokeReply> = gather_by(
             &self.client,
-            &envelope,
+            &leaf_request(),
             Ask {
                 subject: subjects::leaf_subject(Verb::Invoke, None),
                 expected: known.keys().cloned().collect(),
@@ -493,18 +477,31 @@ impl Coordinator {
                 resend: Some(Resend {
                     at: now + leaf_deadline.saturating_duration_since(now).mul_f64(0.4),
                     subject: |leaf| subjects::leaf_subject(Verb::Invoke, Some(leaf)),
+                    request: leaf_request(),
                 }),
                 at_least: None,
             },
         )
         .await?;
         let selected = |entry: &LeafEntry| -> Vec<FleetPlace> {
-            entry.hosts.iter().filter(|p| order.selector.matches(&p.host, &p.rack, &p.dc)).cloned().collect()
+            entry.hosts.iter().filter(|p| order.hosts.matches(&p.host, &p.rack, &p.dc)).cloned().collect()
         };
         let mut c = Collected::default();
+        let trusted = self.trust.as_deref().map(gate::trusted_now);
         for answer in gathered.answers {
             let leaf = answer.leaf.unwrap_or_default();
-            match answer.result {
+            // A partial merged only if a trusted host key sealed it for this query.
+            let result = answer.result.and_then(|reply| {
+                let unsealed = match (&trusted, &reply.partial) {
+                    (Some(list), Some(partial)) => seal::check(list, &query, reply.seal.as_deref(), partial).err(),
+                    _ => None,
+                };
+                match unsealed {
+                    Some(why) => Err(WireError::new(ErrorKind::Forbidden, "fleet_unsealed_partial", why)),
+                    None => Ok(reply),
+                }
+            });
+            match result {
                 Ok(reply) => {
                     leaves::record(&self.js, &leaf, reply.leaf_hosts).await;
                     if let Some(partial) = reply.partial {
@@ -584,7 +581,6 @@ impl Coordinator {
                 "this agent's NATS server has no JetStream domain: it is no leaf".into(),
             ));
         };
-        let body = &envelope.body.invoke;
         let listing = match &self.leaf_registry {
             Some(live) => live.list(&self.js, &Selector::default()).await?,
             None => registry::list(&registry::bucket(&self.js).await?, &Selector::default()).await?,
@@ -606,15 +602,10 @@ impl Coordinator {
         }
         let deadline =
             Instant::now() + Duration::from_nanos(envelope.body.leaf_deadline_unix_ns.saturating_sub(now_unix_ns()));
-        let order = InvokeOrder {
-            selector: envelope.selector.clone(),
-            from_unix_ns: body.from_unix_ns,
-            to_unix_ns: body.to_unix_ns,
-            params: body.params.clone(),
-            deadline: deadline.saturating_duration_since(Instant::now()),
-        };
+        // The asker's own request to the leaf's hosts, passed on as it was signed.
+        let request = Sealed { query: envelope.query.clone(), bytes: envelope.body.hosts_request.clone() };
         let subject = subjects::domain_subject(Verb::Invoke, &own);
-        let c = self.scatter(&order, &body.name, &body.sha256, None, subject, expected, deadline).await?;
+        let c = self.scatter(&request, subject, expected, deadline).await?;
         Ok(LeafGathered {
             answered: c.answered,
             missing: c.missing,
@@ -626,12 +617,13 @@ impl Coordinator {
 }
 
 /// `invoke`'s body for `order`.
-fn invoke_body(order: &InvokeOrder, name: &str, sha256: &str, origin_domain: Option<String>) -> InvokeBody {
+fn invoke_body(order: &FleetInvokeOrder, shipped: &Shipped, origin_domain: Option<String>) -> InvokeBody {
     InvokeBody {
-        name: name.into(),
-        sha256: sha256.into(),
-        from_unix_ns: order.from_unix_ns,
-        to_unix_ns: order.to_unix_ns,
+        name: shipped.entry.name.clone(),
+        sha256: shipped.entry.sha256.clone(),
+        module: shipped.signed.clone(),
+        from_unix_ns: order.range.from_unix_ns(),
+        to_unix_ns: order.range.to_unix_ns(),
         params: order.params.clone(),
         origin_domain,
     }

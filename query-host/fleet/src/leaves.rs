@@ -31,8 +31,9 @@ use super::{
     gather::{Ask, Gathered, KeyBy, gather_by},
     live_registry::LiveRegistry,
     registry::FORGET_AFTER,
+    signer::Signer,
     subjects::{self, Selector, Verb},
-    wire::{Envelope, LeafHostsReply, WIRE_VERSION},
+    wire::LeafHostsReply,
 };
 use loupe_api::{
     clock::now_unix_ns,
@@ -150,16 +151,13 @@ pub async fn roll_call(
     client: &async_nats::Client,
     js: &jetstream::Context,
     window: Duration,
+    signer: &Signer,
 ) -> Result<RollCall, FleetError> {
     let known = known(js).await;
     let started = Instant::now();
-    let envelope = Envelope {
-        v: WIRE_VERSION,
-        query: client.new_inbox(),
-        deadline_unix_ns: now_unix_ns() + ROLL_CALL_DEADLINE.as_nanos() as u64,
-        selector: Selector::default(),
-        body: (),
-    };
+    let query = client.new_inbox();
+    let deadline_unix = now_unix_ns() + ROLL_CALL_DEADLINE.as_nanos() as u64;
+    let request = || signer.seal(&query, &Selector::default(), deadline_unix, ());
     let (expected, deadline, at_least) = if known.is_empty() {
         (BTreeSet::new(), started + DISCOVERY, None)
     } else {
@@ -167,7 +165,7 @@ pub async fn roll_call(
     };
     let gathered: Gathered<LeafHostsReply> = gather_by(
         client,
-        &envelope,
+        &request(),
         Ask {
             subject: subjects::leaf_subject(Verb::Hosts, None),
             expected,
@@ -176,6 +174,7 @@ pub async fn roll_call(
             resend: Some(super::gather::Resend {
                 at: started + ROLL_CALL_DEADLINE / 2,
                 subject: |leaf| subjects::leaf_subject(Verb::Hosts, Some(leaf)),
+                request: request(),
             }),
             at_least,
         },

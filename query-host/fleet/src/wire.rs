@@ -1,4 +1,7 @@
 //! What travels on the fleet's subjects: a request [`Envelope`] and a [`Reply`], MessagePack.
+//! A request travels signed (`loupe_api::signed::Signed`, its bytes those of the envelope,
+//! which names who asks in its [`Claims`]): the asker's signer makes it, each host's gate
+//! opens it.
 //!
 //! Every message comes from another program on another host, so each is decoded with the
 //! nesting cap of [`loupe_api::formats::msgpack`] after its size was checked against the server's
@@ -8,26 +11,61 @@
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
-use super::subjects::Selector;
+use super::subjects::{Selector, Verb};
 use loupe_api::{
+    error::CoreError,
     formats::msgpack,
-    model::{FleetAnswered, FleetHost, FleetMiss, FleetPlace},
+    model::{ErrorKind, FleetAnswered, FleetHost, FleetMiss, FleetPlace},
+    signed::Claims,
 };
 
 /// Bumped when a message's shape changes; an agent refuses a version it does not speak.
-pub const WIRE_VERSION: u32 = 1;
+/// 2: requests signed, with claims; an error's kind travels with it.
+pub const WIRE_VERSION: u32 = 2;
+
+/// A request's body, and the verb it is sent with: signed inside the request
+/// ([`Envelope::verb`]), so a request is refused on another verb's subject.
+pub trait Body: Serialize + DeserializeOwned {
+    const VERB: Verb;
+}
+
+impl Body for InvokeBody {
+    const VERB: Verb = Verb::Invoke;
+}
+
+impl Body for RunBody {
+    const VERB: Verb = Verb::Run;
+}
+
+impl Body for ReadBody {
+    const VERB: Verb = Verb::Read;
+}
+
+impl Body for LeafInvokeBody {
+    const VERB: Verb = Verb::Invoke;
+}
+
+/// A leaf's registry (no body).
+impl Body for () {
+    const VERB: Verb = Verb::Hosts;
+}
 
 /// A request to every selected host.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Envelope<B> {
     pub v: u32,
+    /// What it asks for ([`Body::VERB`] of its body), signed with it: a host refuses it on
+    /// another verb's subject.
+    pub verb: Verb,
     /// The coordinator's id for this query (in logs on both sides).
     pub query: String,
     /// Unix ns after which the answer is no longer awaited: an agent that receives the request
     /// later (it was partitioned, or queued) drops it rather than work for nobody.
     pub deadline_unix_ns: u64,
-    /// Only hosts it matches answer.
+    /// Only hosts it matches answer; a host outside it refuses it.
     pub selector: Selector,
+    /// Who asks: the team, the scopes, a nonce, the validity (no later than the deadline).
+    pub claims: Claims,
     pub body: B,
 }
 
@@ -46,6 +84,10 @@ pub struct InvokeBody {
     /// (the asker sits on another leaf or on the hub); absent: the host's own domain.
     #[serde(default)]
     pub origin_domain: Option<String>,
+    /// The module's catalog entry as it was signed when shipped (`modules::Shipped`): a host
+    /// runs the module only if a key with `upload` signed it for this name and hash.
+    #[serde(with = "serde_bytes")]
+    pub module: Vec<u8>,
 }
 
 /// `invoke`'s answer: the partial result, encoded by the analysis runtime.
@@ -112,6 +154,11 @@ pub enum ReadReply {
 pub struct LeafInvokeBody {
     pub invoke: InvokeBody,
     pub leaf_deadline_unix_ns: u64,
+    /// The request for the leaf's hosts, signed by the asker (an encoded `Signed`, with the
+    /// same query id, valid until the leaf's deadline): the leaf's coordinator passes it on as
+    /// it is, so it can narrow where the request goes but never widen what it may do.
+    #[serde(with = "serde_bytes")]
+    pub hosts_request: Vec<u8>,
 }
 
 /// A leaf's answer to a tree merge.
@@ -129,6 +176,10 @@ pub struct LeafInvokeReply {
     /// Every host the leaf's registry holds (not only the selected ones): the asker keeps
     /// them, to name them missing should the whole leaf go quiet.
     pub leaf_hosts: Vec<FleetPlace>,
+    /// The partial's seal (`seal::LeafSeal`, signed by the leaf coordinator's host key): an
+    /// asker with a trust file merges the partial only if a host key of it signed exactly it.
+    #[serde(default, with = "serde_bytes")]
+    pub seal: Option<Vec<u8>>,
 }
 
 /// `hosts` to a leaf: its registry, as one of its agents lists it.
@@ -137,16 +188,24 @@ pub struct LeafHostsReply {
     pub hosts: Vec<FleetHost>,
 }
 
-/// Why a host could not answer: a stable code and words for people.
+/// Why a host could not answer: the error's kind (as the core's errors carry it: the asker
+/// answers with it, never guessing it from the code), a stable code and words for people.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireError {
+    pub kind: ErrorKind,
     pub code: String,
     pub message: String,
 }
 
 impl WireError {
-    pub fn new(code: &str, message: impl Into<String>) -> WireError {
-        WireError { code: code.into(), message: message.into() }
+    pub fn new(kind: ErrorKind, code: &str, message: impl Into<String>) -> WireError {
+        WireError { kind, code: code.into(), message: message.into() }
+    }
+}
+
+impl From<CoreError> for WireError {
+    fn from(e: CoreError) -> WireError {
+        WireError { kind: e.kind(), code: e.code().to_string(), message: e.to_string() }
     }
 }
 
@@ -187,6 +246,7 @@ pub fn encode_reply<R: Serialize>(reply: &Reply<R>, limit: usize) -> Vec<u8> {
         place: reply.place.clone(),
         leaf: reply.leaf.clone(),
         result: Err(WireError::new(
+            ErrorKind::TooLarge,
             "too_large",
             format!(
                 "the answer is {} bytes, over the fleet's {limit}-byte message limit: narrow the range or the \
@@ -222,7 +282,7 @@ mod tests {
         assert!(refused.len() <= 4_000);
         let back: Reply<InvokeReply> = decode(&refused, 1 << 20).unwrap();
         let err = back.result.unwrap_err();
-        assert_eq!(err.code, "too_large");
+        assert_eq!((err.kind, err.code.as_str()), (ErrorKind::TooLarge, "too_large"));
         assert!(err.message.contains("4000-byte"), "{}", err.message);
         assert_eq!(back.place, place());
     }

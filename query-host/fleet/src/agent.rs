@@ -5,6 +5,11 @@
 //! its leaf's queue group and, when chosen, answers for the whole leaf: its registry
 //! (`hosts`), or a tree merge's leaf level (`invoke`: the leaf's hosts gathered and merged).
 //!
+//! Every request passes the host's [`Gate`] first — signed by a trusted key, for this host,
+//! new — and is then done through the core's `ActingFor` as the caller it names: the scope
+//! checks and the audit trail are those of the HTTP API and the control socket, and every
+//! fleet action and refusal is recorded in this host's `audit.log`.
+//!
 //! It runs on its own thread with a small tokio runtime, so a slow or unreachable NATS server
 //! never holds up collection; the core's blocking work (an analysis, a run that lasts seconds)
 //! goes to the blocking pool. Requests are answered concurrently up to [`MAX_IN_FLIGHT`]; past
@@ -15,30 +20,37 @@ use std::{sync::Arc, time::Duration};
 
 use async_nats::{Message, jetstream};
 use futures_util::StreamExt;
-use serde::{Serialize, de::DeserializeOwned};
+use serde::Serialize;
 use tokio::sync::{Semaphore, watch};
 use tracing::{info, warn};
 
 use super::{
-    Connection, Coordinator, FleetError, leaves,
+    Connection, Coordinator, FleetError,
+    gate::{Gate, Trust},
+    leaves,
     live_registry::LiveRegistry,
     modules, payload_limit, registry,
     registry::Registration,
+    seal,
     subjects::{self, Verb},
     wire::{
         self, Envelope, InvokeBody, InvokeReply, LeafHostsReply, LeafInvokeBody, LeafInvokeReply, ReadBody, ReadReply,
         Reply, RunBody, RunReply, WIRE_VERSION, WireError,
     },
 };
-use loupe_api::{clock::now_unix_ns, model::FleetPlace};
+use loupe_api::{
+    access::{Caller, Scope},
+    clock::now_unix_ns,
+    model::{ErrorKind, FleetPlace},
+    ops::{HostApi, Op},
+    signed::{FleetKey, trust::TrustFile},
+};
 use loupe_core::{CoreError, Host, RunOrder, runs::MAX_START_AHEAD};
 
 /// Requests answered at once; more are refused with `busy`.
 pub const MAX_IN_FLIGHT: usize = 8;
 /// Most samples of a synchronized run (its per-slot series travel back in the reply).
 pub const MAX_FLEET_SAMPLES: u32 = 20_000;
-/// The team fleet invocations run as (for the runtime's per-team concurrency limit).
-pub const FLEET_TEAM: &str = "fleet";
 /// Room left in a reply for NATS's own framing and headers.
 const REPLY_HEADROOM: usize = 4 << 10;
 
@@ -47,13 +59,26 @@ pub struct FleetAgent {
     runtime: tokio::runtime::Runtime,
     client: async_nats::Client,
     place: FleetPlace,
+    /// This host's key: signs for the callers of its HTTP fleet routes.
+    key: Arc<FleetKey>,
+    /// Whose requests it takes (`Gate::trust_kind`).
+    trust: &'static str,
+    /// Its trust file, if it has one: the asking side checks leaves' seals against it.
+    trust_file: Option<Arc<TrustFile>>,
     stop: watch::Sender<bool>,
     serving: tokio::task::JoinHandle<Result<(), FleetError>>,
 }
 
 impl FleetAgent {
-    /// Joins the fleet at `place` (in the background: NATS may be down now and come up later).
-    pub fn start(conn: Connection, place: FleetPlace, host: Arc<Host>) -> Result<FleetAgent, FleetError> {
+    /// Joins the fleet at `place` (in the background: NATS may be down now and come up later),
+    /// taking requests signed by the keys `trust` names; `key` is this host's own.
+    pub fn start(
+        conn: Connection,
+        place: FleetPlace,
+        host: Arc<Host>,
+        trust: Trust,
+        key: Arc<FleetKey>,
+    ) -> Result<FleetAgent, FleetError> {
         for (what, name) in [("host", &place.host), ("rack", &place.rack), ("dc", &place.dc)] {
             subjects::check_name(what, name).map_err(FleetError::BadRequest)?;
         }
@@ -67,14 +92,48 @@ impl FleetAgent {
         // With retries on, this returns at once and connects in the background.
         let client = runtime.block_on(super::connect(&conn, true))?;
         let (stop, stopped) = watch::channel(false);
-        let serving = runtime.spawn(serve(client.clone(), conn.url.clone(), place.clone(), host, stopped));
-        Ok(FleetAgent { runtime, client, place, stop, serving })
+        if matches!(trust, Trust::Insecure) {
+            warn!(
+                "fleet: --fleet-insecure: any key's signed request is taken, with every scope; for demos and tests only"
+            );
+        }
+        let trust_file = match &trust {
+            Trust::File(file) => Some(Arc::clone(file)),
+            Trust::Insecure | Trust::Nobody => None,
+        };
+        let gate = Gate::new(trust, place.clone());
+        let trust = gate.trust_kind();
+        let serving = runtime.spawn(serve(
+            client.clone(),
+            conn.shown_url(),
+            place.clone(),
+            host,
+            gate,
+            Arc::clone(&key),
+            stopped,
+        ));
+        Ok(FleetAgent { runtime, client, place, key, trust, trust_file, stop, serving })
     }
 
-    /// The asking side, on this agent's connection (for the HTTP API's fleet routes).
+    /// This host's key, which signs for the callers of its HTTP fleet routes.
+    pub fn key(&self) -> Arc<FleetKey> {
+        Arc::clone(&self.key)
+    }
+
+    /// Whose requests it takes: `trust_file`, `insecure` or `none`.
+    pub fn trust_kind(&self) -> &'static str {
+        self.trust
+    }
+
+    /// The asking side, on this agent's connection (for the HTTP API's fleet routes): it merges
+    /// a leaf's partial only if a host key of this agent's trust file sealed it.
     pub fn coordinator(&self) -> super::Coordinator {
         let _inside = self.runtime.enter();
-        super::Coordinator::with_client(self.client.clone(), &self.place.host)
+        let coordinator = super::Coordinator::with_client(self.client.clone(), &self.place.host);
+        match &self.trust_file {
+            Some(file) => coordinator.with_trust(Arc::clone(file)),
+            None => coordinator,
+        }
     }
 
     /// Marks this host `left` in the registry (if NATS is reachable within a few seconds)
@@ -98,6 +157,9 @@ struct Ctx {
     js: jetstream::Context,
     place: FleetPlace,
     host: Arc<Host>,
+    gate: Gate,
+    /// This host's key: seals the partials it merges for its leaf.
+    key: Arc<FleetKey>,
     slots: Semaphore,
     /// Its server's JetStream domain (its leaf), once asked.
     domain: std::sync::OnceLock<Option<String>>,
@@ -115,9 +177,12 @@ impl Ctx {
 
 async fn serve(
     client: async_nats::Client,
+    // As logs show it (no credentials).
     url: String,
     place: FleetPlace,
     host: Arc<Host>,
+    gate: Gate,
+    key: Arc<FleetKey>,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), FleetError> {
     let js = jetstream::new(client.clone());
@@ -136,6 +201,8 @@ async fn serve(
         js: js.clone(),
         place: place.clone(),
         host,
+        gate,
+        key,
         slots: Semaphore::new(MAX_IN_FLIGHT),
         domain: std::sync::OnceLock::new(),
         register_now: tokio::sync::Notify::new(),
@@ -262,141 +329,156 @@ fn registration(ctx: &Ctx, joined: u64, left: bool) -> Registration {
     }
 }
 
-/// Answers one request (or drops it: not for us, past its deadline, no reply subject).
+/// Answers one request (or drops it: not for us, or no reply subject to answer on).
 async fn answer(ctx: Arc<Ctx>, msg: Message) {
-    let Some(reply_to) = msg.reply.clone() else { return };
     let limit = payload_limit(&ctx.client);
     let bytes = match subjects::route_of(&msg.subject) {
-        Some((Verb::Invoke, false)) => handle(&ctx, &msg, limit, invoke).await,
-        Some((Verb::Run, false)) => handle(&ctx, &msg, limit, run).await,
-        Some((Verb::Read, false)) => handle(&ctx, &msg, limit, read).await,
-        Some((Verb::Invoke, true)) => handle(&ctx, &msg, limit, lead_leaf).await,
-        Some((Verb::Hosts, true)) => handle(&ctx, &msg, limit, list_leaf).await,
+        Some((Verb::Invoke, false)) => handle(&ctx, &msg, limit, Op::Invoke.name(), invoke).await,
+        Some((Verb::Run, false)) => handle(&ctx, &msg, limit, Op::StartRun.name(), run).await,
+        Some((Verb::Read, false)) => handle(&ctx, &msg, limit, "read", read).await,
+        Some((Verb::Invoke, true)) => handle(&ctx, &msg, limit, Op::Invoke.name(), lead_leaf).await,
+        Some((Verb::Hosts, true)) => handle(&ctx, &msg, limit, FLEET_HOSTS, list_leaf).await,
         _ => return,
     };
-    if let Some(bytes) = bytes
+    if let (Some(bytes), Some(reply_to)) = (bytes, msg.reply.clone())
         && let Err(e) = ctx.client.publish(reply_to, bytes.into()).await
     {
         warn!("fleet reply not sent: {e}");
     }
 }
 
-/// Decodes a request, checks it is for this host and still awaited, runs `work` on the
-/// blocking pool, and encodes the reply within the payload limit.
-async fn handle<B, R, F>(ctx: &Arc<Ctx>, msg: &Message, limit: usize, work: F) -> Option<Vec<u8>>
+/// The audit trail's name for a leaf's registry listed for an asker.
+const FLEET_HOSTS: &str = "fleet_hosts";
+
+/// Passes a request through the gate (a refusal is audited as `action` and answered), then
+/// runs `work` for the caller it names on the blocking pool, and encodes the reply within the
+/// payload limit.
+async fn handle<B, R, F>(ctx: &Arc<Ctx>, msg: &Message, limit: usize, action: &str, work: F) -> Option<Vec<u8>>
 where
-    B: DeserializeOwned + Send + 'static,
+    B: wire::Body + Send + 'static,
     R: Serialize + Send + 'static,
-    F: FnOnce(&Ctx, &Envelope<B>) -> Result<R, WireError> + Send + 'static,
+    F: FnOnce(&Ctx, &Envelope<B>, &Caller) -> Result<R, WireError> + Send + 'static,
 {
-    let envelope: Envelope<B> = match wire::decode(&msg.payload, limit) {
-        Ok(e) => e,
-        Err(e) => {
-            warn!(subject = %msg.subject, "fleet request dropped: {e}");
-            return None;
+    let reply = |query: String, result: Result<R, WireError>| {
+        let reply =
+            Reply { v: WIRE_VERSION, query, place: ctx.place.clone(), leaf: ctx.domain().map(str::to_string), result };
+        Some(wire::encode_reply(&reply, limit.saturating_sub(REPLY_HEADROOM)))
+    };
+    let (envelope, caller) = match ctx.gate.open::<B>(&msg.payload, limit, &msg.subject) {
+        Ok(Some(opened)) => (opened.envelope, opened.caller),
+        Ok(None) => return None,
+        Err(refused) => {
+            // Past the second's budget a refusal is only counted: not logged, and not answered
+            // either (junk sent to every host must not make every host send to whom it names).
+            if !ctx.gate.audit_refusal(ctx.host.audit(), action, &msg.subject, &refused) {
+                return None;
+            }
+            warn!(subject = %msg.subject, key = %refused.who.token_id, "fleet request refused: {}", refused.refusal);
+            let refusal = WireError::new(ErrorKind::Forbidden, refused.refusal.code(), refused.refusal.to_string());
+            return reply(refused.query, Err(refusal));
         }
     };
-    // A leaf-level request selects hosts for the leaf's coordinator, not this host.
-    let for_leaf = subjects::route_of(&msg.subject).is_some_and(|(_, leaf)| leaf);
-    if !for_leaf && !envelope.selector.matches(&ctx.place.host, &ctx.place.rack, &ctx.place.dc) {
-        return None;
-    }
-    if envelope.deadline_unix_ns < now_unix_ns() {
-        warn!(query = %envelope.query, "fleet request arrived after its deadline; dropped");
-        return None;
-    }
+    // Nobody waits for an answer: nothing is done.
+    msg.reply.as_ref()?;
     let query = envelope.query.clone();
-    let result = if envelope.v != WIRE_VERSION {
-        Err(WireError::new(
-            "version",
-            format!("this agent speaks fleet wire version {WIRE_VERSION}, the request {}", envelope.v),
-        ))
-    } else if let Ok(permit) = ctx.slots.try_acquire() {
+    let result = if let Ok(permit) = ctx.slots.try_acquire() {
         let ctx2 = Arc::clone(ctx);
-        let outcome = tokio::task::spawn_blocking(move || work(&ctx2, &envelope)).await;
+        let outcome = tokio::task::spawn_blocking(move || work(&ctx2, &envelope, &caller)).await;
         drop(permit);
-        outcome.unwrap_or_else(|e| Err(WireError::new("internal", format!("the request's task failed: {e}"))))
+        outcome.unwrap_or_else(|e| {
+            Err(WireError::new(ErrorKind::Internal, "internal", format!("the request's task failed: {e}")))
+        })
     } else {
-        Err(WireError::new("busy", format!("{MAX_IN_FLIGHT} fleet requests already in flight on this host")))
+        Err(WireError::new(
+            ErrorKind::Busy,
+            "busy",
+            format!("{MAX_IN_FLIGHT} fleet requests already in flight on this host"),
+        ))
     };
-    let reply =
-        Reply { v: WIRE_VERSION, query, place: ctx.place.clone(), leaf: ctx.domain().map(str::to_string), result };
-    Some(wire::encode_reply(&reply, limit.saturating_sub(REPLY_HEADROOM)))
-}
-
-fn core_error(e: CoreError) -> WireError {
-    WireError::new(e.code(), e.to_string())
+    reply(query, result)
 }
 
 /// `invoke`: fetch the module by hash (once; the runtime keeps it compiled), run it over the
 /// range, answer its partial result.
-fn invoke(ctx: &Ctx, envelope: &Envelope<InvokeBody>) -> Result<InvokeReply, WireError> {
+fn invoke(ctx: &Ctx, envelope: &Envelope<InvokeBody>, caller: &Caller) -> Result<InvokeReply, WireError> {
     let body = &envelope.body;
-    let analyses = ctx.host.analyses().map_err(core_error)?;
-    let store = ctx.host.store();
-    // On the blocking pool, inside the runtime: the fetch may wait for the object store.
-    let rt = tokio::runtime::Handle::current();
-    let origin = body.origin_domain.as_deref().filter(|o| Some(*o) != ctx.domain());
-    let module = analyses
-        .fleet_module(store, &body.name, &body.sha256, || {
-            rt.block_on(modules::pull(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(|e| e.to_string())
+    let acting = ctx.host.acting_for(caller.clone()).audit_all();
+    let target = || format!("{} ({:.12}) over {}", body.name, body.sha256, envelope.selector.describe());
+    let partial = acting
+        .act(Op::Invoke, target, || {
+            ctx.gate.check_module(&body.module, &body.name, &body.sha256)?;
+            let analyses = ctx.host.analyses()?;
+            let store = ctx.host.store();
+            // On the blocking pool, inside the runtime: the fetch may wait for the object store.
+            let rt = tokio::runtime::Handle::current();
+            let origin = body.origin_domain.as_deref().filter(|o| Some(*o) != ctx.domain());
+            let module = analyses.fleet_module(store, &body.name, &body.sha256, || {
+                rt.block_on(modules::pull(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(|e| e.to_string())
+            })?;
+            let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)?;
+            analyses.invoke_partial(store, &module, &caller.team, range, &body.params)
         })
-        .map_err(core_error)?;
-    let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)
-        .map_err(|e| WireError::new("bad_request", e.to_string()))?;
-    let partial = analyses.invoke_partial(store, &module, FLEET_TEAM, range, &body.params).map_err(core_error)?;
+        .map_err(WireError::from)?;
     Ok(InvokeReply { partial: partial.bytes, elapsed_ns: partial.elapsed_ns })
 }
 
 /// `invoke` for the leaf, on the agent its queue group chose: the module brought into the
-/// leaf's own object store (so its hosts fetch it there), the leaf's selected hosts invoked
-/// and gathered by the leaf's deadline, their partials merged into one in this agent's sandbox.
-fn lead_leaf(ctx: &Ctx, envelope: &Envelope<LeafInvokeBody>) -> Result<LeafInvokeReply, WireError> {
+/// leaf's own object store (so its hosts fetch it there), the asker's request passed on to the
+/// leaf's selected hosts and gathered by the leaf's deadline, their partials merged into one in
+/// this agent's sandbox. Each host checks the request itself: this agent narrows where it goes,
+/// never what it may do.
+fn lead_leaf(ctx: &Ctx, envelope: &Envelope<LeafInvokeBody>, caller: &Caller) -> Result<LeafInvokeReply, WireError> {
     let body = &envelope.body.invoke;
-    let analyses = ctx.host.analyses().map_err(core_error)?;
-    let rt = tokio::runtime::Handle::current();
-    let origin = body.origin_domain.as_deref().filter(|o| Some(*o) != ctx.domain());
-    rt.block_on(modules::ensure(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(fleet_error)?;
-    let module = analyses
-        .fleet_module(ctx.host.store(), &body.name, &body.sha256, || {
-            rt.block_on(modules::fetch(&ctx.js, &body.sha256)).map_err(|e| e.to_string())
+    let acting = ctx.host.acting_for(caller.clone()).audit_all();
+    let target = || format!("leaf merge of {} ({:.12}) over {}", body.name, body.sha256, envelope.selector.describe());
+    acting
+        .act(Op::Invoke, target, || {
+            ctx.gate.check_module(&body.module, &body.name, &body.sha256)?;
+            let analyses = ctx.host.analyses()?;
+            let rt = tokio::runtime::Handle::current();
+            let origin = body.origin_domain.as_deref().filter(|o| Some(*o) != ctx.domain());
+            rt.block_on(modules::ensure(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(FleetError::into_core)?;
+            let module = analyses.fleet_module(ctx.host.store(), &body.name, &body.sha256, || {
+                rt.block_on(modules::fetch(&ctx.js, &body.sha256)).map_err(|e| e.to_string())
+            })?;
+            let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)?;
+            let (host, params, team) = (Arc::clone(&ctx.host), body.params.clone(), caller.team.clone());
+            let merge = move |partials: Vec<Vec<u8>>| {
+                let merged =
+                    host.analyses()?.merge_to_partial(host.store(), &module, &team, range, &params, partials)?;
+                Ok((merged.bytes, merged.refused))
+            };
+            let coordinator = Coordinator::with_client(ctx.client.clone(), &ctx.place.host)
+                .with_domain(ctx.domain().map(str::to_string))
+                .with_leaf_registry(ctx.leaf_registry.clone());
+            let mut reply = rt.block_on(coordinator.lead_leaf(envelope, merge)).map_err(FleetError::into_core)?;
+            // The merged partial sealed with this host's key: the asker checks it is ours.
+            if let Some(partial) = &reply.partial {
+                let hosts = reply.answered.iter().map(|a| a.place.host.clone()).collect();
+                reply.seal = Some(seal::seal(&ctx.key, &envelope.query, partial, hosts));
+            }
+            Ok(reply)
         })
-        .map_err(core_error)?;
-    let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)
-        .map_err(|e| WireError::new("bad_request", e.to_string()))?;
-    let (host, params) = (Arc::clone(&ctx.host), body.params.clone());
-    let merge = move |partials: Vec<Vec<u8>>| {
-        let merged = host.analyses()?.merge_to_partial(host.store(), &module, FLEET_TEAM, range, &params, partials)?;
-        Ok((merged.bytes, merged.refused))
-    };
-    let coordinator = Coordinator::with_client(ctx.client.clone(), &ctx.place.host)
-        .with_domain(ctx.domain().map(str::to_string))
-        .with_leaf_registry(ctx.leaf_registry.clone());
-    rt.block_on(coordinator.lead_leaf(envelope, merge)).map_err(fleet_error)
+        .map_err(WireError::from)
 }
 
-/// `hosts` for the leaf: its registry, as this agent lists it.
-fn list_leaf(ctx: &Ctx, _envelope: &Envelope<()>) -> Result<LeafHostsReply, WireError> {
-    tokio::runtime::Handle::current().block_on(leaves::list_leaf(&ctx.js, &ctx.leaf_registry)).map_err(fleet_error)
-}
-
-fn fleet_error(e: FleetError) -> WireError {
-    let code = match &e {
-        FleetError::Bus(_) => "fleet_unavailable",
-        FleetError::NotFound(_) => "not_found",
-        FleetError::TooLarge(_) => "too_large",
-        FleetError::BadRequest(_) => "bad_request",
-        FleetError::Remote { code, .. } => code.as_str(),
-        FleetError::Core(c) => c.code(),
-    };
-    WireError::new(code, e.to_string())
+/// `hosts` for the leaf: its registry, as this agent lists it (`read`).
+fn list_leaf(ctx: &Ctx, envelope: &Envelope<()>, caller: &Caller) -> Result<LeafHostsReply, WireError> {
+    let outcome = caller.require(Scope::Read).map_err(CoreError::from).and_then(|()| {
+        tokio::runtime::Handle::current()
+            .block_on(leaves::list_leaf(&ctx.js, &ctx.leaf_registry))
+            .map_err(FleetError::into_core)
+    });
+    ctx.host.audit().record(caller, FLEET_HOSTS, &envelope.selector.describe(), &outcome);
+    outcome.map_err(WireError::from)
 }
 
 /// `run`: a run on this host's interface from the common instant, answered once stored.
-fn run(ctx: &Ctx, envelope: &Envelope<RunBody>) -> Result<RunReply, WireError> {
+fn run(ctx: &Ctx, envelope: &Envelope<RunBody>, caller: &Caller) -> Result<RunReply, WireError> {
     let body = &envelope.body;
     if body.samples > MAX_FLEET_SAMPLES {
         return Err(WireError::new(
+            ErrorKind::Invalid,
             "bad_request",
             format!("{} samples: a synchronized run has at most {MAX_FLEET_SAMPLES}", body.samples),
         ));
@@ -410,7 +492,8 @@ fn run(ctx: &Ctx, envelope: &Envelope<RunBody>) -> Result<RunReply, WireError> {
     };
     // The run's own length plus room to store it; never past the asker's deadline by much.
     let wait = order.duration_from_now().min(MAX_START_AHEAD * 2) + Duration::from_secs(10);
-    let view = ctx.host.start_run(&order, wait).map_err(core_error)?;
+    let view =
+        ctx.host.acting_for(caller.clone()).audit_all().run_wait(wait).start_run(order).map_err(WireError::from)?;
     Ok(RunReply {
         run_id: view.id,
         iface: view.iface,
@@ -426,17 +509,23 @@ fn run(ctx: &Ctx, envelope: &Envelope<RunBody>) -> Result<RunReply, WireError> {
 
 /// `read`: a stored run or a range's aggregated stacks, as this host's own API would answer
 /// them (a reply over the payload limit becomes `too_large`, naming the sizes).
-fn read(ctx: &Ctx, envelope: &Envelope<ReadBody>) -> Result<ReadReply, WireError> {
+fn read(ctx: &Ctx, envelope: &Envelope<ReadBody>, caller: &Caller) -> Result<ReadReply, WireError> {
+    let acting = ctx.host.acting_for(caller.clone()).audit_all();
     match envelope.body {
         ReadBody::Run { id } => {
-            let view = ctx.host.show_run(loupe_store::RunId(id), false).map_err(core_error)?;
+            let view = acting
+                .act(Op::ShowRun, || format!("run {id}"), || ctx.host.show_run(loupe_store::RunId(id), false))
+                .map_err(WireError::from)?;
             Ok(ReadReply::Run(view))
         }
         ReadBody::Profile { from_unix_ns, to_unix_ns, kind } => {
-            let range = loupe_store::TimeRange::new(from_unix_ns, to_unix_ns)
-                .map_err(|e| WireError::new("bad_range", e.to_string()))?;
-            let query = loupe_store::ProfileQuery { kind, ..loupe_store::ProfileQuery::range(range) };
-            let profile = ctx.host.profile(&query).map_err(core_error)?;
+            let target = || format!("{kind:?} stacks from {from_unix_ns} to {to_unix_ns}");
+            let profile = acting
+                .act(Op::Profile, target, || {
+                    let range = loupe_store::TimeRange::new(from_unix_ns, to_unix_ns)?;
+                    ctx.host.profile(&loupe_store::ProfileQuery { kind, ..loupe_store::ProfileQuery::range(range) })
+                })
+                .map_err(WireError::from)?;
             Ok(ReadReply::Profile(profile))
         }
     }

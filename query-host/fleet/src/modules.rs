@@ -4,14 +4,19 @@
 //! to a module (the object store chunks it), and a host can check that what it fetched is what
 //! was asked for. The catalog bucket maps an analysis' name to the hash last shipped under it,
 //! so `loupe fleet invoke NAME` works from any machine that can reach NATS.
+//!
+//! A catalog entry is signed by who shipped it ([`Shipped`]), and travels inside every
+//! invocation: a host runs a module only if its entry is signed by a key its trust file gives
+//! `upload` (`gate::Gate::check_module`), so an entry rewritten by any other bus client — or an
+//! object put under a hash no such key shipped — runs nowhere, and each host says why.
 
 use async_nats::jetstream::{self, kv, object_store};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
-use super::FleetError;
-use loupe_api::{clock::now_unix_ns, formats::hex};
+use super::{FleetError, signer::Signer, wire};
+use loupe_api::{access::Scopes, clock::now_unix_ns, formats::hex, signed::Signed};
 
 /// Object store of modules, named by SHA-256 (hex).
 pub const OBJECTS: &str = "loupe-analyses";
@@ -29,6 +34,63 @@ pub struct CatalogEntry {
     pub shipped_unix_ns: u64,
     /// The host (or `cli`) that shipped it.
     pub shipped_by: String,
+    /// The team it was shipped for: absent, the signing key's own; named, the caller a host key
+    /// signed for.
+    #[serde(default)]
+    pub team: Option<String>,
+    /// The scopes of whoever shipped it: the hosts grant these and the key's trust line's, and
+    /// `upload` must be among them.
+    pub scopes: Scopes,
+}
+
+/// A catalog entry as shipped: decoded, and its signed bytes (a `Signed` whose payload is the
+/// entry), which invocations carry to the hosts. Decoded here without trust: the asker may not
+/// hold a trust file; every host checks the signature itself.
+#[derive(Clone, Debug)]
+pub struct Shipped {
+    pub entry: CatalogEntry,
+    pub signed: Vec<u8>,
+}
+
+/// Largest catalog entry read.
+const MAX_ENTRY_BYTES: usize = 64 << 10;
+
+impl Shipped {
+    /// The entry naming module `sha256` (`size` bytes) as analysis `name`, shipped by `by`,
+    /// signed by `signer` for its team and scopes.
+    pub fn sign(name: &str, sha256: &str, size: u64, by: &str, signer: &Signer) -> Shipped {
+        let entry = CatalogEntry {
+            name: name.into(),
+            sha256: sha256.into(),
+            size,
+            shipped_unix_ns: now_unix_ns(),
+            shipped_by: by.into(),
+            team: signer.team().map(str::to_string),
+            scopes: signer.scopes(),
+        };
+        let signed = wire::encode(&signer.sign(wire::encode(&entry)));
+        Shipped { entry, signed }
+    }
+
+    /// Reads an entry's bytes (a signed entry, as the catalog holds it), without checking the
+    /// signature; a value that is not a signed entry is an error naming the analysis.
+    pub fn read(name: &str, bytes: &[u8]) -> Result<Shipped, FleetError> {
+        let unsigned = || {
+            FleetError::NotFound(format!(
+                "the catalog's entry for {name} is not a signed entry (written by something else than \
+                 `loupe fleet invoke --wasm` or an agent): ship the module again with --wasm FILE"
+            ))
+        };
+        if bytes.len() > MAX_ENTRY_BYTES {
+            return Err(unsigned());
+        }
+        let signed: Signed = wire::decode(bytes, MAX_ENTRY_BYTES).map_err(|_| unsigned())?;
+        let entry: CatalogEntry = wire::decode(&signed.payload, MAX_ENTRY_BYTES).map_err(|_| unsigned())?;
+        if entry.name != name {
+            return Err(unsigned());
+        }
+        Ok(Shipped { entry, signed: bytes.to_vec() })
+    }
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -55,8 +117,14 @@ async fn catalog(js: &jetstream::Context) -> Result<kv::Store, FleetError> {
 }
 
 /// Puts a module into the object store unless it is there already, records it in the catalog
-/// under `name`, and returns its hash.
-pub async fn ship(js: &jetstream::Context, name: &str, bytes: &[u8], by: &str) -> Result<String, FleetError> {
+/// under `name`, signed by `signer`, and returns the entry.
+pub async fn ship(
+    js: &jetstream::Context,
+    name: &str,
+    bytes: &[u8],
+    by: &str,
+    signer: &Signer,
+) -> Result<Shipped, FleetError> {
     let sha = sha256_hex(bytes);
     let os = objects(js).await?;
     let present = matches!(os.info(&sha).await, Ok(info) if info.size as u64 == bytes.len() as u64 && !info.deleted);
@@ -66,23 +134,17 @@ pub async fn ship(js: &jetstream::Context, name: &str, bytes: &[u8], by: &str) -
             .await
             .map_err(|e| FleetError::Bus(format!("putting module {sha} into {OBJECTS}: {e}")))?;
     }
-    let entry = CatalogEntry {
-        name: name.into(),
-        sha256: sha.clone(),
-        size: bytes.len() as u64,
-        shipped_unix_ns: now_unix_ns(),
-        shipped_by: by.into(),
-    };
+    let shipped = Shipped::sign(name, &sha, bytes.len() as u64, by, signer);
     catalog(js)
         .await?
-        .put(name, serde_json::to_vec(&entry).expect("a catalog entry encodes").into())
+        .put(name, shipped.signed.clone().into())
         .await
         .map_err(|e| FleetError::Bus(format!("recording {name} in {CATALOG}: {e}")))?;
-    Ok(sha)
+    Ok(shipped)
 }
 
-/// The module last shipped under `name`.
-pub async fn lookup(js: &jetstream::Context, name: &str) -> Result<CatalogEntry, FleetError> {
+/// The module last shipped under `name`, as its entry was signed.
+pub async fn lookup(js: &jetstream::Context, name: &str) -> Result<Shipped, FleetError> {
     let missing = || {
         FleetError::NotFound(format!(
             "no analysis named {name} was shipped to the fleet: invoke it once through an agent that has it \
@@ -95,10 +157,7 @@ pub async fn lookup(js: &jetstream::Context, name: &str) -> Result<CatalogEntry,
         .await
         .map_err(|e| FleetError::Bus(format!("reading {CATALOG}: {e}")))?
         .ok_or_else(missing)?;
-    if bytes.len() > 64 << 10 {
-        return Err(missing());
-    }
-    serde_json::from_slice(&bytes).map_err(|e| FleetError::Bus(format!("catalog entry for {name} not understood: {e}")))
+    Shipped::read(name, &bytes)
 }
 
 /// Fetches a module by hash, refusing one larger than [`MAX_MODULE_BYTES`] or whose bytes do

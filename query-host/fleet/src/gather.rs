@@ -15,12 +15,13 @@ use std::{
 };
 
 use futures_util::StreamExt;
-use serde::{Serialize, de::DeserializeOwned};
+use serde::de::DeserializeOwned;
 use tracing::debug;
 
 use super::{
     FleetError,
-    wire::{self, Envelope, Reply, WireError},
+    signer::Sealed,
+    wire::{self, Reply, WireError},
 };
 use loupe_api::model::FleetPlace;
 
@@ -58,25 +59,27 @@ pub enum KeyBy {
     Leaf,
 }
 
-/// Asking once more: at `at`, the request is published again to `subject(key)` for every key
-/// still awaited — a leaf whose coordinator died with the request is asked again, and its
-/// queue group hands it to another agent of the leaf.
+/// Asking once more: at `at`, `request` (the same question, signed again with a nonce of its
+/// own, so no host takes it for a replay) is published to `subject(key)` for every key still
+/// awaited — a leaf whose coordinator died with the request is asked again, and its queue group
+/// hands it to another agent of the leaf.
 pub struct Resend {
     pub at: Instant,
     pub subject: fn(&str) -> String,
+    pub request: Sealed,
 }
 
-/// Publishes `envelope` on `subject` and gathers replies until every host in `expected`
+/// Publishes `request` on `subject` and gathers replies until every host in `expected`
 /// answered or `deadline` passed. With `expected` empty it waits for the deadline (the
 /// registry may lag a host that just joined).
-pub async fn gather<B: Serialize, R: DeserializeOwned>(
+pub async fn gather<R: DeserializeOwned>(
     client: &async_nats::Client,
     subject: String,
-    envelope: &Envelope<B>,
+    request: &Sealed,
     expected: BTreeSet<String>,
     deadline: Instant,
 ) -> Result<Gathered<R>, FleetError> {
-    gather_by(client, envelope, Ask { subject, expected, deadline, key: KeyBy::Host, resend: None, at_least: None })
+    gather_by(client, request, Ask { subject, expected, deadline, key: KeyBy::Host, resend: None, at_least: None })
         .await
 }
 
@@ -95,14 +98,14 @@ pub struct Ask {
 
 /// [`gather`], with replies counted by `key`, optionally asked again ([`Resend`]) and
 /// listening at least for a while.
-pub async fn gather_by<B: Serialize, R: DeserializeOwned>(
+pub async fn gather_by<R: DeserializeOwned>(
     client: &async_nats::Client,
-    envelope: &Envelope<B>,
+    request: &Sealed,
     ask: Ask,
 ) -> Result<Gathered<R>, FleetError> {
     let Ask { subject, expected, deadline, key, mut resend, at_least } = ask;
     let limit = super::payload_limit(client);
-    let payload = wire::encode(envelope);
+    let payload = &request.bytes;
     if payload.len() > limit {
         return Err(FleetError::TooLarge(format!(
             "the request is {} bytes, over the server's {limit}-byte limit",
@@ -140,7 +143,7 @@ pub async fn gather_by<B: Serialize, R: DeserializeOwned>(
                 for k in &waiting {
                     let to = (r.subject)(k);
                     debug!("asking {to} again");
-                    let _ = client.publish_with_reply(to, inbox.clone(), payload.clone().into()).await;
+                    let _ = client.publish_with_reply(to, inbox.clone(), r.request.bytes.clone().into()).await;
                 }
                 continue;
             }
@@ -154,7 +157,7 @@ pub async fn gather_by<B: Serialize, R: DeserializeOwned>(
                 continue;
             }
         };
-        if reply.query != envelope.query || reply.v != wire::WIRE_VERSION {
+        if reply.query != request.query || reply.v != wire::WIRE_VERSION {
             unreadable += 1;
             continue;
         }
