@@ -134,6 +134,7 @@ impl CoreError {
                 SamplerError::Busy { .. } => ErrorKind::Conflict,
                 SamplerError::Privilege { .. } => ErrorKind::Forbidden,
                 SamplerError::Load(_)
+                | SamplerError::Refused { .. }
                 | SamplerError::Attach { .. }
                 | SamplerError::ProbeAttach { .. }
                 | SamplerError::Read(_)

@@ -34,6 +34,10 @@ pub enum SamplerError {
     BadPrefix(String),
     #[error("loading the kernel programs failed: {0}")]
     Load(String),
+    /// The kernel's verifier would not accept a program: the kernel's own reason, its last
+    /// lines (the error and the verifier's statistics), not a guess at a privilege.
+    #[error("this kernel's verifier refused {program}: {verifier}")]
+    Refused { program: String, verifier: String },
     #[error("attaching to '{iface}' failed: {reason}")]
     Attach { iface: String, reason: String },
     #[error("{0}")]

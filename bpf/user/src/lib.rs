@@ -16,6 +16,7 @@ mod session_link;
 mod stacks;
 mod traffic;
 mod unwinding;
+mod verifier;
 
 pub use iface::Interface;
 pub use loupe_bpf_common::error::SamplerError;
@@ -40,6 +41,7 @@ pub use traffic::{
     StartAt, TcHook, TrafficSampler, parse_prefix,
 };
 pub use unwinding::{DEFAULT_TABLE_ROWS, UnwindStats};
+pub use verifier::{HEADROOM, ProgramCost, VERIFIER_LIMIT, program_costs};
 
 /// The stack sampler's compiled kernel object, embedded at build time.
 pub(crate) static STACKS_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-stacks"));

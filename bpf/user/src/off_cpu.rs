@@ -128,7 +128,7 @@ impl OffCpuRate {
             .ok_or_else(|| SamplerError::Load(format!("program {PROG_OFF_CPU_TAKE} missing from object")))?
             .try_into()
             .map_err(|e| SamplerError::Load(format!("{PROG_OFF_CPU_TAKE}: {e}")))?;
-        take.load().map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
+        take.load().map_err(|e| crate::verifier::load_failed(PROG_OFF_CPU_TAKE, e))?;
         let take_fd = take
             .fd()
             .map_err(|e| SamplerError::Load(format!("{PROG_OFF_CPU_TAKE}: {e}")))?
@@ -143,9 +143,7 @@ impl OffCpuRate {
             .ok_or_else(|| SamplerError::Load(format!("program {PROG_OFF_CPU} missing from object")))?
             .try_into()
             .map_err(|e| SamplerError::Load(format!("{PROG_OFF_CPU}: {e}")))?;
-        program
-            .load()
-            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
+        program.load().map_err(|e| crate::verifier::load_failed(PROG_OFF_CPU, e))?;
         program.attach(OFF_CPU_TRACEPOINT).map_err(|e| {
             SamplerError::from_privileged_error("attach to sched_switch", &e, |reason| SamplerError::Attach {
                 iface: format!("raw tracepoint {OFF_CPU_TRACEPOINT}"),

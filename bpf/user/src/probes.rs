@@ -22,7 +22,7 @@ use std::{
 };
 
 use aya::{
-    Ebpf,
+    Ebpf, EbpfLoader,
     maps::{Array, MapData, PerCpuArray, RingBuf},
     programs::{UProbe, uprobe::UProbeScope},
 };
@@ -164,7 +164,9 @@ impl FunctionProbes {
                 options.sample_every
             )));
         }
-        let mut ebpf = Ebpf::load(crate::PROBES_OBJECT)
+        let mut ebpf = EbpfLoader::new()
+            .verifier_log_level(crate::verifier::LOG_LEVEL)
+            .load(crate::PROBES_OBJECT)
             .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
         {
             let mut config: Array<&mut MapData, u64> = map_mut(&mut ebpf, MAP_PROBE_CONFIG)?;
@@ -182,7 +184,7 @@ impl FunctionProbes {
             LinkKind::PerfEvent
         } else {
             match session_link::load_session_program(crate::PROBES_OBJECT, &ebpf, PROG_SESSION) {
-                Ok(program) => {
+                Ok((program, _)) => {
                     sessions = attach_sessions(&program, options)?;
                     sessions.push(program);
                     LinkKind::Session
@@ -326,9 +328,7 @@ fn attach_perf_events(
             .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?
             .try_into()
             .map_err(|e| SamplerError::Load(format!("{name}: {e}")))?;
-        program
-            .load()
-            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
+        program.load().map_err(|e| crate::verifier::load_failed(name, e))?;
         for (index, point) in options.functions.iter().enumerate() {
             for &scope in scopes {
                 let at = aya::programs::uprobe::UProbeAttachPoint {

@@ -78,7 +78,12 @@ unsafe fn bpf<T>(cmd: libc::c_long, attr: &mut T) -> std::io::Result<OwnedFd> {
 
 /// Loads `program` of `object` as a uprobe session program whose maps are `ebpf`'s (loaded from
 /// the same `object`).
-pub(crate) fn load_session_program(object: &[u8], ebpf: &Ebpf, program: &str) -> Result<OwnedFd, SamplerError> {
+/// Also returns the instructions the verifier processed, from its statistics.
+pub(crate) fn load_session_program(
+    object: &[u8],
+    ebpf: &Ebpf,
+    program: &str,
+) -> Result<(OwnedFd, Option<u32>), SamplerError> {
     let load_err = |what: &str, e: &dyn std::fmt::Display| SamplerError::Load(format!("{program}: {what}: {e}"));
     let mut obj = aya_obj::Object::parse(object).map_err(|e| load_err("parsing the object", &e))?;
     let mut fds = Vec::new();
@@ -109,7 +114,7 @@ pub(crate) fn load_session_program(object: &[u8], ebpf: &Ebpf, program: &str) ->
         insn_cnt: function.instructions.len() as u32,
         insns: function.instructions.as_ptr() as u64,
         license: license.as_ptr() as u64,
-        log_level: 1,
+        log_level: crate::verifier::LOG_LEVEL.bits(),
         log_size: LOG_BYTES as u32,
         log_buf: log.as_mut_ptr() as u64,
         prog_name: name,
@@ -118,14 +123,17 @@ pub(crate) fn load_session_program(object: &[u8], ebpf: &Ebpf, program: &str) ->
     };
     // SAFETY: `attr` is initialised; the instructions, license and log outlive the call.
     match unsafe { bpf(BPF_PROG_LOAD, &mut attr) } {
-        Ok(fd) => Ok(fd),
-        Err(e) => {
+        Ok(fd) => {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-            let tail: String =
-                String::from_utf8_lossy(&log[..end]).lines().rev().take(3).collect::<Vec<_>>().join(" | ");
-            Err(SamplerError::from_privileged_error("load eBPF programs", &e, |reason| {
-                SamplerError::Load(format!("{program} as a uprobe session program: {reason}; verifier: {tail}"))
-            }))
+            Ok((fd, crate::verifier::processed_insns(&String::from_utf8_lossy(&log[..end]))))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            Err(SamplerError::Privilege { action: "load eBPF programs" })
+        }
+        Err(_) => {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let verifier = crate::verifier::last_lines(&String::from_utf8_lossy(&log[..end]));
+            Err(SamplerError::Refused { program: format!("{program} (as a uprobe session program)"), verifier })
         }
     }
 }

@@ -250,6 +250,7 @@ impl StackSampler {
         let cpus = online_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
         let off_cpu_rate = options.off_cpu.as_ref().map_or(0, |o| u64::from(o.max_stacks_per_second));
         let mut ebpf = EbpfLoader::new()
+            .verifier_log_level(crate::verifier::LOG_LEVEL)
             .map_max_entries(MAP_STACK_EVENTS, ring_bytes(cpus.len(), hz, off_cpu_rate))
             // Held stacks of blocked threads (~1.7 KB each, allocated up front): none when off.
             .map_max_entries(MAP_OFF_CPU_PENDING, if options.off_cpu.is_some() { OFF_CPU_PENDING_ENTRIES } else { 1 })
@@ -280,9 +281,7 @@ impl StackSampler {
             .ok_or_else(|| SamplerError::Load(format!("program {PROG_STACKS} missing from object")))?
             .try_into()
             .map_err(|e| SamplerError::Load(format!("{PROG_STACKS}: {e}")))?;
-        program
-            .load()
-            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
+        program.load().map_err(|e| crate::verifier::load_failed(PROG_STACKS, e))?;
         // Cycles where there is a PMU, else the software CPU clock (as in most VMs). The CPU
         // clock gets a fixed period in nanoseconds rather than a frequency: in frequency mode
         // the kernel starts from a tiny period, throttles the event, and only lifts throttling

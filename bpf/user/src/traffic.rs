@@ -191,6 +191,7 @@ impl TrafficSampler {
         let iface = Interface::lookup(iface)?;
         let lock = InterfaceLock::acquire(&iface)?;
         let mut ebpf = EbpfLoader::new()
+            .verifier_log_level(crate::verifier::LOG_LEVEL)
             .map_max_entries(MAP_SLOTS, capacity)
             .load(EBPF_OBJECT)
             .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
@@ -213,8 +214,7 @@ impl TrafficSampler {
                 .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?
                 .try_into()
                 .map_err(|e| SamplerError::Load(format!("{name}: {e}")))?;
-            prog.load()
-                .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
+            prog.load().map_err(|e| crate::verifier::load_failed(name, e))?;
             // First among the hook's tcx programs, so programs that drop run after we counted.
             let tcx = TcAttachOptions::TcxOrder(LinkOrder::first());
             if hook == TcHook::Tcx && prog.attach_with_options(&iface.name, direction, tcx).is_ok() {

@@ -172,8 +172,9 @@ pub fn loupe_off_cpu_take(ctx: RawTracePointContext) -> i32 {
             );
             (*event).user_frames = if user_bytes > 0 { (user_bytes / 8) as u32 } else { 0 };
             (*event).user_end = if user_bytes > 0 { user_end::FRAME_POINTERS } else { user_end::NONE };
-        }
-        if (*event).user_end == user_end::FRAME_POINTERS || (*event).flags & FLAG_UNKNOWN_MAPPING != 0 {
+            // Not loaded yet. A walk that met a PC in no known mapping asks as the record is sent
+            // (`send_held`): asked here, after the walk, the verifier followed this branch once
+            // for every way the walk can end, past its 1M-instruction limit on Linux 6.18.
             unwind::ask_for_tables(pid);
         }
         let task = bpf_get_current_task();
@@ -217,6 +218,9 @@ fn send_held(task: u64, back: u64, threshold_ns: u64) -> bool {
     };
     // SAFETY: the map's value for `task`, read before it is removed; the ring copies it.
     unsafe {
+        if (*held).flags & FLAG_UNKNOWN_MAPPING != 0 {
+            unwind::ask_for_tables((*held).pid);
+        }
         let waited = back.saturating_sub((*held).time_ns);
         if waited >= threshold_ns {
             (*held).off_cpu_ns = waited;

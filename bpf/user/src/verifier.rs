@@ -1,0 +1,170 @@
+//! What the kernel's verifier makes of each program: a refusal told in the verifier's own words,
+//! and what each accepted program cost it ([`program_costs`]).
+//!
+//! Every loader asks for the verifier's statistics only (`BPF_LOG_STATS`, [`LOG_LEVEL`]). A
+//! refusal's log then holds the kernel's reason and its counts, a few lines. aya's default
+//! (level 1, every instruction and state traced) would retrace the whole program into a log that
+//! aya grows tenfold and verifies again on each `ENOSPC`: a program refused at the
+//! 1,000,000-instruction limit kept the agent busy for minutes before the error came.
+//!
+//! A refusal is told by the error the load returned, not by its text: `EPERM` is a missing
+//! privilege, anything else from `BPF_PROG_LOAD` is the verifier's (`EACCES` included, which
+//! used to read as "not enough privilege" to a root user whose kernel refused the program).
+//!
+//! Kernels differ in what they accept and in how much work the same program takes them, so
+//! every program is kept far below the limit: `tests/verifier_headroom.rs` loads each the way the
+//! agent does, with its largest options, and fails above [`HEADROOM`].
+
+use std::time::{Duration, Instant};
+
+use aya::{
+    EbpfLoader, VerifierLogLevel,
+    programs::{Program, ProgramError},
+};
+use loupe_bpf_common::{
+    probes::PROG_SESSION,
+    stacks::{MAP_OFF_CPU_PENDING, OFF_CPU_PENDING_ENTRIES},
+};
+
+use crate::SamplerError;
+
+/// The verifier's budget of processed instructions for a privileged program.
+pub const VERIFIER_LIMIT: u32 = 1_000_000;
+/// What any program may take of [`VERIFIER_LIMIT`]: a quarter, so another kernel build that
+/// explores more states still accepts it.
+pub const HEADROOM: u32 = VERIFIER_LIMIT / 4;
+
+/// The verifier log every Loupe loader asks for: the reason and the statistics, no trace.
+pub(crate) const LOG_LEVEL: VerifierLogLevel = VerifierLogLevel::STATS;
+
+/// How many of a refusal's last log lines are kept: the verifier's reason and its statistics.
+const REFUSAL_LINES: usize = 4;
+
+/// What loading one program cost.
+#[derive(Clone, Debug)]
+pub struct ProgramCost {
+    /// The object it comes from: `stacks`, `traffic` or `probes`.
+    pub object: &'static str,
+    pub program: String,
+    /// Instructions the verifier processed (`bpf_prog_info.verified_insns`; `None` before Linux
+    /// 5.16).
+    pub verified_insns: Option<u32>,
+    /// How long the load took, the verification nearly all of it.
+    pub load_time: Duration,
+    /// The verifier's words when it refused the program (`verified_insns` then comes from its
+    /// statistics).
+    pub refused: Option<String>,
+}
+
+/// Why the kernel would not load `program`: a missing privilege (`EPERM`), or the verifier's
+/// reason in its last lines.
+pub(crate) fn load_failed(program: &str, e: ProgramError) -> SamplerError {
+    match e {
+        ProgramError::LoadError { io_error, verifier_log } if io_error.raw_os_error() != Some(libc::EPERM) => {
+            SamplerError::Refused { program: program.to_string(), verifier: last_lines(&verifier_log.to_string()) }
+        }
+        e => SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load),
+    }
+}
+
+/// The last non-empty lines of a verifier log, on one line.
+pub(crate) fn last_lines(log: &str) -> String {
+    let mut lines: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).rev().take(REFUSAL_LINES).collect();
+    if lines.is_empty() {
+        return "no verifier log".to_string();
+    }
+    lines.reverse();
+    lines.join(" | ")
+}
+
+/// The count in a statistics line of the verifier's log (`processed N insns (limit …) …`).
+pub(crate) fn processed_insns(log: &str) -> Option<u32> {
+    let rest = log.lines().find_map(|l| l.trim().strip_prefix("processed "))?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// Loads every program of the three objects as the agent would with its largest options
+/// (off-CPU sampling on, a session-link probe program), each into the kernel and out again, and
+/// says what each cost, a refused one included. Nothing is attached.
+pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
+    let mut costs = Vec::new();
+    let open = |object: &[u8], pending: bool| {
+        let mut loader = EbpfLoader::new();
+        loader.verifier_log_level(LOG_LEVEL);
+        if pending {
+            loader.map_max_entries(MAP_OFF_CPU_PENDING, OFF_CPU_PENDING_ENTRIES);
+        }
+        loader.load(object).map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))
+    };
+    for (object, bytes) in
+        [("stacks", crate::STACKS_OBJECT), ("traffic", crate::EBPF_OBJECT), ("probes", crate::PROBES_OBJECT)]
+    {
+        let mut ebpf = open(bytes, object == "stacks")?;
+        let names: Vec<String> = ebpf.programs().map(|(name, _)| name.to_string()).collect();
+        for name in names {
+            if object == "probes" && name == PROG_SESSION {
+                // Loaded as the probes load it, with the session attach type aya cannot give.
+                let began = Instant::now();
+                let (_fd, verified_insns) = crate::session_link::load_session_program(bytes, &ebpf, &name)?;
+                costs.push(ProgramCost { object, program: name, verified_insns, load_time: began.elapsed(), refused: None });
+                continue;
+            }
+            let program = ebpf.program_mut(&name).expect("a program the object just listed");
+            let began = Instant::now();
+            let loaded = match program {
+                Program::PerfEvent(p) => p.load(),
+                Program::RawTracePoint(p) => p.load(),
+                Program::SchedClassifier(p) => p.load(),
+                Program::UProbe(p) => p.load(),
+                other => {
+                    return Err(SamplerError::Load(format!("{name}: a {:?} program, which this list does not load", other.prog_type())));
+                }
+            };
+            let load_time = began.elapsed();
+            let cost = match loaded.map_err(|e| load_failed(&name, e)) {
+                Ok(()) => {
+                    let verified_insns = program.info().ok().and_then(|info| info.verified_instruction_count());
+                    ProgramCost { object, program: name, verified_insns, load_time, refused: None }
+                }
+                Err(SamplerError::Refused { verifier, .. }) => {
+                    ProgramCost { object, program: name, verified_insns: processed_insns(&verifier.replace(" | ", "\n")), load_time, refused: Some(verifier) }
+                }
+                Err(e) => return Err(e),
+            };
+            costs.push(cost);
+        }
+    }
+    Ok(costs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_keeps_the_reason_and_the_counts() {
+        let log = "0: R1=ctx() R10=fp0\n; some source\n\nBPF program is too large. Processed 1000001 insn\n\
+                   processed 1000001 insns (limit 1000000) max_states_per_insn 21 total_states 40000 peak_states 9000 mark_read 12\n";
+        let tail = last_lines(log);
+        assert!(tail.ends_with("mark_read 12"), "{tail}");
+        assert!(tail.contains("BPF program is too large. Processed 1000001 insn"), "{tail}");
+        assert!(!tail.contains("R10=fp0"), "only the last {REFUSAL_LINES} lines: {tail}");
+        assert_eq!(processed_insns(log), Some(1_000_001));
+        assert_eq!(last_lines("\n \n"), "no verifier log");
+        assert_eq!(processed_insns("processed many insns"), None);
+    }
+
+    #[test]
+    fn only_eperm_reads_as_a_missing_privilege() {
+        let refused = |errno| ProgramError::LoadError {
+            io_error: std::io::Error::from_raw_os_error(errno),
+            verifier_log: aya_obj::VerifierLog::new("R2 invalid mem access 'scalar'\nprocessed 12 insns (limit 1000000)".into()),
+        };
+        let e = load_failed("loupe_ingress", refused(libc::EACCES));
+        assert!(
+            matches!(&e, SamplerError::Refused { program, verifier } if program == "loupe_ingress" && verifier.contains("invalid mem access")),
+            "{e}"
+        );
+        assert!(matches!(load_failed("loupe_ingress", refused(libc::EPERM)), SamplerError::Privilege { .. }));
+    }
+}
