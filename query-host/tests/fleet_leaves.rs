@@ -238,8 +238,17 @@ fn a_hub_and_three_leaves_list_merge_as_a_tree_and_survive_losing_a_coordinator_
     assert_eq!(crossed, 0, "messages crossed the hub's leaf connections for in-leaf traffic");
 
     // The whole fleet through the hub: a tree of three leaves, equal to every host's own profile.
-    thread::sleep(Duration::from_secs(11).saturating_sub(Duration::from_nanos(now_ns() - sampled_from)));
+    // Asked once every host has stored past the range's end: a host asked before its batch is
+    // written answers with what it has, and its rows fall short of its own profile read later.
     let (from, to) = (sampled_from.to_string(), (sampled_from + 10_000_000_000).to_string());
+    for i in 0..LEAF_OF.len() {
+        common::fleet::wait_stored_past(
+            LOUPE,
+            &tree.rack.hosts[i].ns.name,
+            &tree.data_dir(i),
+            sampled_from + 10_000_000_000,
+        );
+    }
     let hot = tree.hub(&[
         "invoke",
         "fleet-hot-functions",

@@ -224,6 +224,8 @@ pub struct StackSampler {
     unwind_tables: bool,
     /// Off-CPU sampling's rate control, when it is on.
     off_cpu: Option<OffCpuRate>,
+    /// Why off-CPU sampling was asked for and is off: the kernel refused its programs.
+    off_cpu_refused: Option<String>,
 }
 
 impl Drop for StackSampler {
@@ -310,7 +312,17 @@ impl StackSampler {
                 })
             })?;
         }
-        let off_cpu = options.off_cpu.as_ref().map(|o| OffCpuRate::start(&mut ebpf, o)).transpose()?;
+        // A kernel that refuses the off-CPU programs costs the waits, not the CPU samples.
+        let mut off_cpu_refused = None;
+        let off_cpu = match options.off_cpu.as_ref().map(|o| OffCpuRate::start(&mut ebpf, o)).transpose() {
+            Ok(rate) => rate,
+            Err(e @ SamplerError::Refused { .. }) => {
+                tracing::error!("off-CPU sampling is off, CPU samples go on: {e}");
+                off_cpu_refused = Some(e.to_string());
+                None
+            }
+            Err(e) => return Err(e),
+        };
         let ring = ebpf
             .take_map(MAP_STACK_EVENTS)
             .ok_or_else(|| SamplerError::Load(format!("map {MAP_STACK_EVENTS} missing")))
@@ -351,6 +363,7 @@ impl StackSampler {
             stop,
             unwind_tables: options.unwind_tables,
             off_cpu,
+            off_cpu_refused,
         })
     }
 
@@ -391,6 +404,12 @@ impl StackSampler {
 
     /// Off-CPU sampling's figures (`None` when it is off): blocks seen, and 1 in how many now
     /// have their stacks taken.
+    /// Why off-CPU sampling is off although it was asked for (the kernel refused its
+    /// programs); `None` when it runs or was not asked for.
+    pub fn off_cpu_refused(&self) -> Option<&str> {
+        self.off_cpu_refused.as_deref()
+    }
+
     pub fn off_cpu_stats(&self) -> Option<crate::off_cpu::OffCpuStats> {
         self.off_cpu.as_ref().map(OffCpuRate::stats)
     }

@@ -94,7 +94,9 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
         if pending {
             loader.map_max_entries(MAP_OFF_CPU_PENDING, OFF_CPU_PENDING_ENTRIES);
         }
-        loader.load(object).map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))
+        loader
+            .load(object)
+            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))
     };
     for (object, bytes) in
         [("stacks", crate::STACKS_OBJECT), ("traffic", crate::EBPF_OBJECT), ("probes", crate::PROBES_OBJECT)]
@@ -106,7 +108,13 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
                 // Loaded as the probes load it, with the session attach type aya cannot give.
                 let began = Instant::now();
                 let (_fd, verified_insns) = crate::session_link::load_session_program(bytes, &ebpf, &name)?;
-                costs.push(ProgramCost { object, program: name, verified_insns, load_time: began.elapsed(), refused: None });
+                costs.push(ProgramCost {
+                    object,
+                    program: name,
+                    verified_insns,
+                    load_time: began.elapsed(),
+                    refused: None,
+                });
                 continue;
             }
             let program = ebpf.program_mut(&name).expect("a program the object just listed");
@@ -117,7 +125,10 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
                 Program::SchedClassifier(p) => p.load(),
                 Program::UProbe(p) => p.load(),
                 other => {
-                    return Err(SamplerError::Load(format!("{name}: a {:?} program, which this list does not load", other.prog_type())));
+                    return Err(SamplerError::Load(format!(
+                        "{name}: a {:?} program, which this list does not load",
+                        other.prog_type()
+                    )));
                 }
             };
             let load_time = began.elapsed();
@@ -126,9 +137,13 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
                     let verified_insns = program.info().ok().and_then(|info| info.verified_instruction_count());
                     ProgramCost { object, program: name, verified_insns, load_time, refused: None }
                 }
-                Err(SamplerError::Refused { verifier, .. }) => {
-                    ProgramCost { object, program: name, verified_insns: processed_insns(&verifier.replace(" | ", "\n")), load_time, refused: Some(verifier) }
-                }
+                Err(SamplerError::Refused { verifier, .. }) => ProgramCost {
+                    object,
+                    program: name,
+                    verified_insns: processed_insns(&verifier.replace(" | ", "\n")),
+                    load_time,
+                    refused: Some(verifier),
+                },
                 Err(e) => return Err(e),
             };
             costs.push(cost);
@@ -144,6 +159,7 @@ mod tests {
     #[test]
     fn a_refusal_keeps_the_reason_and_the_counts() {
         let log = "0: R1=ctx() R10=fp0\n; some source\n\nBPF program is too large. Processed 1000001 insn\n\
+                   verification time 1265465 usec\nstack depth 216+0+32+8\n\
                    processed 1000001 insns (limit 1000000) max_states_per_insn 21 total_states 40000 peak_states 9000 mark_read 12\n";
         let tail = last_lines(log);
         assert!(tail.ends_with("mark_read 12"), "{tail}");
@@ -158,7 +174,9 @@ mod tests {
     fn only_eperm_reads_as_a_missing_privilege() {
         let refused = |errno| ProgramError::LoadError {
             io_error: std::io::Error::from_raw_os_error(errno),
-            verifier_log: aya_obj::VerifierLog::new("R2 invalid mem access 'scalar'\nprocessed 12 insns (limit 1000000)".into()),
+            verifier_log: aya_obj::VerifierLog::new(
+                "R2 invalid mem access 'scalar'\nprocessed 12 insns (limit 1000000)".into(),
+            ),
         };
         let e = load_failed("loupe_ingress", refused(libc::EACCES));
         assert!(

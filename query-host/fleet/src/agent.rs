@@ -290,12 +290,20 @@ async fn keep_registered(ctx: Arc<Ctx>, mut stopped: watch::Receiver<bool>) {
         if let Some(b) = &bucket {
             let reg = registration(&ctx, joined, leaving);
             match registry::put(b, &reg).await {
-                Ok(()) => warned = false,
-                Err(e) if !warned => {
-                    warn!("{e}; retrying every heartbeat");
-                    warned = true;
+                Ok(()) if warned => {
+                    info!(host = %ctx.place.host, "registered in the fleet again");
+                    warned = false;
                 }
-                Err(_) => {}
+                Ok(()) => {}
+                Err(e) => {
+                    if !warned {
+                        warn!("{e}; retrying every heartbeat");
+                        warned = true;
+                    }
+                    // Fetched again at the next beat: a bus that lost its store has no bucket
+                    // until someone makes it, and the handle's stream may be gone.
+                    bucket = None;
+                }
             }
         }
         if leaving {

@@ -25,7 +25,7 @@ use loupe_core::{
         stacks::StackCollector,
         timeline::TimelineCollector,
     },
-    {Analyses, Host, ProbeManager, RunOrder, RunScheduler, runs::run_request, tokens::TokenSet},
+    {Analyses, CoreError, Host, ProbeManager, RunOrder, RunScheduler, runs::run_request, tokens::TokenSet},
 };
 use loupe_doors::{
     control::ControlServer,
@@ -67,11 +67,29 @@ pub fn main(args: AgentArgs) -> Result<()> {
     // heap for a few tens of ms, freed at once. Loaded first, that stays below the RSS the
     // agent reaches anyway; loaded after the store and the rest, it was the agent's peak
     // (VmHWM 31–32 MB against 28 MB running).
-    let sampler =
-        if args.no_stacks { None } else { Some(StackSampler::start(&args.stacks.options(&args.store.data_dir))?) };
+    // A program this kernel's verifier refuses turns its feature off, said at error level; the
+    // rest runs. Anything else (no privilege, a bad option) stops the agent.
+    let sampler = if args.no_stacks {
+        None
+    } else {
+        match StackSampler::start(&args.stacks.options(&args.store.data_dir)) {
+            Ok(sampler) => Some(sampler),
+            Err(e @ loupe_bpf::SamplerError::Refused { .. }) => {
+                tracing::error!("stack sampling is off, the rest runs: {e}");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
     let options = SamplerOptions { capacity: schedule.samples, local_prefixes };
-    let filters = RunScheduler::attach(&ifaces, &options)?;
+    let filters = match RunScheduler::attach(&ifaces, &options) {
+        Err(CoreError::Sampler(e @ loupe_bpf::SamplerError::Refused { .. })) => {
+            tracing::error!(ifaces = ?ifaces, "runs are off, the rest runs: {e}");
+            Vec::new()
+        }
+        filters => filters?,
+    };
     let store = open_store(&args.store)?;
     let place = fleet_place(&args.fleet)?;
     // Outside a fleet (and without --host) runs and analyses keep the kernel's host name.

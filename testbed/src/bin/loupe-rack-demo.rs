@@ -85,7 +85,9 @@ fn main() -> Result<()> {
     rack.start_nats()?;
     let _uplink = rack.uplink()?;
     let url = rack.nats_url();
-    let mut agents: Vec<Child> = Vec::new();
+    // Declared after the rack: dropped first, so on any way out (an error included) the agents
+    // stop before the bus and the namespaces go.
+    let mut agents = Agents(Vec::new());
     for (i, h) in rack.hosts.iter().enumerate() {
         let log = std::fs::File::create(dir.join(format!("agent-{}.log", h.name)))?;
         let listen = format!("10.78.0.{}:7878", i + 1);
@@ -97,7 +99,7 @@ fn main() -> Result<()> {
         if i == 0 {
             agent.args(["--off-cpu", "--off-cpu-max-per-second", "50"]);
         }
-        agents.push(
+        agents.0.push(
             agent
                 .stderr(log)
                 .spawn()
@@ -106,7 +108,8 @@ fn main() -> Result<()> {
     }
     let cli = loupe.display();
     let ui = "http://10.78.0.1:7878";
-    let token = web_ui_access(&loupe, &dir.join(&rack.hosts[0].name), ui)?;
+    let token = web_ui_access(&loupe, &dir.join(&rack.hosts[0].name), ui, &mut agents.0[0])
+        .with_context(|| format!("host 0's agent; its log: {}", dir.join("agent-h0.log").display()))?;
     let (first, bus) = if leaves > 1 {
         (rack_of(0), format!("{leaves} leaf servers (racks {}) under a hub", names.join(", ")))
     } else {
@@ -141,20 +144,36 @@ fn main() -> Result<()> {
         ),
         None => None,
     };
-    traffic(&rack, log.as_mut())?;
-    for a in &agents {
-        // SAFETY: kill(2) on our own children: agents leave the fleet and detach.
-        unsafe { libc::kill(a.id() as i32, libc::SIGTERM) };
+    traffic(&rack, log.as_mut())
+}
+
+/// The demo's agents, stopped when dropped: whether the demo ends with Ctrl-C or fails half-way,
+/// it leaves no agent running (a failed start once left each try's agents behind for good).
+struct Agents(Vec<Child>);
+
+impl Drop for Agents {
+    fn drop(&mut self) {
+        for a in &self.0 {
+            // SAFETY: kill(2) on our own children: agents leave the fleet and detach.
+            unsafe { libc::kill(a.id() as i32, libc::SIGTERM) };
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        for a in &mut self.0 {
+            while matches!(a.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(50));
+            }
+            // One that did not stop in time is killed (its kernel programs go with it).
+            if matches!(a.try_wait(), Ok(None)) {
+                let _ = a.kill();
+            }
+            let _ = a.wait();
+        }
     }
-    for mut a in agents {
-        let _ = a.wait();
-    }
-    Ok(())
 }
 
 /// A token for host 0's API (the web UI), and the fleet's example analyses uploaded to it so
 /// the fleet view can run them (when they are built: `scripts/setup` builds udf-sdk).
-fn web_ui_access(loupe: &Path, h0_data: &Path, ui: &str) -> Result<String> {
+fn web_ui_access(loupe: &Path, h0_data: &Path, ui: &str, h0: &mut Child) -> Result<String> {
     // The web UI starts synchronized runs (`run`) and probes (`probe`) as well as reading.
     let out = Command::new(loupe)
         .args(["token", "add", "demo", "--scopes", "read,invoke,upload,run,probe,fleet", "--data-dir"])
@@ -184,8 +203,12 @@ fn web_ui_access(loupe: &Path, h0_data: &Path, ui: &str) -> Result<String> {
             if up.status.success() {
                 break;
             }
+            if let Some(status) = h0.try_wait()? {
+                bail!("host 0's agent ended ({status}) before its API served");
+            }
             tries += 1;
-            if tries == 40 {
+            // Loading the kernel programs and BTF takes seconds on a loaded 2-core machine.
+            if tries == 240 {
                 bail!("uploading {name} to {ui}: {}", String::from_utf8_lossy(&up.stderr));
             }
             thread::sleep(Duration::from_millis(250));
