@@ -235,11 +235,12 @@ pub(super) async fn current(
     if state.messages == 0 {
         return Ok((watch, true));
     }
-    // The server's count of what is left (`delta`) is not trusted to end the history: nats-server
-    // 2.9, recovering a stream after a SIGKILL with two messages of one key, counted one too few,
-    // and a listing that stopped at `delta == 0` left out the host read last — for as long as
-    // the stale message stayed. Once the count says nothing is left but the last message has not
-    // come, the watch is given `LAST_GRACE` more (the last one may have expired meanwhile).
+    // The server's count of what is left (`delta`) is not trusted to end the history. A listing
+    // that stopped at `delta == 0` once left one host of eight out for 30 s after a SIGKILL
+    // restart, and nats-server 2.9 can recover such a stream holding two messages of one key
+    // (see `latest`), where its count for a last-per-subject consumer is known to go wrong. So
+    // the history ends with the stream's last message; once the count says nothing is left but
+    // that message has not come, the watch is given `LAST_GRACE` more (it may have expired).
     let mut wait = LIST_TIMEOUT;
     loop {
         let entry = match tokio::time::timeout(wait, watch.next()).await {
