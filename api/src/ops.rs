@@ -69,6 +69,8 @@ macro_rules! host_operations {
     ($then:ident $($pre:tt)*) => {
         $then! { $($pre)* ;
             /// Retained days, oldest first: runs by interval, stack samples, bytes.
+            /// What this host is and what it collects: health, with the features it runs without.
+            status / Status () -> crate::model::Health => Http::Call, Scope::Read;
             days / Days () -> Vec<crate::model::DayView> => Http::Get("/api/v1/days"), Scope::Read;
             /// Stored runs that started in the filter's range, oldest first.
             list_runs / ListRuns (filter: crate::orders::RunFilter)

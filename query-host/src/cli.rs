@@ -162,6 +162,9 @@ pub enum Command {
     Agent(AgentArgs),
     /// One on-demand run: attach, run, store, print.
     Run(RunArgs),
+    /// The running agent's health: what it collects, and what it runs without and why (a
+    /// kernel that refused a program). Asks the agent of the data dir, or `--server`.
+    Status(DaysArgs),
     /// Retained days: runs by interval, stack samples and bytes each day.
     Days(DaysArgs),
     /// List, show and export stored runs.

@@ -23,6 +23,7 @@ fn main() {
     let remote = &cli.remote;
     let result = match cli.command {
         Command::Agent(args) => agent::main(args),
+        Command::Status(args) => commands::status(args, remote),
         Command::Days(args) => commands::days(args, remote),
         Command::Run(args) => commands::run(args, remote),
         Command::Runs(RunsCommand::List(args)) => commands::list(args, remote),

@@ -283,9 +283,20 @@ fn agent_runs_on_schedule_and_answers_cli_calls() {
     let run = json(&remote.wait_with_output().unwrap());
     assert_eq!(sum(&run["metrics"]["in_bytes"]), expected, "on-demand run through the HTTP API");
     let list = json(&loupe_in(&pair.b.name, &data, &["runs", "list", "--json"]).output().unwrap());
+    // Its status, through the control socket and the HTTP API alike: everything asked runs.
+    for via in [&[][..], &["--server", "http://127.0.0.1:7878"][..]] {
+        let status = json(&loupe_in(&pair.b.name, &data, &[via, &["status", "--json"]].concat()).output().unwrap());
+        assert_eq!((status["status"].as_str(), status["mode"].as_str()), (Some("ok"), Some("agent")), "{status}");
+        assert_eq!(status["ifaces"], serde_json::json!([B_IF]), "{status}");
+        assert!(status.get("off").is_none(), "nothing is off on this kernel: {status}");
+    }
     // The agent samples stacks too; its profile is served through the control socket. (Stacks
     // are written every 10 s and at shutdown: ask again after it stopped for the full set.)
     let agent = agent.wait_with_output().unwrap();
+    // No agent, no status: said, not a store's made-up health.
+    let none = loupe_in(&pair.b.name, &data, &["status"]).output().unwrap();
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no agent runs on"), "{none:?}");
     let profile = json(&loupe_in(&pair.b.name, &data, &["profile", "--json", "--idle"]).output().unwrap());
     assert!(profile["samples"].as_u64().unwrap() > 0, "the agent stored no stack samples");
     assert!(agent.status.success(), "{}", String::from_utf8_lossy(&agent.stderr));

@@ -800,6 +800,13 @@ export interface components {
             /** Format: int32 */
             pid: number;
         };
+        /** @description A feature an agent was asked for and runs without. */
+        FeatureOff: {
+            /** @description `stacks`, `off_cpu` or `runs`. */
+            feature: string;
+            /** @description The kernel's words: which program its verifier refused, and its last lines. */
+            reason: string;
+        };
         /**
          * @description One node of the flame graph: `value` samples passed through it; children are callees,
          *     widest first. At most [`MAX_FLAME_DEPTH`] levels below the root.
@@ -1072,6 +1079,11 @@ export interface components {
             ifaces: string[];
             /** @description `agent` (collecting) or `serve` (serving a store only). */
             mode: string;
+            /**
+             * @description What this agent was asked to collect and runs without, and why (the kernel refused the
+             *     program it needs); `status` is then `degraded`. Empty (and absent) when all runs.
+             */
+            off?: components["schemas"]["FeatureOff"][];
             status: string;
             /** Format: int64 */
             uptime_s: number;

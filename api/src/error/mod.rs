@@ -74,6 +74,12 @@ pub enum CoreError {
     RunTimeout { waited: Duration },
     #[error("the agent is shutting down")]
     ShuttingDown,
+    /// A question about the last seconds, asked before this host stored them: its answer would
+    /// be short of samples it holds.
+    #[error(
+        "stack samples up to {to_unix_ns} are not stored yet (stored through {stored_unix_ns}); ask again in a few seconds"
+    )]
+    NotStoredYet { to_unix_ns: u64, stored_unix_ns: u64 },
     #[error(transparent)]
     Sampler(#[from] SamplerError),
     #[error(transparent)]
@@ -121,7 +127,7 @@ impl CoreError {
             TooManyProbes { .. } | TooManyTeamProbes { .. } => ErrorKind::Conflict,
             NotCollecting | NoAnalyses | NotInFleet(_) => ErrorKind::Conflict,
             RunTimeout { .. } => ErrorKind::Timeout,
-            ShuttingDown => ErrorKind::Unavailable,
+            ShuttingDown | NotStoredYet { .. } => ErrorKind::Unavailable,
             Sampler(e) => match e {
                 SamplerError::UnknownInterface(_)
                 | SamplerError::IntervalOutOfBounds(_)
@@ -181,6 +187,7 @@ impl CoreError {
             NotInFleet(_) => "not_in_fleet",
             RunTimeout { .. } => "run_timeout",
             ShuttingDown => "shutting_down",
+            NotStoredYet { .. } => "not_stored_yet",
             Sampler(SamplerError::Busy { .. }) => "iface_busy",
             Sampler(SamplerError::Privilege { .. }) => "privilege",
             Sampler(e) if self.kind() == ErrorKind::Invalid => match e {

@@ -25,6 +25,19 @@ pub struct Health {
     /// every request). Absent outside a fleet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet_trust: Option<String>,
+    /// What this agent was asked to collect and runs without, and why (the kernel refused the
+    /// program it needs); `status` is then `degraded`. Empty (and absent) when all runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub off: Vec<FeatureOff>,
+}
+
+/// A feature an agent was asked for and runs without.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FeatureOff {
+    /// `stacks`, `off_cpu` or `runs`.
+    pub feature: String,
+    /// The kernel's words: which program its verifier refused, and its last lines.
+    pub reason: String,
 }
 
 /// One retained UTC day.

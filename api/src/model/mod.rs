@@ -23,7 +23,7 @@ pub use fleet::{
     FleetAnswered, FleetHost, FleetHostsView, FleetInvokeView, FleetLeafAnswer, FleetMiss, FleetPlace, FleetRunHost,
     FleetRunView,
 };
-pub use host::{DayView, Health, StatsView};
+pub use host::{DayView, FeatureOff, Health, StatsView};
 pub use probe::{
     ActiveProbeView, CallTreeView, CallView, LatencyBucket, ProbeFunctionView, ProbeList, ProbeListEntry, ProbeView,
 };

@@ -12,6 +12,7 @@ pub mod clock;
 mod iface;
 mod off_cpu;
 mod probes;
+mod program_costs;
 mod session_link;
 mod stacks;
 mod traffic;
@@ -41,7 +42,8 @@ pub use traffic::{
     StartAt, TcHook, TrafficSampler, parse_prefix,
 };
 pub use unwinding::{DEFAULT_TABLE_ROWS, UnwindStats};
-pub use verifier::{HEADROOM, ProgramCost, VERIFIER_LIMIT, program_costs};
+pub use program_costs::{ProgramCost, program_costs};
+pub use verifier::{HEADROOM, VERIFIER_LIMIT};
 
 /// The stack sampler's compiled kernel object, embedded at build time.
 pub(crate) static STACKS_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-stacks"));

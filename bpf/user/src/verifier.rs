@@ -1,5 +1,6 @@
 //! What the kernel's verifier makes of each program: a refusal told in the verifier's own words,
-//! and what each accepted program cost it ([`program_costs`]).
+//! the statistics every loader asks for, and the budget each program is held under (what each
+//! costs is measured by `program_costs`).
 //!
 //! Every loader asks for the verifier's statistics only (`BPF_LOG_STATS`, [`LOG_LEVEL`]). A
 //! refusal's log then holds the kernel's reason and its counts, a few lines. aya's default
@@ -15,16 +16,7 @@
 //! every program is kept far below the limit: `tests/verifier_headroom.rs` loads each the way the
 //! agent does, with its largest options, and fails above [`HEADROOM`].
 
-use std::time::{Duration, Instant};
-
-use aya::{
-    EbpfLoader, VerifierLogLevel,
-    programs::{Program, ProgramError},
-};
-use loupe_bpf_common::{
-    probes::PROG_SESSION,
-    stacks::{MAP_OFF_CPU_PENDING, OFF_CPU_PENDING_ENTRIES},
-};
+use aya::{VerifierLogLevel, programs::ProgramError};
 
 use crate::SamplerError;
 
@@ -39,22 +31,6 @@ pub(crate) const LOG_LEVEL: VerifierLogLevel = VerifierLogLevel::STATS;
 
 /// How many of a refusal's last log lines are kept: the verifier's reason and its statistics.
 const REFUSAL_LINES: usize = 4;
-
-/// What loading one program cost.
-#[derive(Clone, Debug)]
-pub struct ProgramCost {
-    /// The object it comes from: `stacks`, `traffic` or `probes`.
-    pub object: &'static str,
-    pub program: String,
-    /// Instructions the verifier processed (`bpf_prog_info.verified_insns`; `None` before Linux
-    /// 5.16).
-    pub verified_insns: Option<u32>,
-    /// How long the load took, the verification nearly all of it.
-    pub load_time: Duration,
-    /// The verifier's words when it refused the program (`verified_insns` then comes from its
-    /// statistics).
-    pub refused: Option<String>,
-}
 
 /// Why the kernel would not load `program`: a missing privilege (`EPERM`), or the verifier's
 /// reason in its last lines.
@@ -81,75 +57,6 @@ pub(crate) fn last_lines(log: &str) -> String {
 pub(crate) fn processed_insns(log: &str) -> Option<u32> {
     let rest = log.lines().find_map(|l| l.trim().strip_prefix("processed "))?;
     rest.split_whitespace().next()?.parse().ok()
-}
-
-/// Loads every program of the three objects as the agent would with its largest options
-/// (off-CPU sampling on, a session-link probe program), each into the kernel and out again, and
-/// says what each cost, a refused one included. Nothing is attached.
-pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
-    let mut costs = Vec::new();
-    let open = |object: &[u8], pending: bool| {
-        let mut loader = EbpfLoader::new();
-        loader.verifier_log_level(LOG_LEVEL);
-        if pending {
-            loader.map_max_entries(MAP_OFF_CPU_PENDING, OFF_CPU_PENDING_ENTRIES);
-        }
-        loader
-            .load(object)
-            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))
-    };
-    for (object, bytes) in
-        [("stacks", crate::STACKS_OBJECT), ("traffic", crate::EBPF_OBJECT), ("probes", crate::PROBES_OBJECT)]
-    {
-        let mut ebpf = open(bytes, object == "stacks")?;
-        let names: Vec<String> = ebpf.programs().map(|(name, _)| name.to_string()).collect();
-        for name in names {
-            if object == "probes" && name == PROG_SESSION {
-                // Loaded as the probes load it, with the session attach type aya cannot give.
-                let began = Instant::now();
-                let (_fd, verified_insns) = crate::session_link::load_session_program(bytes, &ebpf, &name)?;
-                costs.push(ProgramCost {
-                    object,
-                    program: name,
-                    verified_insns,
-                    load_time: began.elapsed(),
-                    refused: None,
-                });
-                continue;
-            }
-            let program = ebpf.program_mut(&name).expect("a program the object just listed");
-            let began = Instant::now();
-            let loaded = match program {
-                Program::PerfEvent(p) => p.load(),
-                Program::RawTracePoint(p) => p.load(),
-                Program::SchedClassifier(p) => p.load(),
-                Program::UProbe(p) => p.load(),
-                other => {
-                    return Err(SamplerError::Load(format!(
-                        "{name}: a {:?} program, which this list does not load",
-                        other.prog_type()
-                    )));
-                }
-            };
-            let load_time = began.elapsed();
-            let cost = match loaded.map_err(|e| load_failed(&name, e)) {
-                Ok(()) => {
-                    let verified_insns = program.info().ok().and_then(|info| info.verified_instruction_count());
-                    ProgramCost { object, program: name, verified_insns, load_time, refused: None }
-                }
-                Err(SamplerError::Refused { verifier, .. }) => ProgramCost {
-                    object,
-                    program: name,
-                    verified_insns: processed_insns(&verifier.replace(" | ", "\n")),
-                    load_time,
-                    refused: Some(verifier),
-                },
-                Err(e) => return Err(e),
-            };
-            costs.push(cost);
-        }
-    }
-    Ok(costs)
 }
 
 #[cfg(test)]

@@ -94,6 +94,10 @@ fn reads() -> String {
 }
 
 impl<H: Deref<Target = Host>> HostApi for ActingFor<H> {
+    fn status(&self) -> CoreResult<loupe_api::model::Health> {
+        self.call(Op::Status, reads, || Ok(self.host.status()))
+    }
+
     fn days(&self) -> CoreResult<Vec<DayView>> {
         self.call(Op::Days, reads, || self.host.days())
     }

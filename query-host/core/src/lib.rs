@@ -59,12 +59,36 @@ pub struct Host {
     /// `<data-dir>/audit.log`: who changed what.
     audit: audit::AuditLog,
     started: Instant,
+    /// How far the agent's stack collector has stored; `None` where no collector runs.
+    stacks_stored: Option<std::sync::Arc<ingest::stacks::StoredThrough>>,
+    /// Features asked for and off: the kernel refused their programs.
+    off: Vec<loupe_api::model::FeatureOff>,
+    /// How the agent serves (token checks, its place and trust in a fleet), for [`Host::status`].
+    described: Described,
+}
+
+/// How an agent serves, as its health says.
+#[derive(Clone, Debug, Default)]
+struct Described {
+    auth: bool,
+    fleet: Option<(loupe_api::model::FleetPlace, &'static str)>,
 }
 
 impl Host {
     pub fn new(store: Store) -> Host {
         let audit = audit::AuditLog::new(store.path());
-        Host { store, runs: None, analyses: None, probes: None, runs_here: None, audit, started: Instant::now() }
+        Host {
+            store,
+            runs: None,
+            analyses: None,
+            probes: None,
+            runs_here: None,
+            audit,
+            started: Instant::now(),
+            stacks_stored: None,
+            off: Vec::new(),
+            described: Described::default(),
+        }
     }
 
     /// The CLI's host where no agent holds the store: runs and probe sessions attach in this
@@ -86,6 +110,55 @@ impl Host {
     pub fn with_probes(mut self, probes: ProbeManager) -> Host {
         self.probes = Some(probes);
         self
+    }
+
+    /// An agent that runs without these features (the kernel refused their programs): its
+    /// health says `degraded` and names them.
+    pub fn with_features_off(mut self, off: Vec<loupe_api::model::FeatureOff>) -> Host {
+        self.off = off;
+        self
+    }
+
+    /// How the agent serves, for [`Host::status`]: whether its HTTP API checks tokens, and its
+    /// place in a fleet with whose requests it takes.
+    pub fn describing(mut self, auth: bool, fleet: Option<(loupe_api::model::FleetPlace, &'static str)>) -> Host {
+        self.described = Described { auth, fleet };
+        self
+    }
+
+    /// [`Host::health`] as the agent describes itself (`loupe status`, over any door).
+    pub fn status(&self) -> Health {
+        let Described { auth, fleet } = &self.described;
+        self.health(*auth, fleet.clone())
+    }
+
+    /// An agent's host whose stack collector stores what it samples ([`Host::wait_stored`]).
+    pub fn with_stack_collector(mut self, stored: std::sync::Arc<ingest::stacks::StoredThrough>) -> Host {
+        self.stacks_stored = Some(stored);
+        self
+    }
+
+    /// Waits, at most `within`, until the stack samples taken before `to_unix_ns` (or before now,
+    /// if that is earlier) are stored, asking the collector to store what it holds: an answer
+    /// about the last seconds then holds every sample this host took in them. At once where no
+    /// collector runs; [`CoreError::NotStoredYet`] if the collector did not store in time.
+    pub fn wait_stored(&self, to_unix_ns: u64, within: std::time::Duration) -> CoreResult<()> {
+        let Some(stored) = &self.stacks_stored else {
+            return Ok(());
+        };
+        let target = to_unix_ns.min(loupe_api::clock::now_unix_ns());
+        if stored.through_unix_ns() >= target {
+            return Ok(());
+        }
+        stored.ask_to_store();
+        let deadline = Instant::now() + within;
+        while stored.through_unix_ns() < target {
+            if Instant::now() >= deadline {
+                return Err(CoreError::NotStoredYet { to_unix_ns: target, stored_unix_ns: stored.through_unix_ns() });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(())
     }
 
     pub fn probe_manager_ref(&self) -> Option<&ProbeManager> {
@@ -126,7 +199,7 @@ impl Host {
     pub fn health(&self, auth: bool, fleet: Option<(loupe_api::model::FleetPlace, &str)>) -> Health {
         let (fleet, fleet_trust) = fleet.map(|(place, trust)| (place, trust.to_string())).unzip();
         Health {
-            status: "ok".into(),
+            status: if self.off.is_empty() { "ok" } else { "degraded" }.into(),
             version: env!("CARGO_PKG_VERSION").into(),
             mode: if self.runs.is_some() { "agent" } else { "serve" }.into(),
             hostname: hostname(),
@@ -135,6 +208,7 @@ impl Host {
             auth,
             fleet,
             fleet_trust,
+            off: self.off.clone(),
         }
     }
 
@@ -172,5 +246,61 @@ impl Host {
             max_bytes: retention.max_bytes,
             max_age_s: retention.max_age.as_secs(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{sync::Arc, thread, time::Duration};
+
+    use super::*;
+    use ingest::stacks::StoredThrough;
+
+    #[test]
+    fn an_agent_running_without_a_feature_says_degraded_and_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), loupe_store::Retention::default()).unwrap();
+        assert_eq!(Host::new(store.clone()).status().status, "ok");
+        let off = loupe_api::model::FeatureOff {
+            feature: "off_cpu".into(),
+            reason: "this kernel's verifier refused loupe_off_cpu_take: BPF program is too large".into(),
+        };
+        let host = Host::new(store).with_features_off(vec![off.clone()]).describing(true, None);
+        let status = host.status();
+        assert_eq!((status.status.as_str(), status.off, status.auth), ("degraded", vec![off], true));
+    }
+
+    #[test]
+    fn an_answer_about_the_last_seconds_waits_until_they_are_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), loupe_store::Retention::default()).unwrap();
+        let now = loupe_api::clock::now_unix_ns();
+        // No collector: nothing to wait for.
+        assert!(Host::new(store.clone()).wait_stored(now, Duration::ZERO).is_ok());
+
+        let stored = Arc::new(StoredThrough::default());
+        let host = Host::new(store).with_stack_collector(Arc::clone(&stored));
+        // Not stored, nobody storing: refused with both instants, and the collector was asked.
+        match host.wait_stored(now, Duration::from_millis(50)) {
+            Err(CoreError::NotStoredYet { to_unix_ns, stored_unix_ns }) => {
+                assert_eq!((to_unix_ns, stored_unix_ns), (now, 0));
+            }
+            other => panic!("expected not_stored_yet, got {other:?}"),
+        }
+        assert!(stored.asked(), "the collector is asked to store at its next drain");
+        // A collector that stores past the range's end while the host waits: answered.
+        let collector = {
+            let stored = Arc::clone(&stored);
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(100));
+                stored.stored(now + 1);
+            })
+        };
+        host.wait_stored(now, Duration::from_secs(10)).unwrap();
+        assert!(stored.through_unix_ns() > now);
+        collector.join().unwrap();
+        // A range ending in the future waits for now, not for the future.
+        stored.stored(loupe_api::clock::now_unix_ns() + 10_000_000_000);
+        host.wait_stored(u64::MAX, Duration::from_millis(50)).unwrap();
     }
 }

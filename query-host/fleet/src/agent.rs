@@ -424,11 +424,25 @@ fn invoke(ctx: &Ctx, envelope: &Envelope<InvokeBody>, caller: &Caller) -> Result
                 rt.block_on(modules::pull(&ctx.js, &ctx.client, origin, &body.sha256)).map_err(|e| e.to_string())
             })?;
             let range = loupe_store::TimeRange::new(body.from_unix_ns, body.to_unix_ns)?;
+            // What this host sampled up to the range's end, stored first: else a partial asked
+            // within seconds of it holds less than the host's own profile (and nothing says so).
+            ctx.host.wait_stored(range.to_unix_ns(), stored_within(envelope.deadline_unix_ns))?;
             analyses.invoke_partial(store, &module, &caller.team, range, &body.params)
         })
         .map_err(WireError::from)?;
     Ok(InvokeReply { partial: partial.bytes, elapsed_ns: partial.elapsed_ns })
 }
+
+/// How long a host may wait for its stack collector before answering: at most `STORE_WAIT`,
+/// and never past the request's deadline (less a second for the answer to travel).
+fn stored_within(deadline_unix_ns: u64) -> Duration {
+    let left = deadline_unix_ns.saturating_sub(loupe_api::clock::now_unix_ns()).saturating_sub(1_000_000_000);
+    Duration::from_nanos(left).min(STORE_WAIT)
+}
+
+/// The longest a host waits for its stack collector to store the asked range's end: a store now
+/// takes one drain (≤ 0.5 s) and a batch write.
+const STORE_WAIT: Duration = Duration::from_secs(5);
 
 /// `invoke` for the leaf, on the agent its queue group chose: the module brought into the
 /// leaf's own object store (so its hosts fetch it there), the asker's request passed on to the
@@ -531,6 +545,8 @@ fn read(ctx: &Ctx, envelope: &Envelope<ReadBody>, caller: &Caller) -> Result<Rea
             let profile = acting
                 .act(Op::Profile, target, || {
                     let range = loupe_store::TimeRange::new(from_unix_ns, to_unix_ns)?;
+                    // As for an analysis: what was sampled up to the end, stored first.
+                    ctx.host.wait_stored(range.to_unix_ns(), stored_within(envelope.deadline_unix_ns))?;
                     ctx.host.profile(&loupe_store::ProfileQuery { kind, ..loupe_store::ProfileQuery::range(range) })
                 })
                 .map_err(WireError::from)?;

@@ -16,7 +16,7 @@ use tracing::{info, warn};
 use super::{demo, demo_app, exit_within, open_store, resident, stop_on_signals, wait_for_stop};
 use crate::cli::{AgentArgs, FleetJoinArgs};
 use loupe_api::{
-    model::FleetPlace,
+    model::{FeatureOff, FleetPlace},
     signed::{FleetKey, trust::TrustFile},
 };
 use loupe_core::{
@@ -67,25 +67,34 @@ pub fn main(args: AgentArgs) -> Result<()> {
     // heap for a few tens of ms, freed at once. Loaded first, that stays below the RSS the
     // agent reaches anyway; loaded after the store and the rest, it was the agent's peak
     // (VmHWM 31–32 MB against 28 MB running).
-    // A program this kernel's verifier refuses turns its feature off, said at error level; the
-    // rest runs. Anything else (no privilege, a bad option) stops the agent.
+    // A program this kernel's verifier refuses turns its feature off, said at error level and
+    // in the health (`off`); the rest runs. Anything else (no privilege, a bad option) stops
+    // the agent.
+    let mut off = Vec::new();
+    let mut turned_off = |feature: &str, reason: String| {
+        tracing::error!(feature, "{feature} off, the rest runs: {reason}");
+        off.push(FeatureOff { feature: feature.into(), reason });
+    };
     let sampler = if args.no_stacks {
         None
     } else {
         match StackSampler::start(&args.stacks.options(&args.store.data_dir)) {
             Ok(sampler) => Some(sampler),
             Err(e @ loupe_bpf::SamplerError::Refused { .. }) => {
-                tracing::error!("stack sampling is off, the rest runs: {e}");
+                turned_off("stacks", e.to_string());
                 None
             }
             Err(e) => return Err(e.into()),
         }
     };
+    if let Some(reason) = sampler.as_ref().and_then(|s| s.off_cpu_refused()) {
+        turned_off("off_cpu", reason.to_string());
+    }
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
     let options = SamplerOptions { capacity: schedule.samples, local_prefixes };
     let filters = match RunScheduler::attach(&ifaces, &options) {
         Err(CoreError::Sampler(e @ loupe_bpf::SamplerError::Refused { .. })) => {
-            tracing::error!(ifaces = ?ifaces, "runs are off, the rest runs: {e}");
+            turned_off("runs", e.to_string());
             Vec::new()
         }
         filters => filters?,
@@ -100,7 +109,14 @@ pub fn main(args: AgentArgs) -> Result<()> {
         rack: in_fleet.then(|| place.rack.clone()),
     };
     let scheduler = RunScheduler::start(filters, &schedule, &store, &run_host, &shutdown);
+    let trust_kind = match (&args.fleet.fleet_trust, args.fleet.fleet_insecure) {
+        (Some(_), _) => "trust_file",
+        (None, true) => "insecure",
+        (None, false) => "none",
+    };
     let mut host = Host::new(store.clone())
+        .with_features_off(off)
+        .describing(!args.http.no_auth, in_fleet.then(|| (place.clone(), trust_kind)))
         .keeping_audit_files(args.store.audit_files as usize)
         .with_runs(scheduler)
         .with_probes(ProbeManager::new(store.clone(), Arc::clone(&shutdown)));
@@ -113,13 +129,17 @@ pub fn main(args: AgentArgs) -> Result<()> {
         }
         host = host.with_analyses(analyses);
     }
+    // Stacks: sampled continuously on every CPU, symbolized and stored in batches; the host
+    // waits on how far they are stored before answering for the last seconds.
+    let collector = sampler.map(|sampler| StackCollector::new(sampler, args.stacks.naming(), store.clone()));
+    if let Some(collector) = &collector {
+        host = host.with_stack_collector(collector.stored_through());
+    }
     let host = Arc::new(host);
     if args.demo && !args.no_http {
         install_demo_analyses(&host, args.demo_analyses.as_deref());
     }
-    // Stacks: sampled continuously on every CPU, symbolized and stored in batches.
-    let stacks = if let Some(sampler) = sampler {
-        let mut collector = StackCollector::new(sampler, args.stacks.naming(), store.clone());
+    let stacks = if let Some(mut collector) = collector {
         let stop = Arc::clone(&shutdown);
         Some(thread::Builder::new().name("loupe-stacks".into()).spawn(move || collector.run(None, &stop))?)
     } else {

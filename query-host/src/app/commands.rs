@@ -203,6 +203,20 @@ pub fn sample(args: SampleArgs, remote: &RemoteArgs) -> Result<()> {
     Ok(())
 }
 
+/// The agent's health, asked of the agent itself (its control socket, or `--server`): a store
+/// with no agent collects nothing, so it has no status to give.
+pub fn status(args: DaysArgs, remote: &RemoteArgs) -> Result<()> {
+    let health = match remote_client(remote)? {
+        Some(client) => client.host().status()?,
+        None => control::find(&args.store.data_dir)
+            .with_context(|| {
+                format!("no agent runs on {} (start one with `loupe agent`)", args.store.data_dir.display())
+            })?
+            .status()?,
+    };
+    if args.json { print_json(&health) } else { print_text(&render::status::text(&health)) }
+}
+
 pub fn days(args: DaysArgs, remote: &RemoteArgs) -> Result<()> {
     let days = open(&args.store, remote, Vec::new())?.days()?;
     if args.json { print_json(&days) } else { print_text(&render::days::table(&days)) }

@@ -7,5 +7,6 @@ pub mod fleet;
 pub mod probe;
 pub mod profile;
 pub mod run;
+pub mod status;
 pub mod timeline;
 pub mod window;

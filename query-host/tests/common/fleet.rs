@@ -43,30 +43,6 @@ pub fn own_profile(loupe: &str, ns: &str, data_dir: &Path, from: &str, to: &str,
     })
 }
 
-/// Waits until the agent of `ns` has stored a stack sample taken at or after `t_ns` (Unix ns),
-/// at most 60 s: an agent stores its samples in batches in the order they were taken, so all
-/// it took before `t_ns` is stored by then.
-pub fn wait_stored_past(loupe: &str, ns: &str, data_dir: &Path, t_ns: u64) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let out = Command::new("ip")
-            .args(["netns", "exec", ns, loupe, "profile", "--json", "--from", &t_ns.to_string(), "--data-dir"])
-            .arg(data_dir)
-            .output()
-            .unwrap();
-        let samples = deep_json::from_slice::<Value>(&out.stdout).ok().and_then(|v| v["samples"].as_u64()).unwrap_or(0);
-        if out.status.success() && samples > 0 {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{ns} stored nothing taken after {t_ns} within 60 s: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
-}
-
 /// The last lines of each agent's log (`agent-h<i>.log` in `dir`), for failure messages.
 pub fn agent_logs(dir: &Path, hosts: usize) -> String {
     let mut out = String::new();

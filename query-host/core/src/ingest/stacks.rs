@@ -4,7 +4,10 @@
 //! into batches of their own ([`Store::put_off_cpu`]).
 
 use std::{
-    sync::atomic::{AtomicBool, Ordering},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -24,6 +27,42 @@ pub const BATCH_CAP: usize = loupe_store::samples::MAX_BATCH_SAMPLES / 2;
 /// How often the ring buffer is drained (sooner if it fills a quarter): short enough that most
 /// sampled processes are still alive to be symbolized, long enough to cost nothing.
 pub const DRAIN_EVERY: Duration = Duration::from_millis(500);
+
+/// How long before a drain a sample may have been taken and still not be in it (a record being
+/// written as the ring is read, the two clocks' conversion): the stored mark stays this far
+/// behind the drain.
+const DRAIN_MARGIN_NS: u64 = 20_000_000;
+
+/// How far the collector has stored, and a way to ask it to store now. Samples wait in the
+/// collector for up to [`BATCH_EVERY`]: a question about the last seconds (a fleet's hot
+/// functions over the last minute) asked meanwhile would be answered short of them, and a host's
+/// partial would silently hold less than its own profile read a moment later.
+#[derive(Debug, Default)]
+pub struct StoredThrough {
+    /// Every sample taken before this (Unix ns) is stored.
+    through_unix_ns: AtomicU64,
+    store_now: AtomicBool,
+}
+
+impl StoredThrough {
+    /// Every stack sample taken before this (Unix ns) is stored.
+    pub fn through_unix_ns(&self) -> u64 {
+        self.through_unix_ns.load(Ordering::Acquire)
+    }
+
+    /// Asks the collector to store what it holds at its next drain (within [`DRAIN_EVERY`]).
+    pub fn ask_to_store(&self) {
+        self.store_now.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn asked(&self) -> bool {
+        self.store_now.swap(false, Ordering::AcqRel)
+    }
+
+    pub(crate) fn stored(&self, through_unix_ns: u64) {
+        self.through_unix_ns.fetch_max(through_unix_ns, Ordering::AcqRel);
+    }
+}
 
 /// What a collection did.
 #[derive(Clone, Copy, Debug, Default)]
@@ -45,6 +84,7 @@ pub struct StackCollector {
     /// Off-CPU blocks the kernel's burst guard skipped, as of the last warning.
     skipped_reported: u64,
     total: Collected,
+    stored: Arc<StoredThrough>,
 }
 
 impl StackCollector {
@@ -66,7 +106,13 @@ impl StackCollector {
             lost_reported: 0,
             skipped_reported: 0,
             total: Collected::default(),
+            stored: Arc::default(),
         }
+    }
+
+    /// How far this collector has stored (shared with the host, which waits on it).
+    pub fn stored_through(&self) -> Arc<StoredThrough> {
+        Arc::clone(&self.stored)
     }
 
     /// Collects until `deadline` (if any) or until `stop` is set; writes the last batch.
@@ -78,6 +124,7 @@ impl StackCollector {
             let done = stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d);
             let wait = if done { Duration::ZERO } else { DRAIN_EVERY };
             self.sampler.drain(&mut self.raw, wait)?;
+            let drained_at = now_unix_ns().saturating_sub(DRAIN_MARGIN_NS);
             for raw in self.raw.drain(..) {
                 let sample = symbolizer.sample(&raw);
                 match raw.off_cpu {
@@ -87,8 +134,13 @@ impl StackCollector {
             }
             // Written every BATCH_EVERY, or sooner on a host big and fast enough to fill a batch.
             let full = self.batch.len() >= BATCH_CAP || self.waits.len() >= BATCH_CAP;
-            if done || last_write.elapsed() >= BATCH_EVERY || full {
-                if let Err(e) = self.write_batch() {
+            let asked = self.stored.asked();
+            if done || last_write.elapsed() >= BATCH_EVERY || full || asked {
+                let written = self.write_batch();
+                if written.is_ok() {
+                    self.stored.stored(drained_at);
+                }
+                if let Err(e) = written {
                     if done {
                         return Err(e);
                     }

@@ -206,7 +206,9 @@ impl TimelineCollector {
                     continue;
                 }
             };
-            if let Err(why) = may_speak_for(tailer.info(), file.pid).and_then(|()| self.room_for(tailer.info().owner_uid)) {
+            if let Err(why) =
+                may_speak_for(tailer.info(), file.pid).and_then(|()| self.room_for(tailer.info().owner_uid))
+            {
                 warn!("timeline {} not tailed: {why}", file.path.display());
                 self.total.refused += 1;
                 self.skipped.insert(file.path);
