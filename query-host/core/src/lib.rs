@@ -150,9 +150,11 @@ impl Host {
         if stored.through_unix_ns() >= target {
             return Ok(());
         }
-        stored.ask_to_store();
         let deadline = Instant::now() + within;
         while stored.through_unix_ns() < target {
+            // Asked again each time: a store at a drain just after the target stores through a
+            // little before it (the drain's margin), and the next drain must store again.
+            stored.ask_to_store();
             if Instant::now() >= deadline {
                 return Err(CoreError::NotStoredYet { to_unix_ns: target, stored_unix_ns: stored.through_unix_ns() });
             }
