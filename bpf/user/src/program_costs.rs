@@ -87,7 +87,7 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
                 Err(SamplerError::Refused { verifier, .. }) => ProgramCost {
                     object,
                     program: name,
-                    verified_insns: processed_insns(&verifier.replace(" | ", "\n")),
+                    verified_insns: processed_insns(&verifier),
                     load_time,
                     refused: Some(verifier),
                 },

@@ -122,18 +122,14 @@ pub(crate) fn load_session_program(
         ..Default::default()
     };
     // SAFETY: `attr` is initialised; the instructions, license and log outlive the call.
-    match unsafe { bpf(BPF_PROG_LOAD, &mut attr) } {
-        Ok(fd) => {
-            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-            Ok((fd, crate::verifier::processed_insns(&String::from_utf8_lossy(&log[..end]))))
-        }
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-            Err(SamplerError::Privilege { action: "load eBPF programs" })
-        }
-        Err(_) => {
-            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-            let verifier = crate::verifier::last_lines(&String::from_utf8_lossy(&log[..end]));
-            Err(SamplerError::Refused { program: format!("{program} (as a uprobe session program)"), verifier })
+    let loaded = unsafe { bpf(BPF_PROG_LOAD, &mut attr) };
+    let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+    let log = String::from_utf8_lossy(&log[..end]);
+    match loaded {
+        Ok(fd) => Ok((fd, crate::verifier::processed_insns(&log))),
+        Err(e) => {
+            let program = format!("{program} (as a uprobe session program)");
+            Err(crate::verifier::refused_or_privilege(&program, &e, &log))
         }
     }
 }

@@ -36,10 +36,20 @@ const REFUSAL_LINES: usize = 4;
 /// reason in its last lines.
 pub(crate) fn load_failed(program: &str, e: ProgramError) -> SamplerError {
     match e {
-        ProgramError::LoadError { io_error, verifier_log } if io_error.raw_os_error() != Some(libc::EPERM) => {
-            SamplerError::Refused { program: program.to_string(), verifier: last_lines(&verifier_log.to_string()) }
+        ProgramError::LoadError { io_error, verifier_log } => {
+            refused_or_privilege(program, &io_error, &verifier_log.to_string())
         }
         e => SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load),
+    }
+}
+
+/// What a failed `BPF_PROG_LOAD` of `program` means, from its error and the verifier's `log`:
+/// `EPERM` is a missing privilege, anything else the verifier's refusal in its last lines.
+pub(crate) fn refused_or_privilege(program: &str, error: &std::io::Error, log: &str) -> SamplerError {
+    if error.raw_os_error() == Some(libc::EPERM) {
+        SamplerError::Privilege { action: "load eBPF programs" }
+    } else {
+        SamplerError::Refused { program: program.to_string(), verifier: last_lines(log) }
     }
 }
 
@@ -53,9 +63,10 @@ pub(crate) fn last_lines(log: &str) -> String {
     lines.join(" | ")
 }
 
-/// The count in a statistics line of the verifier's log (`processed N insns (limit …) …`).
+/// The count in a statistics line of the verifier's log (`processed N insns (limit …) …`), in
+/// a whole log or in a refusal's [`last_lines`].
 pub(crate) fn processed_insns(log: &str) -> Option<u32> {
-    let rest = log.lines().find_map(|l| l.trim().strip_prefix("processed "))?;
+    let rest = log.split(['\n', '|']).find_map(|l| l.trim().strip_prefix("processed "))?;
     rest.split_whitespace().next()?.parse().ok()
 }
 
@@ -73,6 +84,7 @@ mod tests {
         assert!(tail.contains("BPF program is too large. Processed 1000001 insn"), "{tail}");
         assert!(!tail.contains("R10=fp0"), "only the last {REFUSAL_LINES} lines: {tail}");
         assert_eq!(processed_insns(log), Some(1_000_001));
+        assert_eq!(processed_insns(&tail), Some(1_000_001), "read back from the refusal's words");
         assert_eq!(last_lines("\n \n"), "no verifier log");
         assert_eq!(processed_insns("processed many insns"), None);
     }

@@ -51,6 +51,17 @@ pub enum Trust {
     Nobody,
 }
 
+impl Trust {
+    /// `trust_file`, `insecure` or `none`, as `/api/v1/health` says it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Trust::File(_) => "trust_file",
+            Trust::Insecure => "insecure",
+            Trust::Nobody => "none",
+        }
+    }
+}
+
 /// A request that passed the gate.
 #[derive(Debug)]
 pub struct Opened<B> {
@@ -98,11 +109,7 @@ impl Gate {
 
     /// `trust_file`, `insecure` or `none`, as `/api/v1/health` says it.
     pub fn trust_kind(&self) -> &'static str {
-        match self.trust {
-            Trust::File(_) => "trust_file",
-            Trust::Insecure => "insecure",
-            Trust::Nobody => "none",
-        }
+        self.trust.kind()
     }
 
     /// Opens a request that arrived on `subject`. `Ok(None)`: not for this host and not

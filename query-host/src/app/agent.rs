@@ -109,14 +109,11 @@ pub fn main(args: AgentArgs) -> Result<()> {
         rack: in_fleet.then(|| place.rack.clone()),
     };
     let scheduler = RunScheduler::start(filters, &schedule, &store, &run_host, &shutdown);
-    let trust_kind = match (&args.fleet.fleet_trust, args.fleet.fleet_insecure) {
-        (Some(_), _) => "trust_file",
-        (None, true) => "insecure",
-        (None, false) => "none",
-    };
+    // Whose fleet requests this agent takes, and the key it signs with (in a fleet only).
+    let fleet_trust = if in_fleet { Some(fleet_trust_and_key(&args.fleet, &args.store.data_dir)?) } else { None };
     let mut host = Host::new(store.clone())
         .with_features_off(off)
-        .describing(!args.http.no_auth, in_fleet.then(|| (place.clone(), trust_kind)))
+        .describing(!args.http.no_auth, fleet_trust.as_ref().map(|(trust, _)| (place.clone(), trust.kind())))
         .keeping_audit_files(args.store.audit_files as usize)
         .with_runs(scheduler)
         .with_probes(ProbeManager::new(store.clone(), Arc::clone(&shutdown)));
@@ -164,18 +161,17 @@ pub fn main(args: AgentArgs) -> Result<()> {
     };
     let control = ControlServer::start(&args.store.data_dir, Arc::clone(&host))?;
     // The fleet: registration and answers on NATS, in the background (NATS may come up later).
-    let fleet = match &args.fleet.nats {
-        Some(url) => {
+    let fleet = match (&args.fleet.nats, fleet_trust) {
+        (Some(url), Some((trust, key))) => {
             let conn = Connection {
                 url: url.clone(),
                 creds: args.fleet.nats_creds.clone(),
                 tls: args.fleet.nats_tls.tls(),
                 name: format!("loupe-agent-{}", place.host),
             };
-            let (trust, key) = fleet_trust_and_key(&args.fleet, &args.store.data_dir)?;
             Some(FleetAgent::start(conn, place.clone(), Arc::clone(&host), trust, key)?)
         }
-        None => None,
+        _ => None,
     };
     let http = if args.no_http {
         None
