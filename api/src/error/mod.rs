@@ -138,7 +138,8 @@ impl CoreError {
                 | SamplerError::BadPrefix(_)
                 | SamplerError::Probe(_) => ErrorKind::Invalid,
                 SamplerError::Busy { .. } => ErrorKind::Conflict,
-                SamplerError::Privilege { .. } => ErrorKind::Forbidden,
+                SamplerError::Privilege { .. } | SamplerError::Denied { .. } => ErrorKind::Forbidden,
+                SamplerError::Unsupported { .. } => ErrorKind::Conflict,
                 SamplerError::Load(_)
                 | SamplerError::Refused { .. }
                 | SamplerError::Attach { .. }
@@ -190,6 +191,8 @@ impl CoreError {
             NotStoredYet { .. } => "not_stored_yet",
             Sampler(SamplerError::Busy { .. }) => "iface_busy",
             Sampler(SamplerError::Privilege { .. }) => "privilege",
+            Sampler(SamplerError::Denied { .. }) => "kernel_denied",
+            Sampler(SamplerError::Unsupported { .. }) => "kernel_lacks",
             Sampler(e) if self.kind() == ErrorKind::Invalid => match e {
                 SamplerError::UnknownInterface(_) => "bad_iface",
                 SamplerError::Probe(_) => "bad_probe",

@@ -34,9 +34,10 @@ pub struct Health {
 /// A feature an agent was asked for and runs without.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct FeatureOff {
-    /// `stacks`, `off_cpu` or `runs`.
+    /// `stacks`, `off_cpu`, `runs` or `probes`.
     pub feature: String,
-    /// The kernel's words: which program its verifier refused, and its last lines.
+    /// The kernel's words: which program its verifier refused, and its last lines; or the
+    /// kernel facility it lacks (`stacks needs Linux 5.17 (bpf_loop); this kernel is …`).
     pub reason: String,
 }
 

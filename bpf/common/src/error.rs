@@ -16,8 +16,17 @@ use std::{
 pub enum SamplerError {
     #[error("unknown interface '{0}'")]
     UnknownInterface(String),
-    #[error("not enough privilege to {action}: run as root (needs CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN)")]
-    Privilege { action: &'static str },
+    /// The kernel said `EPERM` or `EACCES` and this process lacks a capability it needs
+    /// (`capget`): `lacking` names them.
+    #[error("not enough privilege to {action}: this process lacks {lacking} (run as root, or grant CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN)")]
+    Privilege { action: &'static str, lacking: String },
+    /// The kernel said `EPERM` or `EACCES` although this process holds every capability it
+    /// needs: kernel lockdown, a security module, or (before Linux 5.11) the locked-memory limit.
+    #[error("the kernel denied {action} ({errno}) although this process holds CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (kernel lockdown, a security module, or the locked-memory limit before Linux 5.11 can): {detail}")]
+    Denied { action: &'static str, errno: String, detail: String },
+    /// A feature this kernel cannot have: it lacks a kernel facility the feature's programs use.
+    #[error("{feature} needs Linux {needs}; this kernel is {release}")]
+    Unsupported { feature: &'static str, needs: String, release: String },
     #[error("a run is already active on interface '{iface}' ({holder})")]
     Busy { iface: String, holder: String },
     #[error("interval {0:?} out of bounds ({min:?} to {max:?})", min = crate::MIN_INTERVAL, max = crate::MAX_INTERVAL)]
@@ -34,10 +43,12 @@ pub enum SamplerError {
     BadPrefix(String),
     #[error("loading the kernel programs failed: {0}")]
     Load(String),
-    /// The kernel's verifier would not accept a program: the kernel's own reason, its last
-    /// lines (the error and the verifier's statistics), not a guess at a privilege.
-    #[error("this kernel's verifier refused {program}: {verifier}")]
-    Refused { program: String, verifier: String },
+    /// The kernel's verifier would not accept a program: the error number `BPF_PROG_LOAD`
+    /// returned (`EACCES`: an access it could not prove safe; `EINVAL`: an instruction, helper
+    /// or attach type it does not know; `E2BIG`: too many instructions) and the kernel's own
+    /// reason, its last lines (the error and the verifier's statistics).
+    #[error("this kernel's verifier refused {program} ({errno}): {verifier}")]
+    Refused { program: String, errno: String, verifier: String },
     #[error("attaching to '{iface}' failed: {reason}")]
     Attach { iface: String, reason: String },
     #[error("{0}")]
@@ -57,30 +68,6 @@ pub enum SamplerError {
 impl SamplerError {
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
         Self::Io { context: context.into(), source }
-    }
-
-    /// [`Self::from_privileged`] on an error and its sources: aya keeps the kernel's reason
-    /// (the EPERM an unprivileged caller gets) in the sources, below e.g. "failed to create map".
-    pub fn from_privileged_error(
-        action: &'static str,
-        err: &dyn std::error::Error,
-        make: impl FnOnce(String) -> Self,
-    ) -> Self {
-        Self::from_privileged(action, chain(err), make)
-    }
-
-    /// Classifies a failure of a privileged operation, so "not root" reads as such.
-    pub fn from_privileged(
-        action: &'static str,
-        err: impl std::fmt::Display,
-        make: impl FnOnce(String) -> Self,
-    ) -> Self {
-        let text = err.to_string();
-        if text.contains("Operation not permitted") || text.contains("EPERM") || text.contains("Permission denied") {
-            Self::Privilege { action }
-        } else {
-            make(text)
-        }
     }
 }
 

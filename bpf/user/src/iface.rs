@@ -69,8 +69,9 @@ impl InterfaceLock {
     pub(crate) fn acquire(iface: &Interface) -> Result<Self, SamplerError> {
         let dir = PathBuf::from("/run/loupe");
         let denied = |e: std::io::Error, what: String| {
-            if e.kind() == std::io::ErrorKind::PermissionDenied {
-                SamplerError::Privilege { action: "sample an interface" }
+            let lacking = crate::privilege::lacking();
+            if e.kind() == std::io::ErrorKind::PermissionDenied && !lacking.is_empty() {
+                SamplerError::Privilege { action: "sample an interface", lacking: lacking.join(", ") }
             } else {
                 SamplerError::io(what, e)
             }

@@ -10,7 +10,9 @@
 
 pub mod clock;
 mod iface;
+pub mod kernel;
 mod off_cpu;
+mod privilege;
 mod probes;
 mod program_costs;
 mod session_link;

@@ -120,6 +120,7 @@ impl OffCpuRate {
     /// Configures and attaches the off-CPU program (every block taken until the first
     /// adjustment, within the burst guard).
     pub(crate) fn start(ebpf: &mut Ebpf, options: &OffCpuOptions) -> Result<Self, SamplerError> {
+        crate::kernel::OFF_CPU.check()?;
         let burst_limit = burst_limit(options.max_stacks_per_second);
         write_config(ebpf, options, 1, burst_limit)?;
         // The taker first (the tracepoint's program tail-calls it), loaded but never attached.
@@ -145,7 +146,7 @@ impl OffCpuRate {
             .map_err(|e| SamplerError::Load(format!("{PROG_OFF_CPU}: {e}")))?;
         program.load().map_err(|e| crate::verifier::load_failed(PROG_OFF_CPU, e))?;
         program.attach(OFF_CPU_TRACEPOINT).map_err(|e| {
-            SamplerError::from_privileged_error("attach to sched_switch", &e, |reason| SamplerError::Attach {
+            crate::privilege::classify("attach to sched_switch", &e, |reason| SamplerError::Attach {
                 iface: format!("raw tracepoint {OFF_CPU_TRACEPOINT}"),
                 reason,
             })

@@ -133,6 +133,7 @@ impl FunctionProbes {
     /// Loads the programs and attaches an entry and a return probe to every function, in every
     /// listed process (or all). Nothing stays attached when this fails.
     pub fn attach(options: &FunctionProbeOptions) -> Result<Self, SamplerError> {
+        crate::kernel::PROBES.check()?;
         let n = options.functions.len();
         if n == 0 || n > MAX_FUNCTIONS as usize {
             return Err(SamplerError::Probe(format!("{n} functions: probe 1 to {MAX_FUNCTIONS} at a time")));
@@ -167,7 +168,7 @@ impl FunctionProbes {
         let mut ebpf = EbpfLoader::new()
             .verifier_log_level(crate::verifier::LOG_LEVEL)
             .load(crate::PROBES_OBJECT)
-            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
+            .map_err(|e| crate::privilege::classify("load eBPF programs", &e, SamplerError::Load))?;
         {
             let mut config: Array<&mut MapData, u64> = map_mut(&mut ebpf, MAP_PROBE_CONFIG)?;
             let set = |config: &mut Array<&mut MapData, u64>, i, v| {
@@ -179,7 +180,19 @@ impl FunctionProbes {
             set(&mut config, CONFIG_COUNT_ONLY, options.count_only as u64)?;
         }
         let mut sessions = Vec::new();
-        let kind = if options.links == Some(LinkKind::PerfEvent) {
+        // Below session links' first kernel the session program is not tried: such a kernel
+        // does not know its attach type and verifies it as something else (6.1 refused it for
+        // pointer math it would allow a session program).
+        let no_sessions = crate::kernel::KernelRelease::running()
+            .filter(|release| !release.at_least(crate::kernel::UPROBE_SESSION.since));
+        let kind = if let (Some(release), None) = (&no_sessions, options.links) {
+            tracing::info!(
+                "uprobe session links need Linux {}; this kernel is {release}: probing with perf-event uprobes",
+                crate::kernel::UPROBE_SESSION.needs()
+            );
+            attach_perf_events(&mut ebpf, options, &scopes)?;
+            LinkKind::PerfEvent
+        } else if options.links == Some(LinkKind::PerfEvent) {
             attach_perf_events(&mut ebpf, options, &scopes)?;
             LinkKind::PerfEvent
         } else {
@@ -189,7 +202,7 @@ impl FunctionProbes {
                     sessions.push(program);
                     LinkKind::Session
                 }
-                Err(e @ SamplerError::Privilege { .. }) => return Err(e),
+                Err(e @ (SamplerError::Privilege { .. } | SamplerError::Denied { .. })) => return Err(e),
                 Err(e) if options.links == Some(LinkKind::Session) => return Err(e),
                 Err(e) => {
                     tracing::info!("uprobe session links unavailable ({e}); probing with perf-event uprobes");
@@ -345,7 +358,7 @@ fn attach_perf_events(
                         },
                         point.file.display()
                     );
-                    SamplerError::from_privileged_error("attach uprobes", &e, |reason| SamplerError::ProbeAttach {
+                    crate::privilege::classify("attach uprobes", &e, |reason| SamplerError::ProbeAttach {
                         function: point.name.clone(),
                         place,
                         reason,
@@ -369,7 +382,7 @@ fn attach_sessions(program: &OwnedFd, options: &FunctionProbeOptions) -> Result<
                     0 => format!("every process, in {}", file.display()),
                     pid => format!("PID {pid}, in {}", file.display()),
                 };
-                SamplerError::from_privileged_error("attach uprobes", &e, |reason| SamplerError::ProbeAttach {
+                crate::privilege::classify("attach uprobes", &e, |reason| SamplerError::ProbeAttach {
                     function: names.join(", "),
                     place,
                     reason,

@@ -10,7 +10,7 @@ use loupe_bpf_common::{
 };
 
 use crate::{
-    SamplerError,
+    SamplerError, kernel,
     verifier::{LOG_LEVEL, load_failed, processed_insns},
 };
 
@@ -28,11 +28,16 @@ pub struct ProgramCost {
     /// The verifier's words when it refused the program (`verified_insns` then comes from its
     /// statistics).
     pub refused: Option<String>,
+    /// Why it was not loaded: the kernel lacks a facility it needs (`crate::kernel`), and what
+    /// Loupe does instead.
+    pub off: Option<String>,
 }
 
 /// Loads every program of the three objects as the agent would with its largest options
 /// (off-CPU sampling on, a session-link probe program), each into the kernel and out again, and
-/// says what each cost, a refused one included. Nothing is attached.
+/// says what each cost, a refused one included. Nothing is attached. A program of a feature this
+/// kernel is too old for, or the session program below uprobe session links' first kernel, is
+/// not loaded: its cost says why (`off`).
 pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
     let mut costs = Vec::new();
     let open = |object: &[u8], pending: bool| {
@@ -43,14 +48,42 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
         }
         loader
             .load(object)
-            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))
+            .map_err(|e| crate::privilege::classify("load eBPF programs", &e, SamplerError::Load))
     };
     for (object, bytes) in
         [("stacks", crate::STACKS_OBJECT), ("traffic", crate::EBPF_OBJECT), ("probes", crate::PROBES_OBJECT)]
     {
         let mut ebpf = open(bytes, object == "stacks")?;
         let names: Vec<String> = ebpf.programs().map(|(name, _)| name.to_string()).collect();
+        let feature = match object {
+            "stacks" => kernel::STACKS,
+            "traffic" => kernel::RUNS,
+            _ => kernel::PROBES,
+        };
+        let too_old = |name: &str| {
+            if let Err(e) = feature.check() {
+                return Some(e.to_string());
+            }
+            let release = kernel::KernelRelease::running()?;
+            (name == PROG_SESSION && !release.at_least(kernel::UPROBE_SESSION.since)).then(|| {
+                format!(
+                    "needs Linux {}; this kernel is {release}: probes use perf-event uprobes",
+                    kernel::UPROBE_SESSION.needs()
+                )
+            })
+        };
         for name in names {
+            if let Some(off) = too_old(&name) {
+                costs.push(ProgramCost {
+                    object,
+                    program: name,
+                    verified_insns: None,
+                    load_time: Duration::ZERO,
+                    refused: None,
+                    off: Some(off),
+                });
+                continue;
+            }
             if object == "probes" && name == PROG_SESSION {
                 // Loaded as the probes load it, with the session attach type aya cannot give.
                 let began = Instant::now();
@@ -61,6 +94,7 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
                     verified_insns,
                     load_time: began.elapsed(),
                     refused: None,
+                    off: None,
                 });
                 continue;
             }
@@ -82,7 +116,7 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
             let cost = match loaded.map_err(|e| load_failed(&name, e)) {
                 Ok(()) => {
                     let verified_insns = program.info().ok().and_then(|info| info.verified_instruction_count());
-                    ProgramCost { object, program: name, verified_insns, load_time, refused: None }
+                    ProgramCost { object, program: name, verified_insns, load_time, refused: None, off: None }
                 }
                 Err(SamplerError::Refused { verifier, .. }) => ProgramCost {
                     object,
@@ -90,6 +124,7 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
                     verified_insns: processed_insns(&verifier),
                     load_time,
                     refused: Some(verifier),
+                    off: None,
                 },
                 Err(e) => return Err(e),
             };

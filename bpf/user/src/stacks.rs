@@ -246,6 +246,7 @@ impl std::fmt::Debug for StackSampler {
 impl StackSampler {
     /// Loads the sampler, fills the deny list and starts sampling on every online CPU.
     pub fn start(options: &StackSamplerOptions) -> Result<Self, SamplerError> {
+        crate::kernel::STACKS.check()?;
         let hz = options.frequency_hz;
         options.validate()?;
         let cgroup_ids = options.deny.cgroups.iter().map(|p| cgroup_id(p)).collect::<Result<Vec<_>, _>>()?;
@@ -259,7 +260,7 @@ impl StackSampler {
             .map_max_entries(MAP_UNWIND_ROWS, options.table_rows.max(1))
             .map_max_entries(MAP_UNWIND_PAGES, TABLE_PAGES)
             .load(crate::STACKS_OBJECT)
-            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
+            .map_err(|e| crate::privilege::classify("load eBPF programs", &e, SamplerError::Load))?;
         {
             let mut comms: HashMap<&mut MapData, [u8; 16], u8> = map_mut(&mut ebpf, MAP_DENY_COMMS)?;
             for comm in &options.deny.comms {
@@ -306,7 +307,7 @@ impl StackSampler {
             clock = SampleClock::CpuClock;
             let period = SamplePolicy::Period(1_000_000_000 / hz);
             program.attach(PerfEventConfig::Software(SoftwareEvent::CpuClock), scope, period, false).map_err(|e| {
-                SamplerError::from_privileged_error("open perf events", &e, |reason| SamplerError::Attach {
+                crate::privilege::classify("open perf events", &e, |reason| SamplerError::Attach {
                     iface: format!("cpu {cpu}"),
                     reason,
                 })
@@ -316,8 +317,10 @@ impl StackSampler {
         let mut off_cpu_refused = None;
         let off_cpu = match options.off_cpu.as_ref().map(|o| OffCpuRate::start(&mut ebpf, o)).transpose() {
             Ok(rate) => rate,
-            Err(e @ SamplerError::Refused { .. }) => {
-                tracing::error!("off-CPU sampling is off, CPU samples go on: {e}");
+            Err(e @ (SamplerError::Refused { .. } | SamplerError::Unsupported { .. })) => {
+                // Said once, by whoever started the sampler (the agent's log and health, the
+                // CLI's output), from `off_cpu_refused`.
+                tracing::debug!("off-CPU sampling is off, CPU samples go on: {e}");
                 off_cpu_refused = Some(e.to_string());
                 None
             }

@@ -184,6 +184,7 @@ impl TrafficSampler {
     /// Loads the filter and attaches it to ingress and egress of `iface` (in the calling
     /// thread's network namespace). The filter stays idle until [`TrafficSampler::begin`].
     pub fn attach(iface: &str, options: &SamplerOptions) -> Result<Self, SamplerError> {
+        crate::kernel::RUNS.check()?;
         let capacity = options.capacity;
         if capacity == 0 || capacity > MAX_CAPACITY {
             return Err(SamplerError::SamplesOutOfBounds { samples: capacity, max: MAX_CAPACITY });
@@ -194,10 +195,10 @@ impl TrafficSampler {
             .verifier_log_level(crate::verifier::LOG_LEVEL)
             .map_max_entries(MAP_SLOTS, capacity)
             .load(EBPF_OBJECT)
-            .map_err(|e| SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load))?;
+            .map_err(|e| crate::privilege::classify("load eBPF programs", &e, SamplerError::Load))?;
 
         let attach_err = |e: &dyn std::fmt::Display| {
-            SamplerError::from_privileged("attach tc filters", e, |reason| SamplerError::Attach {
+            crate::privilege::classify_text("attach tc filters", e, |reason| SamplerError::Attach {
                 iface: iface.name.clone(),
                 reason,
             })

@@ -9,8 +9,10 @@
 //! 1,000,000-instruction limit kept the agent busy for minutes before the error came.
 //!
 //! A refusal is told by the error the load returned, not by its text: `EPERM` is a missing
-//! privilege, anything else from `BPF_PROG_LOAD` is the verifier's (`EACCES` included, which
-//! used to read as "not enough privilege" to a root user whose kernel refused the program).
+//! privilege when this process lacks a capability (`privilege`), the kernel's denial when it
+//! holds them all; anything else from `BPF_PROG_LOAD` is the verifier's, named with its error
+//! number (`EACCES` included, which used to read as "not enough privilege" to a root user whose
+//! kernel, Debian 12's 6.1, refused the tc filter).
 //!
 //! Kernels differ in what they accept and in how much work the same program takes them, so
 //! every program is kept far below the limit: `tests/verifier_headroom.rs` loads each the way the
@@ -32,24 +34,28 @@ pub(crate) const LOG_LEVEL: VerifierLogLevel = VerifierLogLevel::STATS;
 /// How many of a refusal's last log lines are kept: the verifier's reason and its statistics.
 const REFUSAL_LINES: usize = 4;
 
-/// Why the kernel would not load `program`: a missing privilege (`EPERM`), or the verifier's
-/// reason in its last lines.
+/// Why the kernel would not load `program`: a missing privilege or the kernel's denial
+/// (`EPERM`), or the verifier's reason in its last lines.
 pub(crate) fn load_failed(program: &str, e: ProgramError) -> SamplerError {
     match e {
         ProgramError::LoadError { io_error, verifier_log } => {
             refused_or_privilege(program, &io_error, &verifier_log.to_string())
         }
-        e => SamplerError::from_privileged_error("load eBPF programs", &e, SamplerError::Load),
+        e => crate::privilege::classify("load eBPF programs", &e, SamplerError::Load),
     }
 }
 
 /// What a failed `BPF_PROG_LOAD` of `program` means, from its error and the verifier's `log`:
-/// `EPERM` is a missing privilege, anything else the verifier's refusal in its last lines.
+/// `EPERM` is a missing privilege or the kernel's denial (`privilege::classify`), anything else
+/// the verifier's refusal, its error number and its last lines.
 pub(crate) fn refused_or_privilege(program: &str, error: &std::io::Error, log: &str) -> SamplerError {
-    if error.raw_os_error() == Some(libc::EPERM) {
-        SamplerError::Privilege { action: "load eBPF programs" }
-    } else {
-        SamplerError::Refused { program: program.to_string(), verifier: last_lines(log) }
+    match error.raw_os_error() {
+        Some(libc::EPERM) => crate::privilege::classify("load eBPF programs", error, SamplerError::Load),
+        errno => SamplerError::Refused {
+            program: program.to_string(),
+            errno: errno.map_or_else(|| error.to_string(), crate::privilege::errno_name),
+            verifier: last_lines(log),
+        },
     }
 }
 
@@ -99,9 +105,19 @@ mod tests {
         };
         let e = load_failed("loupe_ingress", refused(libc::EACCES));
         assert!(
-            matches!(&e, SamplerError::Refused { program, verifier } if program == "loupe_ingress" && verifier.contains("invalid mem access")),
+            matches!(&e, SamplerError::Refused { program, errno, verifier } if program == "loupe_ingress" && errno == "EACCES" && verifier.contains("invalid mem access")),
             "{e}"
         );
-        assert!(matches!(load_failed("loupe_ingress", refused(libc::EPERM)), SamplerError::Privilege { .. }));
+        assert!(!e.to_string().contains("privilege"), "{e}");
+        let too_big = load_failed("loupe_ingress", refused(libc::E2BIG));
+        assert!(matches!(&too_big, SamplerError::Refused { errno, .. } if errno == "E2BIG"), "{too_big}");
+        let eperm = load_failed("loupe_ingress", refused(libc::EPERM));
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            // Root holds every capability: EPERM is the kernel's denial, not a privilege to find.
+            assert!(matches!(&eperm, SamplerError::Denied { errno, .. } if errno == "EPERM"), "{eperm}");
+        } else {
+            assert!(matches!(eperm, SamplerError::Privilege { .. }), "{eperm}");
+        }
     }
 }

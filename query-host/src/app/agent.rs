@@ -67,8 +67,9 @@ pub fn main(args: AgentArgs) -> Result<()> {
     // heap for a few tens of ms, freed at once. Loaded first, that stays below the RSS the
     // agent reaches anyway; loaded after the store and the rest, it was the agent's peak
     // (VmHWM 31–32 MB against 28 MB running).
-    // A program this kernel's verifier refuses turns its feature off, said at error level and
-    // in the health (`off`); the rest runs. Anything else (no privilege, a bad option) stops
+    // A program this kernel's verifier refuses, or a feature this kernel is too old for
+    // (`loupe_bpf::kernel`), turns that feature off, said at error level and in the health
+    // (`off`); the rest runs. Anything else (no privilege, a bad option) stops
     // the agent.
     let mut off = Vec::new();
     let mut turned_off = |feature: &str, reason: String| {
@@ -80,7 +81,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
     } else {
         match StackSampler::start(&args.stacks.options(&args.store.data_dir)) {
             Ok(sampler) => Some(sampler),
-            Err(e @ loupe_bpf::SamplerError::Refused { .. }) => {
+            Err(e @ (loupe_bpf::SamplerError::Refused { .. } | loupe_bpf::SamplerError::Unsupported { .. })) => {
                 turned_off("stacks", e.to_string());
                 None
             }
@@ -90,10 +91,16 @@ pub fn main(args: AgentArgs) -> Result<()> {
     if let Some(reason) = sampler.as_ref().and_then(|s| s.off_cpu_refused()) {
         turned_off("off_cpu", reason.to_string());
     }
+    // Probes load when a client asks for them; a kernel too old for them is said at start.
+    if let Err(e) = loupe_bpf::kernel::PROBES.check() {
+        turned_off("probes", e.to_string());
+    }
     let local_prefixes = args.local_prefixes.iter().map(|p| parse_prefix(p)).collect::<Result<Vec<_>, _>>()?;
     let options = SamplerOptions { capacity: schedule.samples, local_prefixes };
     let filters = match RunScheduler::attach(&ifaces, &options) {
-        Err(CoreError::Sampler(e @ loupe_bpf::SamplerError::Refused { .. })) => {
+        Err(CoreError::Sampler(
+            e @ (loupe_bpf::SamplerError::Refused { .. } | loupe_bpf::SamplerError::Unsupported { .. }),
+        )) => {
             turned_off("runs", e.to_string());
             Vec::new()
         }

@@ -191,6 +191,9 @@ pub fn sample(args: SampleArgs, remote: &RemoteArgs) -> Result<()> {
     })?;
     let stop = stop_on_signals()?;
     let mut collector = StackCollector::start(&options, args.stacks.naming(), store)?;
+    if let Some(why) = collector.off_cpu_off() {
+        eprintln!("loupe: off-CPU waits are off, CPU samples go on: {why}");
+    }
     let length = std::time::Duration::from_secs_f64(args.seconds);
     let bar = progress::Timed::start(progress::wanted(false), "sampling stacks", length);
     let done = collector.run(Some(Instant::now() + length), &stop)?;

@@ -21,6 +21,11 @@ const MAX_DIRECT_OFFSET: usize = 256;
 /// A `T` at byte `offset` of the packet (from the L2 header, as `bpf_skb_load_bytes` counts).
 #[inline(always)]
 fn read<T>(ctx: &TcContext, offset: usize) -> Option<T> {
+    // Bounded on the very value added to the packet pointer. Without the barrier LLVM checks
+    // `l2_len <= 254` and adds `l2_len + 2`, computed before the check: a verifier that links no
+    // register to another with a constant delta (Linux before 6.12; 6.1 refused the filter with
+    // "R1 offset is outside of the packet") then sees an unbounded offset.
+    let offset = core::hint::black_box(offset);
     if offset <= MAX_DIRECT_OFFSET {
         let at = ctx.data() + offset;
         if at + size_of::<T>() <= ctx.data_end() {

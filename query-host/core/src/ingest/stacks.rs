@@ -92,6 +92,12 @@ impl StackCollector {
         Ok(Self::new(StackSampler::start(options)?, naming, store))
     }
 
+    /// Why off-CPU waits were asked for and are not sampled (the kernel refused or lacks their
+    /// program), in the kernel's words.
+    pub fn off_cpu_off(&self) -> Option<&str> {
+        self.sampler.off_cpu_refused()
+    }
+
     /// A collector of a sampler already running (the agent starts it before opening the
     /// store: see `app::agent`).
     pub fn new(sampler: StackSampler, naming: NamingOptions, store: Store) -> Self {
