@@ -201,6 +201,28 @@ fn unknown_interface_and_missing_privilege_are_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("not enough privilege"), "{err}");
+    assert!(err.contains("lacks CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN ("), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // As root with CAP_BPF and CAP_PERFMON but neither CAP_NET_ADMIN nor CAP_SYS_ADMIN (which
+    // stands in for it at BPF_PROG_LOAD and tcx): the one capability it lacks is named, the ones
+    // it holds are not.
+    let out = Command::new("setpriv")
+        .args([
+            "--bounding-set=-net_admin,-sys_admin",
+            "--inh-caps=-net_admin,-sys_admin",
+            LOUPE,
+            "run",
+            "--iface",
+            "lo",
+            "--data-dir",
+        ])
+        .arg(dir.path().join("no-net-admin"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not enough privilege") && err.contains("lacks CAP_NET_ADMIN ("), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
