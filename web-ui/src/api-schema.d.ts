@@ -802,9 +802,12 @@ export interface components {
         };
         /** @description A feature an agent was asked for and runs without. */
         FeatureOff: {
-            /** @description `stacks`, `off_cpu` or `runs`. */
+            /** @description `stacks`, `off_cpu`, `runs` or `probes`. */
             feature: string;
-            /** @description The kernel's words: which program its verifier refused, and its last lines. */
+            /**
+             * @description The kernel's words: which program its verifier refused, and its last lines; or the
+             *     kernel facility it lacks (`stacks needs Linux 5.17 (bpf_loop); this kernel is …`).
+             */
             reason: string;
         };
         /**

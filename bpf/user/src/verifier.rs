@@ -96,7 +96,7 @@ mod tests {
     }
 
     #[test]
-    fn only_eperm_reads_as_a_missing_privilege() {
+    fn errno_and_capabilities_tell_a_refusal_from_a_missing_privilege() {
         let refused = |errno| ProgramError::LoadError {
             io_error: std::io::Error::from_raw_os_error(errno),
             verifier_log: aya_obj::VerifierLog::new(
@@ -112,9 +112,8 @@ mod tests {
         let too_big = load_failed("loupe_ingress", refused(libc::E2BIG));
         assert!(matches!(&too_big, SamplerError::Refused { errno, .. } if errno == "E2BIG"), "{too_big}");
         let eperm = load_failed("loupe_ingress", refused(libc::EPERM));
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
-            // Root holds every capability: EPERM is the kernel's denial, not a privilege to find.
+        if crate::privilege::lacking().is_empty() {
+            // Every capability held: EPERM is the kernel's denial, not a privilege to find.
             assert!(matches!(&eperm, SamplerError::Denied { errno, .. } if errno == "EPERM"), "{eperm}");
         } else {
             assert!(matches!(eperm, SamplerError::Privilege { .. }), "{eperm}");
