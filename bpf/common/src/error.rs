@@ -18,11 +18,15 @@ pub enum SamplerError {
     UnknownInterface(String),
     /// The kernel said `EPERM` or `EACCES` and this process lacks a capability it needs
     /// (`capget`): `lacking` names them.
-    #[error("not enough privilege to {action}: this process lacks {lacking} (run as root, or grant CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN)")]
+    #[error(
+        "not enough privilege to {action}: this process lacks {lacking} (run as root, or grant CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN)"
+    )]
     Privilege { action: &'static str, lacking: String },
     /// The kernel said `EPERM` or `EACCES` although this process holds every capability it
     /// needs: kernel lockdown, a security module, or (before Linux 5.11) the locked-memory limit.
-    #[error("the kernel denied {action} ({errno}) although this process holds CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (kernel lockdown, a security module, or the locked-memory limit before Linux 5.11 can): {detail}")]
+    #[error(
+        "the kernel denied {action} ({errno}) although this process holds CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (kernel lockdown, a security module, or the locked-memory limit before Linux 5.11 can): {detail}"
+    )]
     Denied { action: &'static str, errno: String, detail: String },
     /// A feature this kernel cannot have: it lacks a kernel facility the feature's programs use.
     #[error("{feature} needs Linux {needs}; this kernel is {release}")]

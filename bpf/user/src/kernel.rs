@@ -220,8 +220,18 @@ mod tests {
             }
             // The minimum names the newest helper this object calls, not an older one.
             let named = HELPERS.iter().find(|(_, name, _)| *name == feature.needs.name).map(|(_, _, since)| *since);
-            assert_eq!(named, Some(feature.needs.since), "{}: {} is a helper of that release", feature.feature, feature.needs.name);
-            assert_eq!(newest, feature.needs.since, "{object}: the newest helper called sets {}'s minimum", feature.feature);
+            assert_eq!(
+                named,
+                Some(feature.needs.since),
+                "{}: {} is a helper of that release",
+                feature.feature,
+                feature.needs.name
+            );
+            assert_eq!(
+                newest, feature.needs.since,
+                "{object}: the newest helper called sets {}'s minimum",
+                feature.feature
+            );
         }
     }
 

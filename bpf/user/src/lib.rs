@@ -35,6 +35,7 @@ pub use probes::{
     FunctionProbeOptions, FunctionProbes, FunctionTotals, LinkKind, MAX_ATTACHMENTS, MAX_SAMPLE_EVERY, ProbePoint,
     RawCall,
 };
+pub use program_costs::{ProgramCost, program_costs};
 pub use stacks::{
     DenyList, MAX_FREQUENCY, MIN_FREQUENCY, RawStack, SampleClock, StackSampler, StackSamplerOptions, UserEnd,
     cgroup_id, comm_key, ring_bytes,
@@ -44,7 +45,6 @@ pub use traffic::{
     StartAt, TcHook, TrafficSampler, parse_prefix,
 };
 pub use unwinding::{DEFAULT_TABLE_ROWS, UnwindStats};
-pub use program_costs::{ProgramCost, program_costs};
 pub use verifier::{HEADROOM, VERIFIER_LIMIT};
 
 /// The stack sampler's compiled kernel object, embedded at build time.

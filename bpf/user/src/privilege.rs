@@ -13,7 +13,8 @@ use std::io;
 use crate::SamplerError;
 
 /// The capabilities Loupe's kernel work needs, by number (`linux/capability.h`).
-const NEEDED: [(u32, &str); 3] = [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (12, "CAP_NET_ADMIN")];
+const NEEDED: [(u32, &str); 3] = [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (CAP_NET_ADMIN, "CAP_NET_ADMIN")];
+const CAP_NET_ADMIN: u32 = 12;
 /// `CAP_SYS_ADMIN` stands in for CAP_BPF and CAP_PERFMON (and is how kernels before 5.8 grant them).
 const CAP_SYS_ADMIN: u32 = 21;
 /// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
@@ -48,8 +49,9 @@ fn lacking_in(set: u64) -> Vec<&'static str> {
     let has = |cap: u32| set & (1u64 << cap) != 0;
     NEEDED
         .iter()
-        // CAP_SYS_ADMIN covers what CAP_BPF and CAP_PERFMON grant, never CAP_NET_ADMIN's.
-        .filter(|(cap, _)| !has(*cap) && !(*cap != 12 && has(CAP_SYS_ADMIN)))
+        // CAP_SYS_ADMIN covers what CAP_BPF and CAP_PERFMON grant; not CAP_NET_ADMIN's, which
+        // tc's netlink calls ask for by itself.
+        .filter(|(cap, _)| !has(*cap) && (*cap == CAP_NET_ADMIN || !has(CAP_SYS_ADMIN)))
         .map(|(_, name)| *name)
         .collect()
 }

@@ -46,9 +46,7 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
         if pending {
             loader.map_max_entries(MAP_OFF_CPU_PENDING, OFF_CPU_PENDING_ENTRIES);
         }
-        loader
-            .load(object)
-            .map_err(|e| crate::privilege::classify("load eBPF programs", &e, SamplerError::Load))
+        loader.load(object).map_err(|e| crate::privilege::classify("load eBPF programs", &e, SamplerError::Load))
     };
     for (object, bytes) in
         [("stacks", crate::STACKS_OBJECT), ("traffic", crate::EBPF_OBJECT), ("probes", crate::PROBES_OBJECT)]

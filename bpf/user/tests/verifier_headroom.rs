@@ -29,7 +29,12 @@ fn every_program_is_verified_within_a_quarter_of_the_limit() {
             println!("{:>8} {:<20} off: {why}", c.object, c.program);
             continue;
         }
-        let insns = c.verified_insns.expect("this kernel reports verified instructions (Linux 5.16+)");
+        let Some(insns) = c.verified_insns else {
+            // Linux 5.16 added the figure; the load passed, which is all that can be checked.
+            println!("{:>8} {:<20} loaded; this kernel does not report verified instructions", c.object, c.program);
+            assert!(c.refused.is_none(), "{}/{}: refused: {:?}", c.object, c.program, c.refused);
+            continue;
+        };
         println!(
             "BENCH {{\"name\": \"verifier_insns/{}/{}\", \"value\": {insns}, \"unit\": \"insns\"}}",
             c.object, c.program

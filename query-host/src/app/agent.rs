@@ -83,6 +83,15 @@ pub fn main(args: AgentArgs) -> Result<()> {
             Ok(sampler) => Some(sampler),
             Err(e @ (loupe_bpf::SamplerError::Refused { .. } | loupe_bpf::SamplerError::Unsupported { .. })) => {
                 turned_off("stacks", e.to_string());
+                // Off-CPU waits ride on the stack sampler: asked for, they are off with it, said
+                // in their own words (on 5.10 the health named only `stacks`).
+                if args.stacks.off_cpu {
+                    let why = match loupe_bpf::kernel::OFF_CPU.check() {
+                        Err(lacks) => lacks.to_string(),
+                        Ok(()) => format!("off_cpu needs the stack sampler, which is off: {e}"),
+                    };
+                    turned_off("off_cpu", why);
+                }
                 None
             }
             Err(e) => return Err(e.into()),
