@@ -10,6 +10,8 @@
 
 use std::io;
 
+use aya::programs::{ProgramError, tc::TcError};
+
 use crate::SamplerError;
 
 /// The capabilities Loupe's kernel work needs, by number (`linux/capability.h`).
@@ -77,12 +79,23 @@ pub(crate) fn errno_name(errno: i32) -> String {
     }
 }
 
-/// The first `io::Error` with an error number among `err` and its sources.
+/// The error number among `err` and its sources: an `io::Error`'s, or the one aya's netlink
+/// error keeps (a tc attach through netlink: aya's error types there are transparent, so the
+/// number is not always among the sources).
 fn os_error(err: &(dyn std::error::Error + 'static)) -> Option<i32> {
     let mut at = Some(err);
     while let Some(e) = at {
         if let Some(code) = e.downcast_ref::<io::Error>().and_then(io::Error::raw_os_error) {
             return Some(code);
+        }
+        let tc = match e.downcast_ref::<ProgramError>() {
+            Some(ProgramError::TcError(tc)) => Some(tc),
+            _ => e.downcast_ref::<TcError>(),
+        };
+        match tc {
+            Some(TcError::NetlinkError(netlink)) => return netlink.raw_os_error(),
+            Some(TcError::IoError(io)) => return io.raw_os_error(),
+            _ => {}
         }
         at = e.source();
     }
@@ -103,26 +116,6 @@ pub(crate) fn classify(
         Some(errno @ (libc::EPERM | libc::EACCES)) => denied(action, errno, detail, lacking()),
         _ => make(detail),
     }
-}
-
-/// [`classify`] for an error that carries no error number of its own but a netlink or kernel
-/// message (aya's tc attach): the number is read from the message's `os error N`.
-pub(crate) fn classify_text(
-    action: &'static str,
-    err: impl std::fmt::Display,
-    make: impl FnOnce(String) -> SamplerError,
-) -> SamplerError {
-    let detail = err.to_string();
-    match os_error_in(&detail) {
-        Some(errno @ (libc::EPERM | libc::EACCES)) => denied(action, errno, detail, lacking()),
-        _ => make(detail),
-    }
-}
-
-/// The number in the `(os error N)` that `io::Error`'s display ends with.
-fn os_error_in(text: &str) -> Option<i32> {
-    let at = text.rfind("os error ")? + "os error ".len();
-    text[at..].split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
 fn denied(action: &'static str, errno: i32, detail: String, lacking: Vec<&'static str>) -> SamplerError {
@@ -164,8 +157,8 @@ mod tests {
         let io = io::Error::from_raw_os_error(libc::EINVAL);
         let e = classify("attach", &io, SamplerError::Load);
         assert!(matches!(e, SamplerError::Load(_)), "{e}");
-        assert_eq!(os_error_in("netlink error: Permission denied (os error 13)"), Some(13));
-        assert_eq!(os_error_in("no number here"), None);
+        let wrapped = ProgramError::TcError(TcError::IoError(io::Error::from_raw_os_error(libc::EACCES)));
+        assert_eq!(os_error(&wrapped), Some(libc::EACCES));
     }
 
     #[test]

@@ -197,8 +197,8 @@ impl TrafficSampler {
             .load(EBPF_OBJECT)
             .map_err(|e| crate::privilege::classify("load eBPF programs", &e, SamplerError::Load))?;
 
-        let attach_err = |e: &dyn std::fmt::Display| {
-            crate::privilege::classify_text("attach tc filters", e, |reason| SamplerError::Attach {
+        let attach_err = |e: &aya::programs::ProgramError| {
+            crate::privilege::classify("attach tc filters", e, |reason| SamplerError::Attach {
                 iface: iface.name.clone(),
                 reason,
             })
