@@ -1,0 +1,196 @@
+//! What an idle agent is charged for memory, as its cgroup counts it: the figure `MemoryMax=`
+//! enforces, which RSS is not. RSS leaves out the BPF maps' kernel memory (charged to the cgroup
+//! of the process that made them, since Linux 5.11) and the page cache the agent's files fill,
+//! and it falls when code pages are paged out while the cgroup's charge for them may not.
+//!
+//! `loupe agent --frequency 10 --no-http` (stacks at 10 Hz, the timeline on, no runs) starts
+//! inside a memory cgroup of its own — cgroup v2 where its memory controller is enabled, else
+//! v1's memory hierarchy (this machine's layout is hybrid: v2's unified tree has no controllers)
+//! — and runs `LOUPE_BENCH_SECONDS` (default 60). Every 250 ms the cgroup's usage is read. It
+//! prints the peak (the cgroup's own high-water mark), the steady charge (the mean of the last
+//! 10 s) split into anonymous, file and kernel memory at the end, and beside them the process's
+//! VmRSS and VmHWM. Each is also a `BENCH` line against the bound the agent is to hold
+//! (32 MiB steady, 64 MiB peak: the limits a package's unit will set).
+//!
+//! `cargo bench -p loupe-query-host --bench agent_memory` (root).
+
+use std::{
+    ffi::CString,
+    fs,
+    os::unix::process::CommandExt,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+const MIB: f64 = 1024.0 * 1024.0;
+const STEADY_BOUND_MIB: f64 = 32.0;
+const PEAK_BOUND_MIB: f64 = 64.0;
+
+/// A memory cgroup made for one process, removed when dropped (once the process has gone).
+struct MemoryCgroup {
+    dir: PathBuf,
+    v2: bool,
+}
+
+impl MemoryCgroup {
+    fn make(name: &str) -> Option<Self> {
+        for (root, v2) in [("/sys/fs/cgroup", true), ("/sys/fs/cgroup/unified", true), ("/sys/fs/cgroup/memory", false)] {
+            let root = Path::new(root);
+            let usable = if v2 {
+                fs::read_to_string(root.join("cgroup.subtree_control")).is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
+            } else {
+                root.join("memory.usage_in_bytes").exists()
+            };
+            if usable {
+                let dir = root.join(name);
+                let _ = fs::remove_dir(&dir);
+                fs::create_dir(&dir).ok()?;
+                return Some(Self { dir, v2 });
+            }
+        }
+        None
+    }
+
+    fn read(&self, file: &str) -> Option<u64> {
+        fs::read_to_string(self.dir.join(file)).ok()?.trim().parse().ok()
+    }
+
+    /// Bytes charged now.
+    fn usage(&self) -> u64 {
+        self.read(if self.v2 { "memory.current" } else { "memory.usage_in_bytes" }).unwrap_or(0)
+    }
+
+    /// The cgroup's high-water mark (`memory.peak` needs Linux 5.19 on v2); `None` where the
+    /// kernel keeps none.
+    fn peak(&self) -> Option<u64> {
+        self.read(if self.v2 { "memory.peak" } else { "memory.max_usage_in_bytes" })
+    }
+
+    /// Anonymous, file and kernel bytes charged now.
+    fn split(&self) -> (u64, u64, u64) {
+        let stat = fs::read_to_string(self.dir.join("memory.stat")).unwrap_or_default();
+        let field = |key: &str| {
+            stat.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse::<u64>().ok()).unwrap_or(0)
+        };
+        if self.v2 {
+            (field("anon"), field("file"), field("kernel"))
+        } else {
+            // v1's `memory.stat` has no kernel line: kernel memory is its own counter.
+            (field("rss"), field("cache"), self.read("memory.kmem.usage_in_bytes").unwrap_or(0))
+        }
+    }
+
+    /// The file a process writes a pid into to join, as a C string (for the child's pre-exec).
+    fn procs(&self) -> CString {
+        CString::new(self.dir.join("cgroup.procs").into_os_string().into_encoded_bytes()).unwrap()
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        // Empty once the agent has exited; the kernel may take a moment to let the cgroup go.
+        for _ in 0..50 {
+            if fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("agent_memory: could not remove {}", self.dir.display());
+    }
+}
+
+fn status_kb(pid: u32, key: &str) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
+}
+
+fn bench(name: &str, mib: f64, bound: f64) {
+    println!(r#"BENCH {{"name": "{name}", "value": {mib:.2}, "unit": "MiB", "baseline": {bound:.1}}}"#);
+}
+
+fn main() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIP agent_memory bench: needs root (a cgroup of its own, eBPF)");
+        return;
+    }
+    let seconds: u64 = std::env::var("LOUPE_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+    let Some(cgroup) = MemoryCgroup::make(&format!("loupe-bench-{}", std::process::id())) else {
+        println!("SKIP agent_memory bench: no memory cgroup controller (v2 or v1) to make a cgroup in");
+        return;
+    };
+    let procs = cgroup.procs();
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_loupe"));
+    command
+        .args(["agent", "--frequency", "10", "--no-http", "--data-dir"])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    // SAFETY: between fork and exec the child only calls open, write and close on memory made
+    // before the fork (no allocation): it joins the cgroup before the agent's first page.
+    unsafe {
+        command.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let written = libc::write(fd, b"0\n".as_ptr().cast(), 2);
+            libc::close(fd);
+            if written != 2 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut agent = command.spawn().expect("loupe agent starts");
+    let pid = agent.id();
+    let began = Instant::now();
+    let mut series = Vec::new();
+    let mut hwm_kb = 0;
+    while began.elapsed() < Duration::from_secs(seconds) {
+        thread::sleep(Duration::from_millis(250));
+        if let Ok(Some(status)) = agent.try_wait() {
+            panic!("the agent exited early: {status}");
+        }
+        series.push((began.elapsed(), cgroup.usage()));
+        hwm_kb = hwm_kb.max(status_kb(pid, "VmHWM:"));
+    }
+    let (anon, file, kernel) = cgroup.split();
+    let rss_kb = status_kb(pid, "VmRSS:");
+    let peak = cgroup.peak().unwrap_or_else(|| series.iter().map(|s| s.1).max().unwrap_or(0));
+    let tail: Vec<u64> =
+        series.iter().filter(|s| s.0 + Duration::from_secs(10) >= began.elapsed()).map(|s| s.1).collect();
+    let steady = tail.iter().sum::<u64>() as f64 / tail.len().max(1) as f64;
+    // SAFETY: kill(2) on the child we spawned.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let _ = agent.wait();
+
+    println!(
+        "agent_memory: an idle agent (stacks at 10 Hz, timeline) in a cgroup of its own ({}), {seconds} s:",
+        if cgroup.v2 { "v2" } else { "v1 memory" }
+    );
+    println!(
+        "  charged: peak {:.1} MiB (bound {PEAK_BOUND_MIB}), steady {:.1} MiB (mean of the last 10 s; bound {STEADY_BOUND_MIB})",
+        peak as f64 / MIB,
+        steady / MIB
+    );
+    println!(
+        "  at the end: anon {:.1} MiB, file {:.1} MiB, kernel {:.1} MiB (BPF maps among it)",
+        anon as f64 / MIB,
+        file as f64 / MIB,
+        kernel as f64 / MIB
+    );
+    println!("  the process: VmRSS {:.1} MiB, VmHWM {:.1} MiB", rss_kb as f64 / 1024.0, hwm_kb as f64 / 1024.0);
+    bench("agent_cgroup_peak", peak as f64 / MIB, PEAK_BOUND_MIB);
+    bench("agent_cgroup_steady", steady / MIB, STEADY_BOUND_MIB);
+    bench("agent_cgroup_anon", anon as f64 / MIB, STEADY_BOUND_MIB);
+    bench("agent_cgroup_file", file as f64 / MIB, STEADY_BOUND_MIB);
+    bench("agent_cgroup_kernel", kernel as f64 / MIB, STEADY_BOUND_MIB);
+    println!(r#"BENCH {{"name": "agent_rss", "value": {:.2}, "unit": "MiB"}}"#, rss_kb as f64 / 1024.0);
+    println!(r#"BENCH {{"name": "agent_hwm", "value": {:.2}, "unit": "MiB"}}"#, hwm_kb as f64 / 1024.0);
+    drop(cgroup);
+}
