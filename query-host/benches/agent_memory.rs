@@ -110,24 +110,29 @@ fn bench(name: &str, mib: f64, bound: f64) {
     println!(r#"BENCH {{"name": "{name}", "value": {mib:.2}, "unit": "MiB", "baseline": {bound:.1}}}"#);
 }
 
-fn main() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("SKIP agent_memory bench: needs root (a cgroup of its own, eBPF)");
-        return;
-    }
-    let seconds: u64 = std::env::var("LOUPE_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
-    let Some(cgroup) = MemoryCgroup::make(&format!("loupe-bench-{}", std::process::id())) else {
-        println!("SKIP agent_memory bench: no memory cgroup controller (v2 or v1) to make a cgroup in");
-        return;
-    };
+/// What one agent was charged.
+struct Charged {
+    peak: u64,
+    steady: f64,
+    anon: u64,
+    file: u64,
+    kernel: u64,
+    rss_kb: u64,
+    hwm_kb: u64,
+    v2: bool,
+}
+
+/// Runs an agent for `seconds` inside a memory cgroup of its own; `None` if there is no memory
+/// controller to make one in.
+fn measure(seconds: u64) -> Option<Charged> {
+    let cgroup = MemoryCgroup::make(&format!("loupe-bench-{}", std::process::id()))?;
     let procs = cgroup.procs();
     let dir = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_loupe"));
     command
         .args(["agent", "--frequency", "10", "--no-http", "--data-dir"])
         .arg(dir.path())
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "error")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
     // SAFETY: between fork and exec the child only calls open, write and close on memory made
@@ -168,29 +173,83 @@ fn main() {
     // SAFETY: kill(2) on the child we spawned.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let _ = agent.wait();
+    Some(Charged { peak, steady, anon, file, kernel, rss_kb, hwm_kb, v2: cgroup.v2 })
+}
 
+fn report(case: &str, what: &str, seconds: u64, c: &Charged) {
     println!(
-        "agent_memory: an idle agent (stacks at 10 Hz, timeline) in a cgroup of its own ({}), {seconds} s:",
-        if cgroup.v2 { "v2" } else { "v1 memory" }
+        "agent_memory, {what} ({}), {seconds} s:",
+        if c.v2 { "cgroup v2" } else { "cgroup v1 memory" }
     );
     println!(
         "  charged: peak {:.1} MiB (bound {PEAK_BOUND_MIB}), steady {:.1} MiB (mean of the last 10 s; bound {STEADY_BOUND_MIB})",
-        peak as f64 / MIB,
-        steady / MIB
+        c.peak as f64 / MIB,
+        c.steady / MIB
     );
     println!(
         "  at the end: anon {:.1} MiB, file {:.1} MiB, kernel {:.1} MiB (BPF maps among it)",
-        anon as f64 / MIB,
-        file as f64 / MIB,
-        kernel as f64 / MIB
+        c.anon as f64 / MIB,
+        c.file as f64 / MIB,
+        c.kernel as f64 / MIB
     );
-    println!("  the process: VmRSS {:.1} MiB, VmHWM {:.1} MiB", rss_kb as f64 / 1024.0, hwm_kb as f64 / 1024.0);
-    bench("agent_cgroup_peak", peak as f64 / MIB, PEAK_BOUND_MIB);
-    bench("agent_cgroup_steady", steady / MIB, STEADY_BOUND_MIB);
-    bench("agent_cgroup_anon", anon as f64 / MIB, STEADY_BOUND_MIB);
-    bench("agent_cgroup_file", file as f64 / MIB, STEADY_BOUND_MIB);
-    bench("agent_cgroup_kernel", kernel as f64 / MIB, STEADY_BOUND_MIB);
-    println!(r#"BENCH {{"name": "agent_rss", "value": {:.2}, "unit": "MiB"}}"#, rss_kb as f64 / 1024.0);
-    println!(r#"BENCH {{"name": "agent_hwm", "value": {:.2}, "unit": "MiB"}}"#, hwm_kb as f64 / 1024.0);
-    drop(cgroup);
+    println!("  the process: VmRSS {:.1} MiB, VmHWM {:.1} MiB", c.rss_kb as f64 / 1024.0, c.hwm_kb as f64 / 1024.0);
+    bench(&format!("agent_cgroup_peak_{case}"), c.peak as f64 / MIB, PEAK_BOUND_MIB);
+    bench(&format!("agent_cgroup_steady_{case}"), c.steady / MIB, STEADY_BOUND_MIB);
+    bench(&format!("agent_cgroup_anon_{case}"), c.anon as f64 / MIB, STEADY_BOUND_MIB);
+    bench(&format!("agent_cgroup_file_{case}"), c.file as f64 / MIB, STEADY_BOUND_MIB);
+    bench(&format!("agent_cgroup_kernel_{case}"), c.kernel as f64 / MIB, STEADY_BOUND_MIB);
+    println!(r#"BENCH {{"name": "agent_rss_{case}", "value": {:.2}, "unit": "MiB"}}"#, c.rss_kb as f64 / 1024.0);
+    println!(r#"BENCH {{"name": "agent_hwm_{case}", "value": {:.2}, "unit": "MiB"}}"#, c.hwm_kb as f64 / 1024.0);
+}
+
+/// `BINARIES` distinct programs (each its own build ID: a different constant), `PROCESSES` of
+/// them running, each waking every 50 ms for a short loop (~0.1 % of a core each): what a busy
+/// host gives the agent to unwind and name. `None` if `cc` cannot build them.
+fn busy_host(dir: &Path) -> Option<Vec<std::process::Child>> {
+    const BINARIES: usize = 40;
+    const PROCESSES: usize = 300;
+    let src = dir.join("busy.c");
+    fs::write(
+        &src,
+        "#include <time.h>\nstatic volatile unsigned long sink;\n\
+         __attribute__((noinline)) static void work(void) { for (unsigned long i = 0; i < 20000 + SEED; i++) sink += i; }\n\
+         int main(void) { struct timespec ts = {0, 50 * 1000 * 1000}; for (;;) { work(); nanosleep(&ts, 0); } }\n",
+    )
+    .ok()?;
+    let mut binaries = Vec::new();
+    for i in 0..BINARIES {
+        let exe = dir.join(format!("busy{i}"));
+        let ok = Command::new("cc").args(["-O1", &format!("-DSEED={i}"), "-o"]).arg(&exe).arg(&src).status();
+        if !ok.is_ok_and(|s| s.success()) {
+            return None;
+        }
+        binaries.push(exe);
+    }
+    Some((0..PROCESSES).map(|i| Command::new(&binaries[i % BINARIES]).spawn().expect("a busy process starts")).collect())
+}
+
+fn main() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIP agent_memory bench: needs root (a cgroup of its own, eBPF)");
+        return;
+    }
+    let seconds: u64 = std::env::var("LOUPE_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
+    let Some(idle) = measure(seconds) else {
+        println!("SKIP agent_memory bench: no memory cgroup controller (v2 or v1) to make a cgroup in");
+        return;
+    };
+    report("idle", "an idle agent (stacks at 10 Hz, timeline) in a cgroup of its own", seconds, &idle);
+    let dir = tempfile::tempdir().unwrap();
+    let Some(mut busy) = busy_host(dir.path()) else {
+        println!("SKIP agent_memory busy host: cc cannot build the 40 programs");
+        return;
+    };
+    let charged = measure(seconds);
+    for child in &mut busy {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let busy_host = charged.expect("the cgroup made for the idle agent can be made again");
+    report("busy_host", "the same beside 300 processes of 40 distinct binaries", seconds, &busy_host);
 }
