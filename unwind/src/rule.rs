@@ -22,7 +22,10 @@ pub enum Rule {
     /// CFA = `base` + `offset`; the return address at CFA − 8; the caller's RBP saved at
     /// CFA + `rbp` (negative), or unchanged when `None`. Offsets are multiples of 8 that fit a
     /// row (CFA up to 512 KiB above its base).
-    Cfa { base: Base, offset: i64, rbp: Option<i64> },
+    ///
+    /// `i32` fields (what a row's `u16` and `i16` in units of 8 allow): a rule is 16 bytes, not
+    /// 32, and a large binary's parse holds one per row twice over (its spans, then its rows).
+    Cfa { base: Base, offset: i32, rbp: Option<i32> },
     /// A PLT stub: CFA = RSP + 8 + (((RIP & 15) ≥ `threshold`) ? 8 : 0).
     Plt { threshold: u8 },
     /// A signal trampoline: the interrupted registers are in the signal frame.
@@ -95,7 +98,8 @@ impl Rule {
             Some(RegisterRule::Offset(at)) if at < 0 && at % 8 == 0 && at / 8 >= i16::MIN as i64 => Some(at),
             Some(_) => return Rule::Unsupported(Unsupported::RbpRule),
         };
-        Rule::Cfa { base, offset, rbp }
+        // Both checked above to fit: offset ≤ 524,280, rbp ≥ −262,144.
+        Rule::Cfa { base, offset: offset as i32, rbp: rbp.map(|at| at as i32) }
     }
 
     /// This rule as a kernel row starting at `pc` (its low 16 bits are kept).
@@ -146,6 +150,14 @@ mod tests {
 
     fn ra() -> Option<R> {
         Some(R::Offset(-8))
+    }
+
+    #[test]
+    fn a_rule_stays_small() {
+        // A large binary's parse holds a rule per row twice over: the agent's own table
+        // (733,464 rows) peaked at 69 MB with `i64` fields.
+        assert!(std::mem::size_of::<Rule>() <= 16, "{}", std::mem::size_of::<Rule>());
+        assert!(std::mem::size_of::<crate::cfi::Span>() <= 32);
     }
 
     #[test]

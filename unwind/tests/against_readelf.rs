@@ -101,9 +101,9 @@ fn expected(signal: bool, in_plt: bool, cfa: &str, rbp: &str, ra: &str) -> Rule 
     let (base, offset) = if cfa == "exp" {
         return if in_plt { Rule::Plt { threshold: 11 } } else { Rule::Unsupported(Unsupported::CfaExpression) };
     } else if let Some(n) = cfa.strip_prefix("rsp+") {
-        (Base::Rsp, n.parse::<i64>().unwrap())
+        (Base::Rsp, n.parse::<i32>().unwrap())
     } else if let Some(n) = cfa.strip_prefix("rbp+") {
-        (Base::Rbp, n.parse::<i64>().unwrap())
+        (Base::Rbp, n.parse::<i32>().unwrap())
     } else {
         return Rule::Unsupported(Unsupported::CfaRegister);
     };
@@ -112,7 +112,7 @@ fn expected(signal: bool, in_plt: bool, cfa: &str, rbp: &str, ra: &str) -> Rule 
     }
     let rbp = match rbp {
         "u" | "s" => None,
-        r => match r.strip_prefix("c-").and_then(|n| n.parse::<i64>().ok()) {
+        r => match r.strip_prefix("c-").and_then(|n| n.parse::<i32>().ok()) {
             Some(n) if n % 8 == 0 => Some(-n),
             _ => return Rule::Unsupported(Unsupported::RbpRule),
         },
