@@ -11,7 +11,8 @@
 //! falls back without it: tcx links (6.6) over clsact + cls_bpf, uprobe session links (6.13)
 //! over perf-event uprobes.
 //!
-//! The oldest kernel proven is 6.1 (Debian 12), by `scripts/kernels` in CI; see
+//! `scripts/kernels` proves it in CI: every feature on 6.1 (Debian 12) and newer, and on 5.10
+//! (Debian 11) the agent that turns each off with these words and runs the rest; see
 //! docs/kernels.md.
 
 use std::{cmp::Ordering, fmt};
