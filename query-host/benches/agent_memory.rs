@@ -9,8 +9,10 @@
 //! — and runs `LOUPE_BENCH_SECONDS` (default 60). Every 250 ms the cgroup's usage is read. It
 //! prints the peak (the cgroup's own high-water mark), the steady charge (the mean of the last
 //! 10 s) split into anonymous, file and kernel memory at the end, and beside them the process's
-//! VmRSS and VmHWM. Each is also a `BENCH` line against the bound the agent is to hold
-//! (32 MiB steady, 64 MiB peak: the limits a package's unit will set).
+//! VmRSS and VmHWM, and whether the agent parsed its own binary's unwind table in the window
+//! (the largest transient it has, parsed only once a sample of the agent itself arrives: with it
+//! the peak was 108 MiB, without it 41). Each is also a `BENCH` line against the bound the agent
+//! is to hold (32 MiB steady, 64 MiB peak: the limits a package's unit will set).
 //!
 //! `cargo bench -p loupe-query-host --bench agent_memory` (root).
 
@@ -120,6 +122,9 @@ struct Charged {
     rss_kb: u64,
     hwm_kb: u64,
     v2: bool,
+    /// Whether the agent parsed its own binary's unwind table (it does once a sample of itself
+    /// arrives): the largest transient it has, and what decides the peak.
+    own_table: bool,
 }
 
 /// Runs an agent for `seconds` inside a memory cgroup of its own; `None` if there is no memory
@@ -173,7 +178,14 @@ fn measure(seconds: u64) -> Option<Charged> {
     // SAFETY: kill(2) on the child we spawned.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let _ = agent.wait();
-    Some(Charged { peak, steady, anon, file, kernel, rss_kb, hwm_kb, v2: cgroup.v2 })
+    let own_table = own_build_id().is_some_and(|id| dir.path().join("unwind-tables").join(format!("{id}.unwind")).exists());
+    Some(Charged { peak, steady, anon, file, kernel, rss_kb, hwm_kb, v2: cgroup.v2, own_table })
+}
+
+/// The `loupe` binary's build ID, the name its unwind table is kept under.
+fn own_build_id() -> Option<String> {
+    let file = fs::File::open(env!("CARGO_BIN_EXE_loupe")).ok()?;
+    loupe_unwind::Binary::read(&object::ReadCache::new(file)).ok()?.build_id_hex()
 }
 
 fn report(case: &str, what: &str, seconds: u64, c: &Charged) {
@@ -193,6 +205,10 @@ fn report(case: &str, what: &str, seconds: u64, c: &Charged) {
         c.kernel as f64 / MIB
     );
     println!("  the process: VmRSS {:.1} MiB, VmHWM {:.1} MiB", c.rss_kb as f64 / 1024.0, c.hwm_kb as f64 / 1024.0);
+    println!(
+        "  its own unwind table {} (it is parsed once a sample of the agent itself arrives)",
+        if c.own_table { "was parsed in the window" } else { "was not parsed" }
+    );
     bench(&format!("agent_cgroup_peak_{case}"), c.peak as f64 / MIB, PEAK_BOUND_MIB);
     bench(&format!("agent_cgroup_steady_{case}"), c.steady / MIB, STEADY_BOUND_MIB);
     bench(&format!("agent_cgroup_anon_{case}"), c.anon as f64 / MIB, STEADY_BOUND_MIB);
