@@ -31,8 +31,7 @@ fn cpu_seconds(pid: u32) -> f64 {
 }
 
 fn status_kb(pid: u32, key: &str) -> u64 {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)).unwrap().parse().unwrap()
+    loupe_testbed::sampling::process_status_kb(pid, key).expect("agent alive")
 }
 
 /// Per thread name: CPU nanoseconds and times it ran (`/proc/PID/task/*/schedstat`: exact,

@@ -104,8 +104,7 @@ impl Drop for MemoryCgroup {
 }
 
 fn status_kb(pid: u32, key: &str) -> u64 {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
+    loupe_testbed::sampling::process_status_kb(pid, key).unwrap_or(0)
 }
 
 fn bench(name: &str, mib: f64, bound: f64) {

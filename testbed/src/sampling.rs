@@ -40,6 +40,13 @@ pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     cpu_seconds_in(&Path::new("/proc").join(pid.to_string()).join("stat"))
 }
 
+/// A `/proc/PID/status` figure in KiB (`key` with its colon: `VmRSS:`, `VmHWM:`); `None` once
+/// the process is gone.
+pub fn process_status_kb(pid: u32, key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("status")).ok()?;
+    status.lines().find(|l| l.starts_with(key))?.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn cpu_seconds_in(stat: &Path) -> Option<f64> {
     let text = std::fs::read_to_string(stat).ok()?;
     // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.

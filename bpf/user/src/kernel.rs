@@ -8,8 +8,9 @@
 //! "invalid func"). Distributions backport, so at or above the minimum the load decides.
 //!
 //! Where a newer facility only makes a feature better, it is taken when there and the feature
-//! falls back without it: tcx links (6.6) over clsact + cls_bpf, uprobe session links (6.13)
-//! over perf-event uprobes.
+//! falls back without it: tcx links (6.6) over clsact + cls_bpf (tried, the fallback taken on
+//! failure), uprobe session links (6.13) over perf-event uprobes ([`UPROBE_SESSION`]: not tried
+//! below it, where the kernel would verify the program as another type).
 //!
 //! `scripts/kernels` proves it in CI: every feature on 6.1 (Debian 12) and newer, and on 5.10
 //! (Debian 11) the agent that turns each off with these words and runs the rest; see
@@ -76,6 +77,12 @@ impl Facility {
     pub fn needs(&self) -> String {
         format!("{}.{} ({})", self.since.0, self.since.1, self.name)
     }
+
+    /// The running kernel's release where it is older than this facility; `None` where it has
+    /// it, or its release cannot be read (what is tried then decides).
+    pub fn missing_here(&self) -> Option<KernelRelease> {
+        KernelRelease::running().filter(|release| !release.at_least(self.since))
+    }
 }
 
 /// A Loupe feature, by the name the agent's health and `loupe status` use, and the newest
@@ -99,11 +106,6 @@ pub const OFF_CPU: FeatureMinimum =
 /// Function probes: each probe finds its function by the link's cookie.
 pub const PROBES: FeatureMinimum =
     FeatureMinimum { feature: "probes", needs: Facility { name: "bpf_get_attach_cookie", since: (5, 15) } };
-/// Every feature with its minimum, as docs/kernels.md lists them.
-pub const FEATURES: [FeatureMinimum; 4] = [RUNS, STACKS, OFF_CPU, PROBES];
-
-/// tcx links, taken over clsact + cls_bpf where the kernel has them.
-pub const TCX: Facility = Facility { name: "tcx links", since: (6, 6) };
 /// Uprobe session links, taken over perf-event uprobes where the kernel has them.
 pub const UPROBE_SESSION: Facility = Facility { name: "uprobe session links", since: (6, 13) };
 
@@ -111,7 +113,7 @@ impl FeatureMinimum {
     /// `Ok` where the running kernel may have this feature (at or above its minimum, or a
     /// release that cannot be read: the load then decides); [`SamplerError::Unsupported`] below.
     pub fn check(&self) -> Result<(), SamplerError> {
-        match KernelRelease::running() {
+        match self.needs.missing_here() {
             Some(release) => self.check_on(&release),
             None => Ok(()),
         }

@@ -183,8 +183,7 @@ impl FunctionProbes {
         // Below session links' first kernel the session program is not tried: such a kernel
         // does not know its attach type and verifies it as something else (6.1 refused it for
         // pointer math it would allow a session program).
-        let no_sessions = crate::kernel::KernelRelease::running()
-            .filter(|release| !release.at_least(crate::kernel::UPROBE_SESSION.since));
+        let no_sessions = crate::kernel::UPROBE_SESSION.missing_here();
         let kind = if let (Some(release), None) = (&no_sessions, options.links) {
             tracing::info!(
                 "uprobe session links need Linux {}; this kernel is {release}: probing with perf-event uprobes",

@@ -58,18 +58,16 @@ pub fn program_costs() -> Result<Vec<ProgramCost>, SamplerError> {
             "traffic" => kernel::RUNS,
             _ => kernel::PROBES,
         };
-        let too_old = |name: &str| {
-            if let Err(e) = feature.check() {
-                return Some(e.to_string());
-            }
-            let release = kernel::KernelRelease::running()?;
-            (name == PROG_SESSION && !release.at_least(kernel::UPROBE_SESSION.since)).then(|| {
-                format!(
-                    "needs Linux {}; this kernel is {release}: probes use perf-event uprobes",
-                    kernel::UPROBE_SESSION.needs()
-                )
-            })
-        };
+        // Once per object: the feature's minimum, and session links' for the session program.
+        let feature_off = feature.check().err().map(|e| e.to_string());
+        let sessions_off = kernel::UPROBE_SESSION.missing_here().map(|release| {
+            format!(
+                "needs Linux {}; this kernel is {release}: probes use perf-event uprobes",
+                kernel::UPROBE_SESSION.needs()
+            )
+        });
+        let too_old =
+            |name: &str| feature_off.clone().or_else(|| if name == PROG_SESSION { sessions_off.clone() } else { None });
         for name in names {
             if let Some(off) = too_old(&name) {
                 costs.push(ProgramCost {
