@@ -266,6 +266,23 @@ async function addTimelineEvents() {
   }
 }
 
+/**
+ * Stops `child` and resolves once it has exited: SIGTERM, then SIGKILL after `graceMs`. A store
+ * is removed only after this — `loupe serve` still writes its data dir while it shuts down, and
+ * removing it then failed CI with ENOTEMPTY.
+ */
+export function stopChild(child, graceMs = 10_000) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolvePromise) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolvePromise();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
 /** Everything the views' tests need, started (run.mjs's `before`). */
 export async function setup() {
   WASM_DIR = wasmDir();
@@ -320,7 +337,7 @@ export async function setup() {
 export async function teardown() {
   await context?.close().catch(() => {});
   server?.removeAllListeners('exit');
-  server?.kill('SIGTERM');
+  await stopChild(server);
   staticServer?.close();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });

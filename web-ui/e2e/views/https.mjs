@@ -11,7 +11,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LOUPE, SYNTH, goTo, newPageIn, parseJsonBig } from '../harness.mjs';
+import { LOUPE, SYNTH, goTo, newPageIn, parseJsonBig, stopChild } from '../harness.mjs';
 
 /** `loupe serve ARGS` on port 0; resolves to its child and URL once it prints where it serves. */
 function serve(args) {
@@ -61,7 +61,7 @@ test('the web UI works over HTTPS unchanged', async () => {
     }
   } finally {
     served?.child.removeAllListeners('exit');
-    served?.child.kill('SIGTERM');
+    await stopChild(served?.child);
     rmSync(dir, { recursive: true, force: true });
   }
 });
