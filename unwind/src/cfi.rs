@@ -1,6 +1,15 @@
 //! Reading a binary's call-frame information: every FDE of `.eh_frame` (and of `.debug_frame`,
-//! which binaries built without unwind tables may carry instead) evaluated into address ranges
-//! with their [`Rule`]s.
+//! which binaries built without unwind tables may carry instead) evaluated into rows of
+//! [`Rule`]s, each FDE's rows one run in a single buffer ([`Cfi`]).
+//!
+//! Why runs in chunks: a parse's memory is what an agent under `MemoryMax=` peaks at. The
+//! agent's own table (733,554 rows) was read as spans (start, end, rule: 32 bytes each) and then
+//! sorted into a second vector of rows: both held at once, 45 MB above the process's resident
+//! set for a 5.6 MiB kernel table (`cargo bench -p loupe-unwind --bench parse_memory`). A run
+//! holds each row once, as the table keeps it (24 bytes), with the FDE's end as one more row,
+//! in [`Rows`]: chunks of 1.5 MiB that [`crate::table`] hands back one by one as its merge
+//! consumes them. The runs need merging, not just appending: that binary's 60,123 FDEs are
+//! three in-address-order stretches, two of them interleaved over all of `.text`.
 //!
 //! The binary is outside input (any process's executable or library): a malformed FDE is
 //! skipped and counted, a section that cannot be walked further ends the walk with what was
@@ -17,15 +26,103 @@ use crate::{Error, rule::Rule};
 /// largest (`libLLVM`, 100 MiB of text) needs fewer than 3 M.
 pub const MAX_ROWS: usize = 8 << 20;
 
-/// One evaluated row: `rule` applies from `start` (an ELF virtual address) to `end`.
+/// One FDE's run of rows in [`Cfi::rows`]: `count` rows from `first`, in address order, the
+/// last an [`Rule::Invalid`] row at the FDE's end address. `start` and `end` are the FDE's
+/// range (ELF virtual addresses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
+pub struct Run {
     pub start: u64,
     pub end: u64,
-    pub rule: Rule,
+    pub first: u32,
+    pub count: u32,
 }
 
-/// What reading a binary's call-frame information found, besides its spans.
+/// Every FDE's rows: `(start, rule)`, a rule applying from its start to the next row's.
+#[derive(Debug, Default)]
+pub struct Cfi {
+    pub rows: Rows,
+    /// The FDEs' runs, in section order.
+    pub runs: Vec<Run>,
+    pub parsed: Parsed,
+}
+
+/// Rows in chunks of [`Rows::CHUNK`], each a mapping of its own (glibc maps blocks of 1 MiB or
+/// more apart, as the agent sets it), so a chunk [`Rows::release`]d is memory handed back.
+#[derive(Debug, Default)]
+pub struct Rows {
+    chunks: Vec<Vec<(u64, Rule)>>,
+    /// Rows of each chunk not yet released.
+    unreleased: Vec<u32>,
+    len: usize,
+}
+
+impl Rows {
+    /// 65,536 rows of 24 bytes: 1.5 MiB.
+    pub const CHUNK: usize = 1 << 16;
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn push(&mut self, row: (u64, Rule)) {
+        if self.len == self.chunks.len() * Self::CHUNK {
+            self.chunks.push(Vec::with_capacity(Self::CHUNK));
+            self.unreleased.push(0);
+        }
+        let chunk = self.len / Self::CHUNK;
+        self.chunks[chunk].push(row);
+        self.unreleased[chunk] += 1;
+        self.len += 1;
+    }
+
+    /// Row `i`. Panics if `i` is past the end or its chunk was released.
+    pub fn get(&self, i: usize) -> (u64, Rule) {
+        self.chunks[i / Self::CHUNK][i % Self::CHUNK]
+    }
+
+    pub fn last(&self) -> Option<(u64, Rule)> {
+        self.len.checked_sub(1).map(|i| self.get(i))
+    }
+
+    /// Keeps the first `len` rows (none released yet).
+    pub fn truncate(&mut self, len: usize) {
+        while self.len > len {
+            let chunk = (self.len - 1) / Self::CHUNK;
+            self.chunks[chunk].pop();
+            self.unreleased[chunk] -= 1;
+            self.len -= 1;
+            if self.chunks[chunk].is_empty() {
+                self.chunks.pop();
+                self.unreleased.pop();
+            }
+        }
+    }
+
+    /// Rows `range` will not be read again: a chunk all of whose rows were released is freed.
+    pub fn release(&mut self, range: std::ops::Range<usize>) {
+        let mut at = range.start;
+        while at < range.end {
+            let chunk = at / Self::CHUNK;
+            let upto = range.end.min((chunk + 1) * Self::CHUNK);
+            self.unreleased[chunk] -= (upto - at) as u32;
+            if self.unreleased[chunk] == 0 {
+                self.chunks[chunk] = Vec::new();
+            }
+            at = upto;
+        }
+    }
+
+    /// Chunks still held, for tests.
+    pub fn chunks_held(&self) -> usize {
+        self.chunks.iter().filter(|c| c.capacity() > 0).count()
+    }
+}
+
+/// What reading a binary's call-frame information found, besides its rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Parsed {
     /// FDEs evaluated.
@@ -37,9 +134,10 @@ pub struct Parsed {
     pub truncated: bool,
 }
 
-/// Every span of `elf`'s `.eh_frame` and `.debug_frame`, in section order. `elf` is the file's
-/// bytes, or an `object::ReadCache` over the file, which reads only the parts needed.
-pub fn spans<'data, R: object::ReadRef<'data>>(elf: R) -> Result<(Vec<Span>, Parsed), Error> {
+/// The call-frame information of `elf`'s `.eh_frame` and `.debug_frame`, in section order.
+/// `elf` is the file's bytes, or an `object::ReadCache` over the file, which reads only the
+/// parts needed.
+pub fn read<'data, R: object::ReadRef<'data>>(elf: R) -> Result<Cfi, Error> {
     let file = object::File::parse(elf).map_err(|e| Error::NotElf(e.to_string()))?;
     if file.architecture() != object::Architecture::X86_64 {
         return Err(Error::Architecture(format!("{:?}", file.architecture())));
@@ -52,15 +150,14 @@ pub fn spans<'data, R: object::ReadRef<'data>>(elf: R) -> Result<(Vec<Span>, Par
     if let Some(got) = address(".got") {
         bases = bases.set_got(got);
     }
-    // Rows describe code: a span outside the executable sections is corrupt information (and
+    // Rows describe code: a range outside the executable sections is corrupt information (and
     // would stretch the table over address space no PC can be in).
     let code = code_bounds(&file).ok_or(Error::NoCode)?;
-    let mut out = Vec::new();
-    let mut parsed = Parsed::default();
+    let mut out = Cfi::default();
     if let Some(section) = file.section_by_name(".eh_frame") {
         let data = section.data().map_err(|e| Error::NotElf(e.to_string()))?;
         let bases = bases.clone().set_eh_frame(section.address());
-        walk(&EhFrame::new(data, LittleEndian), &bases, code, &mut out, &mut parsed)?;
+        walk(&EhFrame::new(data, LittleEndian), &bases, code, &mut out)?;
     }
     if let Some(section) = file.section_by_name(".debug_frame") {
         // A compressed section (SHF_COMPRESSED) reads as its compressed bytes, which no
@@ -68,9 +165,9 @@ pub fn spans<'data, R: object::ReadRef<'data>>(elf: R) -> Result<(Vec<Span>, Par
         let data = section.data().map_err(|e| Error::NotElf(e.to_string()))?;
         let mut debug_frame = DebugFrame::new(data, LittleEndian);
         debug_frame.set_address_size(8);
-        walk(&debug_frame, &bases, code, &mut out, &mut parsed)?;
+        walk(&debug_frame, &bases, code, &mut out)?;
     }
-    Ok((out, parsed))
+    Ok(out)
 }
 
 /// From the lowest executable section's start to the highest one's end.
@@ -86,13 +183,7 @@ fn code_bounds<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) 
     })
 }
 
-fn walk<'a, S>(
-    section: &S,
-    bases: &BaseAddresses,
-    (code_start, code_end): (u64, u64),
-    out: &mut Vec<Span>,
-    parsed: &mut Parsed,
-) -> Result<(), Error>
+fn walk<'a, S>(section: &S, bases: &BaseAddresses, (code_start, code_end): (u64, u64), out: &mut Cfi) -> Result<(), Error>
 where
     S: UnwindSection<EndianSlice<'a, LittleEndian>>,
 {
@@ -105,31 +196,34 @@ where
             Ok(Some(CieOrFde::Cie(_))) => continue,
             Ok(Some(CieOrFde::Fde(partial))) => partial,
             Err(_) => {
-                parsed.truncated = true;
+                out.parsed.truncated = true;
                 return Ok(());
             }
         };
         let Ok(fde) = partial.parse(S::cie_from_offset) else {
-            parsed.bad_fdes += 1;
+            out.parsed.bad_fdes += 1;
             continue;
         };
-        if fde.initial_address() < code_start
-            || fde.end_address() > code_end
-            || fde.end_address() < fde.initial_address()
-        {
-            parsed.bad_fdes += 1;
+        let (start, end) = (fde.initial_address(), fde.end_address());
+        if start < code_start || end > code_end || end < start {
+            out.parsed.bad_fdes += 1;
             continue;
         }
         let signal = fde.is_signal_trampoline();
         let Ok(mut rows) = fde.rows(section, bases, &mut ctx) else {
-            parsed.bad_fdes += 1;
+            out.parsed.bad_fdes += 1;
             continue;
         };
-        let before = out.len();
+        let first = out.rows.len();
+        let mut covered_to = start;
         let mut good = true;
         loop {
             match rows.next_row() {
                 Ok(Some(row)) => {
+                    if row.start_address() >= row.end_address() {
+                        continue;
+                    }
+                    covered_to = row.end_address();
                     let rule = if signal {
                         Rule::Signal
                     } else {
@@ -139,10 +233,14 @@ where
                         };
                         Rule::from_cfi(row.cfa(), expression, row.register(X86_64::RA), row.register(X86_64::RBP))
                     };
-                    if out.len() >= MAX_ROWS {
+                    // A row repeating the one before it in the run adds nothing.
+                    if out.rows.len() > first && out.rows.last().is_some_and(|r| r.1 == rule) {
+                        continue;
+                    }
+                    if out.rows.len() >= MAX_ROWS {
                         return Err(Error::TooManyRows(MAX_ROWS));
                     }
-                    out.push(Span { start: row.start_address(), end: row.end_address(), rule });
+                    out.rows.push((row.start_address(), rule));
                 }
                 Ok(None) => break,
                 Err(_) => {
@@ -151,11 +249,20 @@ where
                 }
             }
         }
-        if good {
-            parsed.fdes += 1;
-        } else {
-            out.truncate(before);
-            parsed.bad_fdes += 1;
+        if !good {
+            out.rows.truncate(first);
+            out.parsed.bad_fdes += 1;
+            continue;
         }
+        out.parsed.fdes += 1;
+        if out.rows.len() == first {
+            continue; // an FDE of empty rows covers nothing
+        }
+        if out.rows.len() >= MAX_ROWS {
+            return Err(Error::TooManyRows(MAX_ROWS));
+        }
+        out.rows.push((covered_to, Rule::Invalid));
+        let count = (out.rows.len() - first) as u32;
+        out.runs.push(Run { start: out.rows.get(first).0, end: covered_to, first: first as u32, count });
     }
 }

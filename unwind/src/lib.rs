@@ -9,8 +9,8 @@
 //!
 //! * [`rule`] — what one row says: CFA from RSP or RBP, the PLT's expression, a signal frame,
 //!   the outermost frame, a gap, or a rule the kernel does not evaluate (named).
-//! * [`cfi`] — reading `.eh_frame` / `.debug_frame` with gimli into spans of rules, bounded.
-//! * [`table`] — spans into sorted rows with gaps marked, and those rows cut into 64 KiB pages
+//! * [`cfi`] — reading `.eh_frame` / `.debug_frame` with gimli into each FDE's run of rows, bounded.
+//! * [`table`] — the runs merged into sorted rows with gaps marked, and those rows cut into 64 KiB pages
 //!   (`loupe_bpf_common::unwind`), as the kernel looks them up.
 //! * [`binary`] — a binary's build ID and segments: its table's name, and a mapping's bias.
 //! * [`cache`] — tables on disk by build ID, parsed once per host.

@@ -35,7 +35,7 @@ use aya::maps::{
     lpm_trie::{Key, LpmTrie},
 };
 use loupe_bpf_common::unwind::{MAX_MAPPINGS, Mapping, MappingKey, PageInfo, ROWS_NO_ROOM, UnwindRow, mapping_key};
-use loupe_unwind::{Binary, Paged, Table, cache};
+use loupe_unwind::{Binary, Paged, cache};
 
 use crate::SamplerError;
 
@@ -435,7 +435,7 @@ impl Unwinder {
             self.stats.from_cache += 1;
             return Some(paged);
         }
-        let paged = Table::from_elf(elf).and_then(|t| t.paged());
+        let paged = Paged::from_elf(elf);
         let Ok(paged) = paged else {
             tracing::debug!(key, error = %paged.unwrap_err(), "no unwind table");
             return None;
