@@ -17,91 +17,17 @@
 //! `cargo bench -p loupe-query-host --bench agent_memory` (root).
 
 use std::{
-    ffi::CString,
     fs,
-    os::unix::process::CommandExt,
-    path::{Path, PathBuf},
     process::{Command, Stdio},
     thread,
     time::{Duration, Instant},
 };
 
+use loupe_testbed::{cgroup::MemoryCgroup, programs::Programs};
+
 const MIB: f64 = 1024.0 * 1024.0;
 const STEADY_BOUND_MIB: f64 = 32.0;
 const PEAK_BOUND_MIB: f64 = 64.0;
-
-/// A memory cgroup made for one process, removed when dropped (once the process has gone).
-struct MemoryCgroup {
-    dir: PathBuf,
-    v2: bool,
-}
-
-impl MemoryCgroup {
-    fn make(name: &str) -> Option<Self> {
-        for (root, v2) in [("/sys/fs/cgroup", true), ("/sys/fs/cgroup/unified", true), ("/sys/fs/cgroup/memory", false)] {
-            let root = Path::new(root);
-            let usable = if v2 {
-                fs::read_to_string(root.join("cgroup.subtree_control")).is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
-            } else {
-                root.join("memory.usage_in_bytes").exists()
-            };
-            if usable {
-                let dir = root.join(name);
-                let _ = fs::remove_dir(&dir);
-                fs::create_dir(&dir).ok()?;
-                return Some(Self { dir, v2 });
-            }
-        }
-        None
-    }
-
-    fn read(&self, file: &str) -> Option<u64> {
-        fs::read_to_string(self.dir.join(file)).ok()?.trim().parse().ok()
-    }
-
-    /// Bytes charged now.
-    fn usage(&self) -> u64 {
-        self.read(if self.v2 { "memory.current" } else { "memory.usage_in_bytes" }).unwrap_or(0)
-    }
-
-    /// The cgroup's high-water mark (`memory.peak` needs Linux 5.19 on v2); `None` where the
-    /// kernel keeps none.
-    fn peak(&self) -> Option<u64> {
-        self.read(if self.v2 { "memory.peak" } else { "memory.max_usage_in_bytes" })
-    }
-
-    /// Anonymous, file and kernel bytes charged now.
-    fn split(&self) -> (u64, u64, u64) {
-        let stat = fs::read_to_string(self.dir.join("memory.stat")).unwrap_or_default();
-        let field = |key: &str| {
-            stat.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse::<u64>().ok()).unwrap_or(0)
-        };
-        if self.v2 {
-            (field("anon"), field("file"), field("kernel"))
-        } else {
-            // v1's `memory.stat` has no kernel line: kernel memory is its own counter.
-            (field("rss"), field("cache"), self.read("memory.kmem.usage_in_bytes").unwrap_or(0))
-        }
-    }
-
-    /// The file a process writes a pid into to join, as a C string (for the child's pre-exec).
-    fn procs(&self) -> CString {
-        CString::new(self.dir.join("cgroup.procs").into_os_string().into_encoded_bytes()).unwrap()
-    }
-}
-
-impl Drop for MemoryCgroup {
-    fn drop(&mut self) {
-        // Empty once the agent has exited; the kernel may take a moment to let the cgroup go.
-        for _ in 0..50 {
-            if fs::remove_dir(&self.dir).is_ok() {
-                return;
-            }
-            thread::sleep(Duration::from_millis(100));
-        }
-        eprintln!("agent_memory: could not remove {}", self.dir.display());
-    }
-}
 
 fn status_kb(pid: u32, key: &str) -> u64 {
     loupe_testbed::sampling::process_status_kb(pid, key).unwrap_or(0)
@@ -130,7 +56,6 @@ struct Charged {
 /// controller to make one in.
 fn measure(seconds: u64) -> Option<Charged> {
     let cgroup = MemoryCgroup::make(&format!("loupe-bench-{}", std::process::id()))?;
-    let procs = cgroup.procs();
     let dir = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_loupe"));
     command
@@ -139,22 +64,7 @@ fn measure(seconds: u64) -> Option<Charged> {
         .env("RUST_LOG", "error")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
-    // SAFETY: between fork and exec the child only calls open, write and close on memory made
-    // before the fork (no allocation): it joins the cgroup before the agent's first page.
-    unsafe {
-        command.pre_exec(move || {
-            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
-            if fd < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let written = libc::write(fd, b"0\n".as_ptr().cast(), 2);
-            libc::close(fd);
-            if written != 2 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    cgroup.join_on_spawn(&mut command);
     let mut agent = command.spawn().expect("loupe agent starts");
     let pid = agent.id();
     let began = Instant::now();
@@ -178,7 +88,7 @@ fn measure(seconds: u64) -> Option<Charged> {
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let _ = agent.wait();
     let own_table = own_build_id().is_some_and(|id| dir.path().join("unwind-tables").join(format!("{id}.unwind")).exists());
-    Some(Charged { peak, steady, anon, file, kernel, rss_kb, hwm_kb, v2: cgroup.v2, own_table })
+    Some(Charged { peak, steady, anon, file, kernel, rss_kb, hwm_kb, v2: cgroup.v2(), own_table })
 }
 
 /// The `loupe` binary's build ID, the name its unwind table is kept under.
@@ -217,32 +127,6 @@ fn report(case: &str, what: &str, seconds: u64, c: &Charged) {
     println!(r#"BENCH {{"name": "agent_hwm_{case}", "value": {:.2}, "unit": "MiB"}}"#, c.hwm_kb as f64 / 1024.0);
 }
 
-/// `BINARIES` distinct programs (each its own build ID: a different constant), `PROCESSES` of
-/// them running, each waking every 50 ms for a short loop (~0.1 % of a core each): what a busy
-/// host gives the agent to unwind and name. `None` if `cc` cannot build them.
-fn busy_host(dir: &Path) -> Option<Vec<std::process::Child>> {
-    const BINARIES: usize = 40;
-    const PROCESSES: usize = 300;
-    let src = dir.join("busy.c");
-    fs::write(
-        &src,
-        "#include <time.h>\nstatic volatile unsigned long sink;\n\
-         __attribute__((noinline)) static void work(void) { for (unsigned long i = 0; i < 20000 + SEED; i++) sink += i; }\n\
-         int main(void) { struct timespec ts = {0, 50 * 1000 * 1000}; for (;;) { work(); nanosleep(&ts, 0); } }\n",
-    )
-    .ok()?;
-    let mut binaries = Vec::new();
-    for i in 0..BINARIES {
-        let exe = dir.join(format!("busy{i}"));
-        let ok = Command::new("cc").args(["-O1", &format!("-DSEED={i}"), "-o"]).arg(&exe).arg(&src).status();
-        if !ok.is_ok_and(|s| s.success()) {
-            return None;
-        }
-        binaries.push(exe);
-    }
-    Some((0..PROCESSES).map(|i| Command::new(&binaries[i % BINARIES]).spawn().expect("a busy process starts")).collect())
-}
-
 fn main() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -256,15 +140,13 @@ fn main() {
     };
     report("idle", "an idle agent (stacks at 10 Hz, timeline) in a cgroup of its own", seconds, &idle);
     let dir = tempfile::tempdir().unwrap();
-    let Some(mut busy) = busy_host(dir.path()) else {
+    let Some(programs) = Programs::build(dir.path(), 40) else {
         println!("SKIP agent_memory busy host: cc cannot build the 40 programs");
         return;
     };
+    let running = programs.run(300);
     let charged = measure(seconds);
-    for child in &mut busy {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    drop(running);
     let busy_host = charged.expect("the cgroup made for the idle agent can be made again");
     report("busy_host", "the same beside 300 processes of 40 distinct binaries", seconds, &busy_host);
 }

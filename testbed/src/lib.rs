@@ -6,6 +6,8 @@
 //! * [`topology`] — two namespaces joined by a veth pair, addressed and quiet.
 //! * [`traffic`] — generators whose bytes, packets, ECN bits and flows are known.
 //! * [`faults`] — eBPF fault injectors: CE marking and segment drops.
+//! * [`cgroup`] — a memory cgroup of a test's own: a limit, and what it is charged.
+//! * [`programs`] — many distinct programs, as a busy host runs them.
 //! * [`rack`] — a rack: hosts behind a bridge as their top-of-rack switch, and a nats-server.
 //! * [`pki`] — a CA and the certificates it signs (`openssl`), for the HTTPS and TLS-bus tests.
 //! * [`privilege`] — the root check that turns kernel tests into clear skips elsewhere.
@@ -14,11 +16,13 @@
 //! * [`wasm`] — where the analyses built from `udf-sdk/` are ([`wasm_component`]).
 
 pub mod bpftool;
+pub mod cgroup;
 pub mod faults;
 pub mod netns;
 pub mod nf;
 pub mod pki;
 pub mod privilege;
+pub mod programs;
 pub mod rack;
 pub mod sampling;
 pub mod synthetic;
