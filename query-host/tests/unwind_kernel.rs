@@ -194,3 +194,34 @@ fn debian_binaries_reach_their_root_like_perf_dwarf() {
     }
     assert!(failures.is_empty(), "fewer than 90 % of the unwound samples reach a thread root: {failures:?}");
 }
+
+/// Processes that live 160 ms, each sampled two or three times, all of them after its first
+/// 50 ms: their stacks are whole from the first sample, because the process was asked for as
+/// it exec'd (`sched_process_exec`), not at its first sample. Before that, each one's first
+/// sample was the kernel's frame-pointer walk, which stops in `work` (built without frame
+/// pointers): a third of these samples cut.
+#[test]
+fn short_lived_processes_are_whole_from_their_first_sample() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let programs = loupe_testbed::programs::Programs::build(&dir.path().join("programs"), 10).expect("cc builds the programs");
+    let data = dir.path().join("data");
+    let sampler = start_sampling_ready(&data, 60.0, &["--frequency", "49"]);
+    let mut children = Vec::new();
+    for i in 0..60 {
+        // Each: nap 50 ms, 30 ms on the CPU, nap, 30 ms, exit.
+        children.push(programs.spawn(i, Some(std::time::Duration::from_millis(100)), std::time::Duration::from_millis(30)));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    interrupt(&sampler);
+    finish(sampler);
+    let view = profile(&data, &["--comm", loupe_testbed::programs::COMM]);
+    let stacks = &view["user_stacks"];
+    eprintln!("60 processes of 160 ms: {stacks}");
+    let (samples, whole) = (stacks["samples"].as_u64().unwrap(), stacks["whole"].as_u64().unwrap());
+    assert!(samples >= 60, "only {samples} samples of the 60 processes: {stacks}");
+    assert!(whole * 10 >= samples * 9, "{whole} of {samples} samples whole: {stacks}");
+}

@@ -2,8 +2,9 @@
 //! agent reads and keeps an unwind table and names frames for every one.
 //!
 //! Built with `cc` from one source with a different constant each (`-DSEED=i`). A process wakes
-//! every 50 ms for a short loop in a function of its own (`work`, ~0.1 % of a core), for ever or
-//! for a lifetime given as its argument in milliseconds. Every binary is named `program` in a
+//! every 50 ms (its first nap comes first) for a short loop in a function of its own (`work`,
+//! ~0.1 % of a core) or for a given time on the CPU, for ever or for a given lifetime. Built at
+//! `-O1`, which leaves out frame pointers: a frame-pointer walk does not reach `main`. Every binary is named `program` in a
 //! directory of its own, so its processes' command name is `program` whatever the binary.
 
 use std::{
@@ -19,17 +20,29 @@ pub const COMM: &str = "program";
 const SOURCE: &str = r#"#include <stdlib.h>
 #include <time.h>
 static volatile unsigned long sink;
-__attribute__((noinline)) static void work(void) { for (unsigned long i = 0; i < 20000 + SEED; i++) sink += i; }
+static long since_us(const struct timespec *t0) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - t0->tv_sec) * 1000000 + (now.tv_nsec - t0->tv_nsec) / 1000;
+}
+/* A short loop, or until busy_us have passed. */
+__attribute__((noinline)) static void work(long busy_us) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        for (unsigned long i = 0; i < 20000 + SEED; i++) sink += i;
+    } while (busy_us > 0 && since_us(&t0) < busy_us);
+}
+/* program [LIFETIME_MS [BUSY_US]]: for ever (or until LIFETIME_MS), nap 50 ms then work. */
 int main(int argc, char **argv) {
     long lifetime_ms = argc > 1 ? atol(argv[1]) : -1;
-    struct timespec nap = {0, 50 * 1000 * 1000}, start, now;
+    long busy_us = argc > 2 ? atol(argv[2]) : 0;
+    struct timespec nap = {0, 50 * 1000 * 1000}, start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
-        work();
         nanosleep(&nap, 0);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-        if (lifetime_ms >= 0 && ms >= lifetime_ms) return 0;
+        work(busy_us);
+        if (lifetime_ms >= 0 && since_us(&start) >= lifetime_ms * 1000) return 0;
     }
 }
 "#;
@@ -42,6 +55,7 @@ pub struct Programs {
 impl Programs {
     /// `count` programs under `dir`; `None` if `cc` cannot build them.
     pub fn build(dir: &Path, count: usize) -> Option<Programs> {
+        fs::create_dir_all(dir).ok()?;
         let src = dir.join("program.c");
         fs::write(&src, SOURCE).ok()?;
         let mut paths = Vec::with_capacity(count);
@@ -61,18 +75,19 @@ impl Programs {
         &self.paths
     }
 
-    /// A process of program `i % count`, living `lifetime` (for ever if `None`).
-    pub fn spawn(&self, i: usize, lifetime: Option<Duration>) -> Child {
+    /// A process of program `i % count`, living `lifetime` (for ever if `None`), on the CPU for
+    /// `busy` of every 50 ms (a short loop if zero).
+    pub fn spawn(&self, i: usize, lifetime: Option<Duration>, busy: Duration) -> Child {
         let mut command = Command::new(&self.paths[i % self.paths.len()]);
-        if let Some(lifetime) = lifetime {
-            command.arg(lifetime.as_millis().to_string());
-        }
+        let lifetime_ms = lifetime.map_or(-1, |l| l.as_millis() as i64);
+        command.arg(lifetime_ms.to_string()).arg(busy.as_micros().to_string());
         command.stdin(Stdio::null()).stdout(Stdio::null()).spawn().expect("a program starts")
     }
 
-    /// `processes` running for ever, the programs in turn; stopped when dropped.
+    /// `processes` running for ever, the programs in turn, each a short loop every 50 ms;
+    /// stopped when dropped.
     pub fn run(&self, processes: usize) -> Running {
-        Running((0..processes).map(|i| self.spawn(i, None)).collect())
+        Running((0..processes).map(|i| self.spawn(i, None, Duration::ZERO)).collect())
     }
 }
 

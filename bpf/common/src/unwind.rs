@@ -69,8 +69,19 @@ pub struct PageInfo {
 pub const MAP_UNWIND_ROWS: &str = "UNWIND_ROWS";
 /// Array of [`PageInfo`]s: every loaded binary's pages, each binary in one contiguous range.
 pub const MAP_UNWIND_PAGES: &str = "UNWIND_PAGES";
-/// Ring buffer of `u32` PIDs whose tables the kernel wants loaded (or read again).
+/// Ring buffer of `u32` PIDs whose tables the kernel wants loaded (or read again); a PID with
+/// [`WANTED_AT_EXEC`] set has just started a new program.
 pub const MAP_UNWIND_WANTED: &str = "UNWIND_WANTED";
+/// Set in a PID asked for by [`PROG_EXEC`]: the process has just exec'd, its libraries are not
+/// mapped yet (the dynamic loader maps them next), so userspace reads its mappings a moment
+/// later rather than at once. PIDs are below 2^22 (`pid_max`), so the bit is free.
+pub const WANTED_AT_EXEC: u32 = 1 << 31;
+/// The program that asks for a process's tables as it starts a new program: a raw tracepoint on
+/// [`EXEC_TRACEPOINT`]. Without it a process's first samples are taken before its tables are
+/// loaded (the kernel's frame-pointer walk, cut short in binaries built without frame
+/// pointers); a process that lives a second may get no other sample.
+pub const PROG_EXEC: &str = "loupe_exec";
+pub const EXEC_TRACEPOINT: &str = "sched_process_exec";
 
 /// LPM trie: (PID, address) → [`Mapping`]. Userspace covers each executable mapping's range
 /// with aligned prefixes, so one lookup finds the mapping holding a PC (no search the verifier

@@ -326,6 +326,13 @@ impl StackSampler {
             }
             Err(e) => return Err(e),
         };
+        // Tables asked for as processes exec, not only at their first sample; without it a
+        // new process is still loaded, a sample later.
+        if options.unwind_tables
+            && let Err(e) = crate::unwinding::ask_at_exec(&mut ebpf)
+        {
+            tracing::warn!("new processes' unwind tables load at their first sample, not at exec: {e}");
+        }
         let ring = ebpf
             .take_map(MAP_STACK_EVENTS)
             .ok_or_else(|| SamplerError::Load(format!("map {MAP_STACK_EVENTS} missing")))

@@ -18,9 +18,15 @@
 //! from disk after that); a PC outside every known mapping (a library opened since, an exec)
 //! has the process's mappings read again. The loader does not wait for the sample reader,
 //! which may be busy naming frames.
+//!
+//! A process is also asked for as it starts a new program (a raw tracepoint on
+//! `sched_process_exec`, [`ask_at_exec`]), and read [`EXEC_SETTLE`] later, once the dynamic
+//! loader has mapped its libraries. Without it, a process's first sample was always the
+//! frame-pointer walk's: with a process started every 50 ms and living 1 s, none of 237 such
+//! processes' samples was whole (`cargo bench -p loupe-query-host --bench agent_churn`).
 
 use std::{
-    collections::HashMap as StdHashMap,
+    collections::{HashMap as StdHashMap, VecDeque},
     os::{
         fd::{AsFd, AsRawFd},
         unix::fs::MetadataExt,
@@ -30,11 +36,18 @@ use std::{
     time::{Duration, Instant},
 };
 
-use aya::maps::{
-    Map, MapData,
-    lpm_trie::{Key, LpmTrie},
+use aya::{
+    Ebpf,
+    maps::{
+        Map, MapData,
+        lpm_trie::{Key, LpmTrie},
+    },
+    programs::RawTracePoint,
 };
-use loupe_bpf_common::unwind::{MAX_MAPPINGS, Mapping, MappingKey, PageInfo, ROWS_NO_ROOM, UnwindRow, mapping_key};
+use loupe_bpf_common::unwind::{
+    EXEC_TRACEPOINT, MAX_MAPPINGS, Mapping, MappingKey, PROG_EXEC, PageInfo, ROWS_NO_ROOM, UnwindRow, WANTED_AT_EXEC,
+    mapping_key,
+};
 use loupe_unwind::{Binary, Paged, cache};
 
 use crate::SamplerError;
@@ -56,6 +69,33 @@ const REFRESH_EVERY: Duration = Duration::from_millis(200);
 
 /// How long a process that could not be loaded is left alone.
 const RETRY_REFUSED_AFTER: Duration = Duration::from_secs(30);
+
+/// How long after an exec a process's mappings are read: the dynamic loader maps the libraries
+/// in the program's first milliseconds. A library opened later is found as before (a PC in no
+/// known mapping has the mappings read again).
+pub const EXEC_SETTLE: Duration = Duration::from_millis(20);
+
+/// Processes waiting for their [`EXEC_SETTLE`] at most: beyond (an exec storm), a process is
+/// loaded at its first sample as before.
+const MAX_WAITING_EXECS: usize = 4096;
+
+/// Loads and attaches the program that asks for a process's tables as it execs
+/// ([`PROG_EXEC`]).
+pub(crate) fn ask_at_exec(ebpf: &mut Ebpf) -> Result<(), SamplerError> {
+    let program: &mut RawTracePoint = ebpf
+        .program_mut(PROG_EXEC)
+        .ok_or_else(|| SamplerError::Load(format!("program {PROG_EXEC} missing from object")))?
+        .try_into()
+        .map_err(|e| SamplerError::Load(format!("{PROG_EXEC}: {e}")))?;
+    program.load().map_err(|e| crate::verifier::load_failed(PROG_EXEC, e))?;
+    program.attach(EXEC_TRACEPOINT).map_err(|e| {
+        crate::privilege::classify("attach to sched_process_exec", &e, |reason| SamplerError::Attach {
+            iface: format!("raw tracepoint {EXEC_TRACEPOINT}"),
+            reason,
+        })
+    })?;
+    Ok(())
+}
 
 /// What the unwinder holds and has done, for logs and benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -584,26 +624,55 @@ pub(crate) fn load_as_asked(unwinder: &Mutex<Unwinder>, mut wanted: aya::maps::R
     // Processes that could not be loaded (gone already, or the trie full) are not tried again
     // for a while: the kernel keeps asking for them.
     let mut refused: StdHashMap<u32, Instant> = StdHashMap::new();
+    // Processes that have just exec'd, in the order they did, each with when to read it.
+    let mut settling: VecDeque<(Instant, u32)> = VecDeque::new();
     loop {
         let mut fds = [
             libc::pollfd { fd: wanted.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: stop.0.as_raw_fd(), events: libc::POLLIN, revents: 0 },
         ];
+        let wait = settling.front().map_or(SWEEP_EVERY, |(due, _)| due.saturating_duration_since(Instant::now()));
+        // Rounded up: a process is never read before its time.
+        let wait_ms = wait.min(SWEEP_EVERY).as_micros().div_ceil(1000) as i32;
         // SAFETY: two valid pollfds.
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, SWEEP_EVERY.as_millis() as i32) };
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, wait_ms) };
         if fds[1].revents != 0 {
             return;
         }
         let mut pids = Vec::new();
         while let Some(item) = wanted.next() {
-            if let Some(bytes) = item.get(..4) {
-                pids.push(u32::from_ne_bytes(bytes.try_into().expect("four bytes")));
+            let Some(bytes) = item.get(..4) else { continue };
+            let pid = u32::from_ne_bytes(bytes.try_into().expect("four bytes"));
+            if pid & WANTED_AT_EXEC == 0 {
+                pids.push(pid);
+            } else if settling.len() < MAX_WAITING_EXECS {
+                settling.push_back((Instant::now() + EXEC_SETTLE, pid & !WANTED_AT_EXEC));
             }
+        }
+        let now = Instant::now();
+        let mut execs = Vec::new();
+        while let Some(&(due, pid)) = settling.front()
+            && due <= now
+        {
+            settling.pop_front();
+            execs.push(pid);
         }
         pids.sort_unstable();
         pids.dedup();
+        if pids.is_empty() && execs.is_empty() && swept.elapsed() < SWEEP_EVERY {
+            continue;
+        }
         let mut unwinder = unwinder.lock().unwrap_or_else(|e| e.into_inner());
         let parsed = unwinder.stats.parsed;
+        // A new program: whatever was read for the PID before (its old image, or a refusal) no
+        // longer holds.
+        for pid in execs {
+            refused.remove(&pid);
+            if let Err(e) = unwinder.load_process(pid) {
+                tracing::debug!(pid, error = %e, "unwind tables not loaded at exec");
+                refused.insert(pid, Instant::now());
+            }
+        }
         for pid in pids {
             if refused.get(&pid).is_some_and(|at| at.elapsed() < RETRY_REFUSED_AFTER) {
                 continue;
@@ -615,8 +684,8 @@ pub(crate) fn load_as_asked(unwinder: &Mutex<Unwinder>, mut wanted: aya::maps::R
             }
         }
         if unwinder.stats.parsed > parsed {
-            // A parse's spans and rows (tens of MiB for a binary with 25 MiB of code) are freed
-            // by now; glibc keeps freed heap mapped unless asked to give it back.
+            // A parse's rows (tens of MiB for a binary with 25 MiB of code) are freed by now;
+            // glibc keeps freed heap mapped unless asked to give it back.
             // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
             unsafe { libc::malloc_trim(0) };
         }

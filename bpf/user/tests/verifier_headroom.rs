@@ -63,6 +63,7 @@ fn every_program_is_verified_within_a_quarter_of_the_limit() {
         "loupe_stacks",
         "loupe_off_cpu",
         "loupe_off_cpu_take",
+        "loupe_exec",
         "loupe_ingress",
         "loupe_egress",
         "loupe_fn_entry",

@@ -128,7 +128,7 @@ pub fn loupe_stacks(ctx: PerfEventContext) -> u32 {
 
 /// Is the current task on the deny list (by PID, comm, or any cgroup it sits under)?
 #[inline(always)]
-fn denied(pid: u32, comm: &[u8; 16]) -> bool {
+pub(crate) fn denied(pid: u32, comm: &[u8; 16]) -> bool {
     // SAFETY: read-only lookups of plain values.
     unsafe {
         if DENY_PIDS.get(&pid).is_some() || DENY_COMMS.get(comm).is_some() {

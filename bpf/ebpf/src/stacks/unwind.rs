@@ -24,14 +24,15 @@ use aya_ebpf::{
         bpf_ktime_get_ns,
         generated::{bpf_get_current_task_btf, bpf_loop, bpf_probe_read_kernel, bpf_probe_read_user, bpf_task_pt_regs},
     },
-    macros::map,
+    macros::{map, raw_tracepoint},
     maps::{Array, LpmTrie, LruHashMap, PerCpuArray, RingBuf, lpm_trie::Key},
+    programs::RawTracePointContext,
 };
 use loupe_bpf_common::{
     stacks::{FLAG_UNKNOWN_MAPPING, MAX_USER_FRAMES, StackEvent, user_end},
     unwind::{
         Mapping, MappingKey, PAGE_BITS, PageInfo, ROW_CFA_RBP, ROW_CFA_RSP, ROW_INVALID, ROW_PLT, ROW_SIGNAL, ROW_STOP,
-        ROWS_NO_ROOM, SIGNAL_MCONTEXT_OFFSET, UnwindRow,
+        ROWS_NO_ROOM, SIGNAL_MCONTEXT_OFFSET, UnwindRow, WANTED_AT_EXEC,
     },
 };
 
@@ -76,6 +77,21 @@ pub fn ask_for_tables(pid: u32) {
         let _ = UNWIND_ASKED.insert(&pid, &now, 0);
     }
     let _ = UNWIND_WANTED.output::<u32>(&pid, BPF_RB_FORCE_WAKEUP as u64);
+}
+
+/// A process starting a new program (`sched_process_exec`, in the exec'ing task): its tables
+/// are asked for now, not at its first sample, which would be taken without them. Not rate
+/// limited (an exec is a new image) and marked [`WANTED_AT_EXEC`]; a denied process is not
+/// asked for, as it is never sampled.
+#[raw_tracepoint(tracepoint = "sched_process_exec")]
+pub fn loupe_exec(_ctx: RawTracePointContext) -> i32 {
+    let pid = (aya_ebpf::helpers::bpf_get_current_pid_tgid() >> 32) as u32;
+    let comm = aya_ebpf::helpers::bpf_get_current_comm().unwrap_or([0; 16]);
+    if crate::denied(pid, &comm) {
+        return 0;
+    }
+    let _ = UNWIND_WANTED.output::<u32>(&(pid | WANTED_AT_EXEC), 0);
+    0
 }
 
 /// The sample being built: a `StackEvent` is too big for the 512-byte stack, and the frame
