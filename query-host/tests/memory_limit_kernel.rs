@@ -3,8 +3,8 @@
 //! names. For 60 s (`LOUPE_TEST_SECONDS`) it keeps sampling at 10 Hz inside a memory cgroup
 //! limited to 64 MiB: the cgroup records no OOM and no kill, the agent exits cleanly when asked,
 //! and every sample it took was stored (the kernel's count of samples lost is 0, and the stored
-//! count is what the sampler's ticks give). The 10-minute version is the `agent_memory` bench's
-//! `LOUPE_BENCH_SECONDS=600`.
+//! count is what the sampler's ticks give). The 10-minute version: `LOUPE_TEST_SECONDS=600 cargo
+//! test --release -p loupe-query-host --test memory_limit_kernel -- --nocapture`.
 
 use std::{
     process::{Command, Stdio},

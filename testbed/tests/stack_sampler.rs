@@ -262,6 +262,39 @@ fn a_binary_without_room_for_its_table_ends_the_stack_saying_so() {
     assert!(stats.without_table >= 1 && stats.rows == 0, "{stats:?}");
 }
 
+/// A binary's table is parsed once per host: a sampler started again over the same table cache
+/// (an agent restarted) reads the tables it kept from disk and parses none of them again, and
+/// the process's stacks are as whole as the first time.
+#[test]
+fn a_restarted_sampler_reads_its_tables_from_the_disk_cache() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("deep");
+    build_deep(&exe, &["-fomit-frame-pointer"]);
+    let cache = dir.path().join("unwind-tables");
+    let options = StackSamplerOptions { frequency_hz: 100, table_cache: Some(cache.clone()), ..Default::default() };
+    let (first, parsed) = deep_samples_and_stats(&options, &exe, "1");
+    assert!(parsed.parsed >= 2 && parsed.from_cache == 0, "the first start parses deep's and libc's tables: {parsed:?}");
+    // Each table kept, with when it was written: a table parsed again is written again.
+    let written = || -> BTreeMap<PathBuf, std::time::SystemTime> {
+        std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).map(|p| (p.clone(), p.metadata().unwrap().modified().unwrap())).collect()
+    };
+    let kept = written();
+    assert!(kept.len() as u64 >= parsed.parsed, "{} tables on disk for {parsed:?}", kept.len());
+    let (again, cached) = deep_samples_and_stats(&options, &exe, "1");
+    // Other processes that exec meanwhile (a busy machine) may bring tables of their own.
+    let now = written();
+    for (table, at) in &kept {
+        assert_eq!(now.get(table), Some(at), "{} was parsed again: {cached:?}", table.display());
+    }
+    assert!(cached.from_cache >= 2, "deep's and libc's tables read from disk: {cached:?}");
+    for (run, samples) in [("first", &first), ("restarted", &again)] {
+        assert!(samples.len() >= 20, "{run}: {} samples", samples.len());
+        let whole = samples.iter().filter(|s| s.user_end == UserEnd::Root).count();
+        assert!(whole * 10 >= samples.len() * 9, "{run}: {whole} of {} whole", samples.len());
+    }
+}
+
 /// Compiles `testbed/fixtures/deep.c` at -O2 with `flags` into `exe`.
 fn build_deep(exe: &Path, flags: &[&str]) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/deep.c");

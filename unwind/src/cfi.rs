@@ -1,11 +1,11 @@
 //! Reading a binary's call-frame information: every FDE of `.eh_frame` (and of `.debug_frame`,
 //! which binaries built without unwind tables may carry instead) evaluated into rows of
-//! [`Rule`]s, each FDE's rows one run in a single buffer ([`Cfi`]).
+//! [`Rule`]s, each FDE's rows one run in one chunked buffer ([`Cfi`]).
 //!
 //! Why runs in chunks: a parse's memory is what an agent under `MemoryMax=` peaks at. The
 //! agent's own table (733,554 rows) was read as spans (start, end, rule: 32 bytes each) and then
 //! sorted into a second vector of rows: both held at once, 45 MB above the process's resident
-//! set for a 5.6 MiB kernel table (`cargo bench -p loupe-unwind --bench parse_memory`). A run
+//! set for a 5.6 MiB kernel table (`cargo bench -p loupe-query-host --bench parse_memory`). A run
 //! holds each row once, as the table keeps it (24 bytes), with the FDE's end as one more row,
 //! in [`Rows`]: chunks of 1.5 MiB that [`crate::table`] hands back one by one as its merge
 //! consumes them. The runs need merging, not just appending: that binary's 60,123 FDEs are
@@ -26,7 +26,7 @@ use crate::{Error, rule::Rule};
 /// largest (`libLLVM`, 100 MiB of text) needs fewer than 3 M.
 pub const MAX_ROWS: usize = 8 << 20;
 
-/// One FDE's run of rows in [`Cfi::rows`]: `count` rows from `first`, in address order, the
+/// One FDE's run of rows among a [`Cfi`]'s: `count` rows from `first`, in address order, the
 /// last an [`Rule::Invalid`] row at the FDE's end address. `start` and `end` are the FDE's
 /// range (ELF virtual addresses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,9 +40,9 @@ pub struct Run {
 /// Every FDE's rows: `(start, rule)`, a rule applying from its start to the next row's.
 #[derive(Debug, Default)]
 pub struct Cfi {
-    pub rows: Rows,
-    /// The FDEs' runs, in section order.
-    pub runs: Vec<Run>,
+    pub(crate) rows: Rows,
+    /// The FDEs' runs, in section order; each run's rows are its own (no two runs share one).
+    pub(crate) runs: Vec<Run>,
     pub parsed: Parsed,
 }
 
@@ -108,7 +108,7 @@ impl Rows {
         while at < range.end {
             let chunk = at / Self::CHUNK;
             let upto = range.end.min((chunk + 1) * Self::CHUNK);
-            self.unreleased[chunk] -= (upto - at) as u32;
+            self.unreleased[chunk] = self.unreleased[chunk].saturating_sub((upto - at) as u32);
             if self.unreleased[chunk] == 0 {
                 self.chunks[chunk] = Vec::new();
             }

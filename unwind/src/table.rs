@@ -4,7 +4,7 @@
 //!
 //! The agent builds the kernel's form straight from the merge ([`Paged::from_elf`]: 8 bytes a
 //! row, where [`Table`]'s rows are 24), handing the parse's chunks back as the merge passes
-//! them. Measured with `cargo bench -p loupe-unwind --bench parse_memory` on the agent's own
+//! them. Measured with `cargo bench -p loupe-query-host --bench parse_memory` on the agent's own
 //! binary (733,554 rows, a 5.6 MiB kernel table): 45 MB above the resident set before, at the
 //! peak; see docs/hot-paths.md for the figures now.
 
@@ -85,8 +85,9 @@ impl Paged {
     fn push(&mut self, start: u64, row: UnwindRow) -> Result<(), Error> {
         let page = start >> PAGE_BITS;
         let first = self.pages.first().map_or(page, |p| p.0);
-        // Before any page is opened: a gap of terabytes is refused, not walked.
-        if page - first >= MAX_PAGES {
+        // Before any page is opened: a gap of terabytes is refused, not walked (and rows out of
+        // order, which no merge makes, likewise).
+        if page.checked_sub(first).is_none_or(|pages| pages >= MAX_PAGES) {
             return Err(Error::TooWide(MAX_PAGES << PAGE_BITS));
         }
         let index = u32::try_from(self.rows.len()).map_err(|_| Error::TooManyRows(u32::MAX as usize))?;
@@ -138,7 +139,12 @@ fn merge(cfi: Cfi, mut emit: impl FnMut(u64, Rule) -> Result<(), Error>) -> Resu
     let mut out = Vec::with_capacity(HELD_BACK);
     let mut covered_to = 0u64;
     for run in &runs {
-        let (first, last) = (run.first as usize, (run.first + run.count - 1) as usize);
+        // A run is its rows and its end row, within the rows read (as `cfi::read` makes them).
+        let (first, count) = (run.first as usize, run.count as usize);
+        if count < 2 || first + count > rows.len() {
+            continue;
+        }
+        let last = first + count - 1;
         // Overlapping call-frame information: the first run to cover an address keeps it.
         if run.end > covered_to {
             for i in first..last {

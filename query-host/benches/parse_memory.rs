@@ -8,11 +8,11 @@
 //! it started from. The baseline is the kernel table itself (8 bytes a row and a page): the
 //! ratio says how many times the table's size the parse needs. The parse's time is printed too.
 //!
-//!   cargo bench -p loupe-unwind --bench parse_memory [BINARY…]
+//!   cargo bench -p loupe-query-host --bench parse_memory [BINARY…]
 //!
 //! `LOUPE_PARSE_KEEP=DIR` keeps each table there (`NAME.unwind`), to compare two builds' tables.
-//! Without arguments: the `loupe` binary (`LOUPE_BIN`, else the release build in the target
-//! directory; the largest table the agent meets on its own host), glibc, and python3.
+//! Without arguments: the `loupe` binary (`LOUPE_BIN`, else the one this package builds; the
+//! largest table the agent meets on its own host), glibc, and python3.
 
 use std::{path::PathBuf, process::Command};
 
@@ -47,16 +47,8 @@ fn main() {
 }
 
 fn default_binaries() -> Vec<PathBuf> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let loupe = std::env::var_os("LOUPE_BIN").map(PathBuf::from).unwrap_or_else(|| target.join("release/loupe"));
-    let mut out: Vec<PathBuf> = Vec::new();
-    if loupe.exists() {
-        out.push(loupe);
-    } else {
-        println!("# no loupe binary at {} (build it, or set LOUPE_BIN): measuring the system's binaries only", loupe.display());
-    }
+    let loupe = std::env::var_os("LOUPE_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_loupe")), PathBuf::from);
+    let mut out = vec![loupe];
     for p in ["/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/python3"] {
         let p = PathBuf::from(p);
         if p.exists() {
