@@ -225,6 +225,35 @@ fn opening_cursors_forever_hits_the_cursor_limit() {
     stopped_at_runtime_with(s, "hostile_cursor_hoarder", 422, "cursor_limit", "drop cursors");
 }
 
+/// What an analysis touched stays resident after it only as far as `--udf-keep-resident` lets
+/// it: the default keeps a pool slot's pages for the next instance (32 MiB at most), 0 hands
+/// them back — what an agent under a tight `MemoryMax=` wants.
+#[test]
+fn memory_an_analysis_touched_stays_resident_only_as_configured() {
+    let grown = |keep: &str| -> u64 {
+        let dir = tempfile::tempdir().unwrap();
+        fill(dir.path());
+        let server = Server::start(dir.path(), &["--udf-memory-limit", "48MiB", "--udf-keep-resident", keep]);
+        let http = Http::new(&server.url, Some(&server.token("mallory")));
+        http.upload("bomb", "hostile_memory_bomb");
+        let rss = || {
+            let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
+            let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+            line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+        };
+        let before = rss();
+        // It writes every page of 1 MiB chunks until the 48 MiB limit stops it.
+        http.invoke("bomb", json!({})).assert_error(422, "memory_limit", "memory limit");
+        let grown = rss().saturating_sub(before);
+        server.stop();
+        grown
+    };
+    let (kept, handed_back) = (grown("32MiB"), grown("0"));
+    eprintln!("after a 48 MiB analysis the server kept {} KiB with --udf-keep-resident 32MiB, {} KiB with 0", kept >> 10, handed_back >> 10);
+    assert!(kept >= 24 << 20, "the pool kept only {kept} bytes of a 48 MiB instance (32 MiB asked)");
+    assert!(handed_back < 12 << 20, "{handed_back} bytes stayed resident with --udf-keep-resident 0");
+}
+
 #[test]
 fn a_panic_is_a_trap_with_its_message() {
     stopped_at_runtime("hostile_panic", 422, "trap", "hostile module panicked on purpose");

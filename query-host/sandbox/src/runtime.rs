@@ -132,9 +132,6 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Linear memory kept resident (zeroed by memset) in a pooled slot between instances.
-const KEEP_RESIDENT: usize = 32 << 20;
-
 /// How instances get their memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Allocation {
@@ -164,8 +161,8 @@ impl Runtime {
             // instead of being given back to the kernel, so the next instance does not fault
             // its pages in again: merging 1,000 partials dirties ~30 MiB, and page faults and
             // zeroing were a tenth of the merge (perf). At most this much stays resident per
-            // slot used.
-            pool.linear_memory_keep_resident(KEEP_RESIDENT);
+            // slot used (`--udf-keep-resident`, default 32 MiB).
+            pool.linear_memory_keep_resident(limits.keep_resident_bytes.min(limits.memory_bytes));
             config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:#}"))?;

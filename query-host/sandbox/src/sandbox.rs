@@ -26,6 +26,10 @@ pub struct Limits {
     pub time: Duration,
     /// Linear memory of the instance, all memories together.
     pub memory_bytes: usize,
+    /// Linear memory a pool slot keeps resident after its instance (zeroed, not handed back), so
+    /// the next instance does not fault it in again; at most `memory_bytes`. Held while no
+    /// analysis runs: an agent under `MemoryMax=` wants little or none.
+    pub keep_resident_bytes: usize,
     /// Size of the JSON result.
     pub output_bytes: usize,
     /// Bytes of log lines (log function, stdout, stderr) kept; the rest is dropped and counted.
@@ -56,6 +60,7 @@ impl Default for Limits {
         Limits {
             time: Duration::from_secs(30),
             memory_bytes: 256 << 20,
+            keep_resident_bytes: 32 << 20,
             output_bytes: 4 << 20,
             log_bytes: 64 << 10,
             module_bytes: 32 << 20,
