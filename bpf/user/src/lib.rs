@@ -56,6 +56,34 @@ pub(crate) static PROBES_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env
 /// The tc filter's compiled kernel object, embedded at build time.
 pub(crate) static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-traffic"));
 
+/// One of a loaded object's programs as its type (`&mut RawTracePoint`, …), with an error that
+/// names the program.
+pub(crate) fn program_mut<'a, T>(ebpf: &'a mut aya::Ebpf, name: &str) -> Result<T, SamplerError>
+where
+    T: TryFrom<&'a mut aya::programs::Program>,
+    <T as TryFrom<&'a mut aya::programs::Program>>::Error: std::fmt::Display,
+{
+    let program =
+        ebpf.program_mut(name).ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?;
+    T::try_from(program).map_err(|e| SamplerError::Load(format!("{name}: {e}")))
+}
+
+/// Loads a raw tracepoint program and attaches it to `tracepoint`; `action` says what was
+/// tried in a privilege error ("attach to sched_switch").
+pub(crate) fn attach_raw_tracepoint(
+    ebpf: &mut aya::Ebpf,
+    program: &str,
+    tracepoint: &'static str,
+    action: &'static str,
+) -> Result<(), SamplerError> {
+    let loaded: &mut aya::programs::RawTracePoint = program_mut(ebpf, program)?;
+    loaded.load().map_err(|e| verifier::load_failed(program, e))?;
+    loaded.attach(tracepoint).map_err(|e| {
+        privilege::classify(action, &e, |reason| SamplerError::Attach { iface: format!("raw tracepoint {tracepoint}"), reason })
+    })?;
+    Ok(())
+}
+
 /// A typed view of one of a loaded object's maps, with an error that names the map.
 pub(crate) fn map_mut<'a, T>(ebpf: &'a mut aya::Ebpf, name: &str) -> Result<T, SamplerError>
 where

@@ -124,11 +124,7 @@ impl OffCpuRate {
         let burst_limit = burst_limit(options.max_stacks_per_second);
         write_config(ebpf, options, 1, burst_limit)?;
         // The taker first (the tracepoint's program tail-calls it), loaded but never attached.
-        let take: &mut RawTracePoint = ebpf
-            .program_mut(PROG_OFF_CPU_TAKE)
-            .ok_or_else(|| SamplerError::Load(format!("program {PROG_OFF_CPU_TAKE} missing from object")))?
-            .try_into()
-            .map_err(|e| SamplerError::Load(format!("{PROG_OFF_CPU_TAKE}: {e}")))?;
+        let take: &mut RawTracePoint = crate::program_mut(ebpf, PROG_OFF_CPU_TAKE)?;
         take.load().map_err(|e| crate::verifier::load_failed(PROG_OFF_CPU_TAKE, e))?;
         let take_fd = take
             .fd()
@@ -139,18 +135,7 @@ impl OffCpuRate {
         takers
             .set(OFF_CPU_TAKE_INDEX, &take_fd, 0)
             .map_err(|e| SamplerError::Load(format!("map {MAP_OFF_CPU_TAKE}: {e}")))?;
-        let program: &mut RawTracePoint = ebpf
-            .program_mut(PROG_OFF_CPU)
-            .ok_or_else(|| SamplerError::Load(format!("program {PROG_OFF_CPU} missing from object")))?
-            .try_into()
-            .map_err(|e| SamplerError::Load(format!("{PROG_OFF_CPU}: {e}")))?;
-        program.load().map_err(|e| crate::verifier::load_failed(PROG_OFF_CPU, e))?;
-        program.attach(OFF_CPU_TRACEPOINT).map_err(|e| {
-            crate::privilege::classify("attach to sched_switch", &e, |reason| SamplerError::Attach {
-                iface: format!("raw tracepoint {OFF_CPU_TRACEPOINT}"),
-                reason,
-            })
-        })?;
+        crate::attach_raw_tracepoint(ebpf, PROG_OFF_CPU, OFF_CPU_TRACEPOINT, "attach to sched_switch")?;
         Ok(Self {
             options: options.clone(),
             burst_limit,

@@ -335,11 +335,7 @@ fn attach_perf_events(
     let programs: &[(&str, bool)] =
         if options.count_only { &[(PROG_ENTRY, false)] } else { &[(PROG_ENTRY, false), (PROG_RETURN, true)] };
     for &(name, ret) in programs {
-        let program: &mut UProbe = ebpf
-            .program_mut(name)
-            .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?
-            .try_into()
-            .map_err(|e| SamplerError::Load(format!("{name}: {e}")))?;
+        let program: &mut UProbe = crate::program_mut(ebpf, name)?;
         program.load().map_err(|e| crate::verifier::load_failed(name, e))?;
         for (index, point) in options.functions.iter().enumerate() {
             for &scope in scopes {

@@ -279,11 +279,7 @@ impl StackSampler {
                 cgroups.insert(id, 1, 0).map_err(|e| SamplerError::Load(format!("deny cgroup {id}: {e}")))?;
             }
         }
-        let program: &mut PerfEvent = ebpf
-            .program_mut(PROG_STACKS)
-            .ok_or_else(|| SamplerError::Load(format!("program {PROG_STACKS} missing from object")))?
-            .try_into()
-            .map_err(|e| SamplerError::Load(format!("{PROG_STACKS}: {e}")))?;
+        let program: &mut PerfEvent = crate::program_mut(&mut ebpf, PROG_STACKS)?;
         program.load().map_err(|e| crate::verifier::load_failed(PROG_STACKS, e))?;
         // Cycles where there is a PMU, else the software CPU clock (as in most VMs). The CPU
         // clock gets a fixed period in nanoseconds rather than a frequency: in frequency mode

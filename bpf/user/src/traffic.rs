@@ -210,11 +210,7 @@ impl TrafficSampler {
             // the process); we hold the interface lock, so any filter of ours still there is
             // such an orphan, also from a Loupe that attached with cls_bpf before tcx.
             let _ = tc::qdisc_detach_program(&iface.name, direction, name);
-            let prog: &mut SchedClassifier = ebpf
-                .program_mut(name)
-                .ok_or_else(|| SamplerError::Load(format!("program {name} missing from object")))?
-                .try_into()
-                .map_err(|e| SamplerError::Load(format!("{name}: {e}")))?;
+            let prog: &mut SchedClassifier = crate::program_mut(&mut ebpf, name)?;
             prog.load().map_err(|e| crate::verifier::load_failed(name, e))?;
             // First among the hook's tcx programs, so programs that drop run after we counted.
             let tcx = TcAttachOptions::TcxOrder(LinkOrder::first());

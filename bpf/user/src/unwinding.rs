@@ -42,7 +42,6 @@ use aya::{
         Map, MapData,
         lpm_trie::{Key, LpmTrie},
     },
-    programs::RawTracePoint,
 };
 use loupe_bpf_common::unwind::{
     EXEC_TRACEPOINT, MAX_MAPPINGS, Mapping, MappingKey, PROG_EXEC, PageInfo, ROWS_NO_ROOM, UnwindRow, WANTED_AT_EXEC,
@@ -82,19 +81,7 @@ const MAX_WAITING_EXECS: usize = 4096;
 /// Loads and attaches the program that asks for a process's tables as it execs
 /// ([`PROG_EXEC`]).
 pub(crate) fn ask_at_exec(ebpf: &mut Ebpf) -> Result<(), SamplerError> {
-    let program: &mut RawTracePoint = ebpf
-        .program_mut(PROG_EXEC)
-        .ok_or_else(|| SamplerError::Load(format!("program {PROG_EXEC} missing from object")))?
-        .try_into()
-        .map_err(|e| SamplerError::Load(format!("{PROG_EXEC}: {e}")))?;
-    program.load().map_err(|e| crate::verifier::load_failed(PROG_EXEC, e))?;
-    program.attach(EXEC_TRACEPOINT).map_err(|e| {
-        crate::privilege::classify("attach to sched_process_exec", &e, |reason| SamplerError::Attach {
-            iface: format!("raw tracepoint {EXEC_TRACEPOINT}"),
-            reason,
-        })
-    })?;
-    Ok(())
+    crate::attach_raw_tracepoint(ebpf, PROG_EXEC, EXEC_TRACEPOINT, "attach to sched_process_exec")
 }
 
 /// What the unwinder holds and has done, for logs and benchmarks.
