@@ -128,8 +128,17 @@ fn main() {
     let started = started.load(Ordering::Relaxed);
 
     println!("agent_churn, {seconds} s of churn ({started} processes of 40 binaries started, 1 s each):");
-    println!("  agent CPU: idle {:.3} % of a core (goal ≤ 0.1), churn {:.3} % (goal ≤ 1), churn / idle {:.1}×", 100.0 * idle, 100.0 * busy, busy / idle.max(1e-9));
-    println!("  the churning processes' samples: {samples}, whole {whole} ({:.1} %, goal ≥ 95); cut: {}", 100.0 * share, stacks["cut"]);
+    println!(
+        "  agent CPU: idle {:.3} % of a core (goal ≤ 0.1), churn {:.3} % (goal ≤ 1), churn / idle {:.1}×",
+        100.0 * idle,
+        100.0 * busy,
+        busy / idle.max(1e-9)
+    );
+    println!(
+        "  the churning processes' samples: {samples}, whole {whole} ({:.1} %, goal ≥ 95); cut: {}",
+        100.0 * share,
+        stacks["cut"]
+    );
     bench("agent_cpu_idle", 100.0 * idle, "% of a core");
     bench("agent_cpu_churn", 100.0 * busy, "% of a core");
     bench("agent_cpu_churn_over_idle", busy / idle.max(1e-9), "x");

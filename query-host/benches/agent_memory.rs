@@ -87,7 +87,8 @@ fn measure(seconds: u64) -> Option<Charged> {
     // SAFETY: kill(2) on the child we spawned.
     unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     let _ = agent.wait();
-    let own_table = own_build_id().is_some_and(|id| dir.path().join("unwind-tables").join(format!("{id}.unwind")).exists());
+    let own_table =
+        own_build_id().is_some_and(|id| dir.path().join("unwind-tables").join(format!("{id}.unwind")).exists());
     Some(Charged { peak, steady, anon, file, kernel, rss_kb, hwm_kb, v2: cgroup.v2(), own_table })
 }
 
@@ -98,10 +99,7 @@ fn own_build_id() -> Option<String> {
 }
 
 fn report(case: &str, what: &str, seconds: u64, c: &Charged) {
-    println!(
-        "agent_memory, {what} ({}), {seconds} s:",
-        if c.v2 { "cgroup v2" } else { "cgroup v1 memory" }
-    );
+    println!("agent_memory, {what} ({}), {seconds} s:", if c.v2 { "cgroup v2" } else { "cgroup v1 memory" });
     println!(
         "  charged: peak {:.1} MiB (bound {PEAK_BOUND_MIB}), steady {:.1} MiB (mean of the last 10 s; bound {STEADY_BOUND_MIB})",
         c.peak as f64 / MIB,

@@ -23,7 +23,8 @@ fn main() {
     if let Ok(path) = std::env::var("LOUPE_PARSE_ONE") {
         return parse_one(&PathBuf::from(path));
     }
-    let binaries: Vec<PathBuf> = if args.is_empty() { default_binaries() } else { args.iter().map(PathBuf::from).collect() };
+    let binaries: Vec<PathBuf> =
+        if args.is_empty() { default_binaries() } else { args.iter().map(PathBuf::from).collect() };
     println!("{:<28} {:>10} {:>10} {:>10} {:>7} {:>9}", "binary", "rows", "table KiB", "peak KiB", "ratio", "parse ms");
     for binary in binaries {
         let out = Command::new(std::env::current_exe().unwrap())
@@ -40,8 +41,14 @@ fn main() {
         let name = binary.file_name().unwrap().to_string_lossy().into_owned();
         println!("{name:<28} {rows:>10} {table_kib:>10} {peak_kib:>10} {ratio:>7.2} {ms:>9.1}");
         println!(r#"BENCH {{"name": "unwind_parse/{name}/ms", "value": {ms:.1}, "unit": "ms"}}"#);
-        println!(r#"BENCH {{"name": "unwind_parse/{name}/peak", "value": {:.1}, "unit": "MiB"}}"#, peak_kib as f64 / 1024.0);
-        println!(r#"BENCH {{"name": "unwind_parse/{name}/table", "value": {:.1}, "unit": "MiB"}}"#, table_kib as f64 / 1024.0);
+        println!(
+            r#"BENCH {{"name": "unwind_parse/{name}/peak", "value": {:.1}, "unit": "MiB"}}"#,
+            peak_kib as f64 / 1024.0
+        );
+        println!(
+            r#"BENCH {{"name": "unwind_parse/{name}/table", "value": {:.1}, "unit": "MiB"}}"#,
+            table_kib as f64 / 1024.0
+        );
         println!(r#"BENCH {{"name": "unwind_parse/{name}/peak_over_table", "value": {ratio:.2}, "unit": "x"}}"#);
     }
 }

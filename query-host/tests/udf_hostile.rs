@@ -249,7 +249,11 @@ fn memory_an_analysis_touched_stays_resident_only_as_configured() {
         grown
     };
     let (kept, handed_back) = (grown("32MiB"), grown("0"));
-    eprintln!("after a 48 MiB analysis the server kept {} KiB with --udf-keep-resident 32MiB, {} KiB with 0", kept >> 10, handed_back >> 10);
+    eprintln!(
+        "after a 48 MiB analysis the server kept {} KiB with --udf-keep-resident 32MiB, {} KiB with 0",
+        kept >> 10,
+        handed_back >> 10
+    );
     assert!(kept >= 24 << 20, "the pool kept only {kept} bytes of a 48 MiB instance (32 MiB asked)");
     assert!(handed_back < 12 << 20, "{handed_back} bytes stayed resident with --udf-keep-resident 0");
 }

@@ -204,13 +204,18 @@ fn debian_binaries_reach_their_root_like_perf_dwarf() {
 fn short_lived_processes_are_whole_from_their_first_sample() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let programs = loupe_testbed::programs::Programs::build(&dir.path().join("programs"), 10).expect("cc builds the programs");
+    let programs =
+        loupe_testbed::programs::Programs::build(&dir.path().join("programs"), 10).expect("cc builds the programs");
     let data = dir.path().join("data");
     let sampler = start_sampling_ready(&data, 60.0, &["--frequency", "49"]);
     let mut children = Vec::new();
     for i in 0..60 {
         // Each: nap 50 ms, 30 ms on the CPU, nap, 30 ms, exit.
-        children.push(programs.spawn(i, Some(std::time::Duration::from_millis(100)), std::time::Duration::from_millis(30)));
+        children.push(programs.spawn(
+            i,
+            Some(std::time::Duration::from_millis(100)),
+            std::time::Duration::from_millis(30),
+        ));
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     for mut c in children {

@@ -24,10 +24,12 @@ pub struct MemoryCgroup {
 impl MemoryCgroup {
     /// `None` where there is no memory controller to make one in (or no privilege to).
     pub fn make(name: &str) -> Option<Self> {
-        for (root, v2) in [("/sys/fs/cgroup", true), ("/sys/fs/cgroup/unified", true), ("/sys/fs/cgroup/memory", false)] {
+        for (root, v2) in [("/sys/fs/cgroup", true), ("/sys/fs/cgroup/unified", true), ("/sys/fs/cgroup/memory", false)]
+        {
             let root = Path::new(root);
             let usable = if v2 {
-                fs::read_to_string(root.join("cgroup.subtree_control")).is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
+                fs::read_to_string(root.join("cgroup.subtree_control"))
+                    .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
             } else {
                 root.join("memory.usage_in_bytes").exists()
             };
@@ -86,7 +88,8 @@ impl MemoryCgroup {
     pub fn ooms(&self) -> (Option<u64>, u64) {
         let file = if self.v2 { "memory.events" } else { "memory.oom_control" };
         let text = fs::read_to_string(self.dir.join(file)).unwrap_or_default();
-        let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse::<u64>().ok());
+        let field =
+            |key: &str| text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse::<u64>().ok());
         (if self.v2 { Some(field("oom").unwrap_or(0)) } else { None }, field("oom_kill").unwrap_or(0))
     }
 

@@ -274,10 +274,17 @@ fn a_restarted_sampler_reads_its_tables_from_the_disk_cache() {
     let cache = dir.path().join("unwind-tables");
     let options = StackSamplerOptions { frequency_hz: 100, table_cache: Some(cache.clone()), ..Default::default() };
     let (first, parsed) = deep_samples_and_stats(&options, &exe, "1");
-    assert!(parsed.parsed >= 2 && parsed.from_cache == 0, "the first start parses deep's and libc's tables: {parsed:?}");
+    assert!(
+        parsed.parsed >= 2 && parsed.from_cache == 0,
+        "the first start parses deep's and libc's tables: {parsed:?}"
+    );
     // Each table kept, with when it was written: a table parsed again is written again.
     let written = || -> BTreeMap<PathBuf, std::time::SystemTime> {
-        std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).map(|p| (p.clone(), p.metadata().unwrap().modified().unwrap())).collect()
+        std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| (p.clone(), p.metadata().unwrap().modified().unwrap()))
+            .collect()
     };
     let kept = written();
     assert!(kept.len() >= 2, "{} tables on disk for {parsed:?}", kept.len());

@@ -183,7 +183,12 @@ fn code_bounds<'data, R: object::ReadRef<'data>>(file: &object::File<'data, R>) 
     })
 }
 
-fn walk<'a, S>(section: &S, bases: &BaseAddresses, (code_start, code_end): (u64, u64), out: &mut Cfi) -> Result<(), Error>
+fn walk<'a, S>(
+    section: &S,
+    bases: &BaseAddresses,
+    (code_start, code_end): (u64, u64),
+    out: &mut Cfi,
+) -> Result<(), Error>
 where
     S: UnwindSection<EndianSlice<'a, LittleEndian>>,
 {

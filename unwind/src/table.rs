@@ -204,7 +204,9 @@ mod tests {
 
     /// Each `(start, end, rule)` an FDE of one row.
     fn rows_of_spans(spans: &[(u64, u64, Rule)]) -> Vec<(u64, Rule)> {
-        rows_of(runs(&spans.iter().map(|&(start, end, rule)| vec![(start, rule), (end, Rule::Invalid)]).collect::<Vec<_>>()))
+        rows_of(runs(
+            &spans.iter().map(|&(start, end, rule)| vec![(start, rule), (end, Rule::Invalid)]).collect::<Vec<_>>(),
+        ))
     }
 
     /// Each list an FDE's run (its rows, then its end row), in this order.
@@ -243,7 +245,17 @@ mod tests {
             vec![(0x30, B), (0x32, A), (0x34, Rule::Invalid)],
             vec![(0x50, A), (0x58, Rule::Invalid)],
         ];
-        let want = [(0x10, A), (0x14, B), (0x28, A), (0x30, B), (0x34, A), (0x38, B), (0x40, Rule::Invalid), (0x50, A), (0x58, Rule::Invalid)];
+        let want = [
+            (0x10, A),
+            (0x14, B),
+            (0x28, A),
+            (0x30, B),
+            (0x34, A),
+            (0x38, B),
+            (0x40, Rule::Invalid),
+            (0x50, A),
+            (0x58, Rule::Invalid),
+        ];
         assert_eq!(rows_of(runs(&fdes)), want);
         let reversed: Vec<_> = fdes.iter().rev().cloned().collect();
         assert_eq!(rows_of(runs(&reversed)), want, "in reverse");
@@ -252,7 +264,11 @@ mod tests {
         // The same 200 times over, 0x100 apart, in two interleaved stretches: more rows than
         // the merge holds back, with merges and replaced end rows across its flushes.
         let shift = |rows: &[(u64, Rule)], k: u64| rows.iter().map(|&(a, r)| (a + 0x100 * k, r)).collect::<Vec<_>>();
-        let many: Vec<_> = (0..200).step_by(2).chain((1..200).step_by(2)).flat_map(|k| fdes.iter().map(move |f| shift(f, k))).collect();
+        let many: Vec<_> = (0..200)
+            .step_by(2)
+            .chain((1..200).step_by(2))
+            .flat_map(|k| fdes.iter().map(move |f| shift(f, k)))
+            .collect();
         let want_many: Vec<_> = (0..200).flat_map(|k| shift(&want, k)).collect();
         assert!(want_many.len() > 4 * HELD_BACK);
         assert_eq!(rows_of(runs(&many)), want_many);
@@ -317,7 +333,8 @@ mod tests {
     #[test]
     fn the_paged_form_finds_what_the_table_finds() {
         // Rows across three pages, one of them without a row of its own.
-        let spans = [(0x1_fff0, 0x2_0010, A), (0x2_0010, 0x2_0020, B), (0x2_0030, 0x4_0008, A), (0x4_0008, 0x4_0100, B)];
+        let spans =
+            [(0x1_fff0, 0x2_0010, A), (0x2_0010, 0x2_0020, B), (0x2_0030, 0x4_0008, A), (0x4_0008, 0x4_0100, B)];
         let table = Table { rows: rows_of_spans(&spans), parsed: Parsed::default() };
         let paged = table.paged().unwrap();
         assert_eq!(paged.pages.iter().map(|p| p.0).collect::<Vec<_>>(), [1, 2, 3, 4]);

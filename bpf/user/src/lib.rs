@@ -79,7 +79,10 @@ pub(crate) fn attach_raw_tracepoint(
     let loaded: &mut aya::programs::RawTracePoint = program_mut(ebpf, program)?;
     loaded.load().map_err(|e| verifier::load_failed(program, e))?;
     loaded.attach(tracepoint).map_err(|e| {
-        privilege::classify(action, &e, |reason| SamplerError::Attach { iface: format!("raw tracepoint {tracepoint}"), reason })
+        privilege::classify(action, &e, |reason| SamplerError::Attach {
+            iface: format!("raw tracepoint {tracepoint}"),
+            reason,
+        })
     })?;
     Ok(())
 }
