@@ -138,6 +138,14 @@ pub struct Parsed {
 /// `elf` is the file's bytes, or an `object::ReadCache` over the file, which reads only the
 /// parts needed.
 pub fn read<'data, R: object::ReadRef<'data>>(elf: R) -> Result<Cfi, Error> {
+    read_bounded(elf, MAX_ROWS)
+}
+
+/// [`read`], refusing the binary once it has read `max_rows` rows (its FDEs' end rows counted):
+/// a reader with room for fewer rows (the agent's table memory) stops there rather than hold a
+/// parse it could never place — a hostile binary's as much as a large one's.
+pub fn read_bounded<'data, R: object::ReadRef<'data>>(elf: R, max_rows: usize) -> Result<Cfi, Error> {
+    let max_rows = max_rows.min(MAX_ROWS);
     let file = object::File::parse(elf).map_err(|e| Error::NotElf(e.to_string()))?;
     if file.architecture() != object::Architecture::X86_64 {
         return Err(Error::Architecture(format!("{:?}", file.architecture())));
@@ -157,7 +165,7 @@ pub fn read<'data, R: object::ReadRef<'data>>(elf: R) -> Result<Cfi, Error> {
     if let Some(section) = file.section_by_name(".eh_frame") {
         let data = section.data().map_err(|e| Error::NotElf(e.to_string()))?;
         let bases = bases.clone().set_eh_frame(section.address());
-        walk(&EhFrame::new(data, LittleEndian), &bases, code, &mut out)?;
+        walk(&EhFrame::new(data, LittleEndian), &bases, code, max_rows, &mut out)?;
     }
     if let Some(section) = file.section_by_name(".debug_frame") {
         // A compressed section (SHF_COMPRESSED) reads as its compressed bytes, which no
@@ -165,7 +173,7 @@ pub fn read<'data, R: object::ReadRef<'data>>(elf: R) -> Result<Cfi, Error> {
         let data = section.data().map_err(|e| Error::NotElf(e.to_string()))?;
         let mut debug_frame = DebugFrame::new(data, LittleEndian);
         debug_frame.set_address_size(8);
-        walk(&debug_frame, &bases, code, &mut out)?;
+        walk(&debug_frame, &bases, code, max_rows, &mut out)?;
     }
     Ok(out)
 }
@@ -187,6 +195,7 @@ fn walk<'a, S>(
     section: &S,
     bases: &BaseAddresses,
     (code_start, code_end): (u64, u64),
+    max_rows: usize,
     out: &mut Cfi,
 ) -> Result<(), Error>
 where
@@ -242,8 +251,8 @@ where
                     if out.rows.len() > first && out.rows.last().is_some_and(|r| r.1 == rule) {
                         continue;
                     }
-                    if out.rows.len() >= MAX_ROWS {
-                        return Err(Error::TooManyRows(MAX_ROWS));
+                    if out.rows.len() >= max_rows {
+                        return Err(Error::TooManyRows(max_rows));
                     }
                     out.rows.push((row.start_address(), rule));
                 }
@@ -263,8 +272,8 @@ where
         if out.rows.len() == first {
             continue; // an FDE of empty rows covers nothing
         }
-        if out.rows.len() >= MAX_ROWS {
-            return Err(Error::TooManyRows(MAX_ROWS));
+        if out.rows.len() >= max_rows {
+            return Err(Error::TooManyRows(max_rows));
         }
         out.rows.push((covered_to, Rule::Invalid));
         let count = (out.rows.len() - first) as u32;

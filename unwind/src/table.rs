@@ -74,8 +74,14 @@ impl Paged {
     /// The kernel's form of an ELF file's table, built as the merge goes: what
     /// `Table::from_elf(elf)?.paged()` gives, without holding the wider rows.
     pub fn from_elf<'data, R: object::ReadRef<'data>>(elf: R) -> Result<Paged, Error> {
+        Self::from_elf_bounded(elf, cfi::MAX_ROWS)
+    }
+
+    /// [`Paged::from_elf`] for a reader with room for `max_rows` rows: a binary with more is
+    /// refused as soon as its parse has read that many ([`cfi::read_bounded`]).
+    pub fn from_elf_bounded<'data, R: object::ReadRef<'data>>(elf: R, max_rows: usize) -> Result<Paged, Error> {
         let mut paged = Paged::default();
-        merge(cfi::read(elf)?, |start, rule| paged.push(start, rule.row(start)))?;
+        merge(cfi::read_bounded(elf, max_rows)?, |start, rule| paged.push(start, rule.row(start)))?;
         paged.rows.shrink_to_fit();
         Ok(paged)
     }
@@ -317,6 +323,17 @@ mod tests {
             assert!(paged.rows.len() > 1000, "{binary}: {} rows", paged.rows.len());
             assert_eq!(paged, Table::from_elf(&bytes[..]).unwrap().paged().unwrap(), "{binary}");
         }
+    }
+
+    #[test]
+    fn a_reader_with_room_for_fewer_rows_stops_the_parse_there() {
+        let bytes = std::fs::read("/usr/lib/x86_64-linux-gnu/libc.so.6").unwrap();
+        let whole = Paged::from_elf(&bytes[..]).unwrap();
+        let err = Paged::from_elf_bounded(&bytes[..], 1000).unwrap_err();
+        assert!(matches!(err, Error::TooManyRows(1000)), "{err}");
+        // Room for all its rows (its FDEs' end rows counted while parsing): the same table.
+        let room = 2 * whole.rows.len();
+        assert_eq!(Paged::from_elf_bounded(&bytes[..], room).unwrap(), whole);
     }
 
     #[test]

@@ -448,24 +448,44 @@ impl Unwinder {
         let binary = Binary::read(elf).ok()?;
         let key = binary.build_id_hex().unwrap_or_else(|| format!("file-{}-{}-{}-{}", id.0, id.1, id.2, id.3));
         if !self.tables.contains_key(&key) {
-            let paged = self.paged(&key, elf, binary.build_id.is_some());
-            let loaded = self.place(binary, paged);
+            let loaded = match self.paged(&key, elf, binary.build_id.is_some()) {
+                Ok(paged) => self.place(binary, Some(paged)),
+                Err(too_big) => {
+                    let mut loaded = self.place(binary, None);
+                    // Larger than the whole table memory: a stack reaching it says so.
+                    loaded.no_room = too_big;
+                    if too_big {
+                        tracing::warn!(
+                            key,
+                            "an unwind table larger than the table memory (--unwind-memory-mib); stacks through it end there"
+                        );
+                    }
+                    loaded
+                }
+            };
             self.tables.insert(key.clone(), loaded);
         }
         Some(key)
     }
 
-    /// The binary's table: from the disk cache, else parsed (and cached).
-    fn paged<'data, R: object::ReadRef<'data>>(&mut self, key: &str, elf: R, cacheable: bool) -> Option<Paged> {
+    /// The binary's table: from the disk cache, else parsed (and cached). `Err(true)`: its
+    /// table would not fit the whole table memory.
+    fn paged<'data, R: object::ReadRef<'data>>(&mut self, key: &str, elf: R, cacheable: bool) -> Result<Paged, bool> {
         let dir = self.cache_dir.as_deref().filter(|_| cacheable);
         if let Some(paged) = dir.and_then(|d| cache::load(d, key)) {
             self.stats.from_cache += 1;
-            return Some(paged);
+            return Ok(paged);
         }
-        let paged = Paged::from_elf(elf);
-        let Ok(paged) = paged else {
-            tracing::debug!(key, error = %paged.unwrap_err(), "no unwind table");
-            return None;
+        // No more rows parsed than the table memory holds (and its FDEs' end rows, a quarter
+        // more at most in real binaries): a table that could never be placed is not held whole
+        // first, and a hostile binary's parse is bounded by it too.
+        let capacity = self.stats.rows_capacity as usize;
+        let paged = match Paged::from_elf_bounded(elf, capacity + capacity / 4) {
+            Ok(paged) => paged,
+            Err(e) => {
+                tracing::debug!(key, error = %e, "no unwind table");
+                return Err(matches!(e, loupe_unwind::Error::TooManyRows(n) if n < loupe_unwind::cfi::MAX_ROWS));
+            }
         };
         self.stats.parsed += 1;
         if let Some(dir) = dir
@@ -473,7 +493,7 @@ impl Unwinder {
         {
             tracing::warn!(dir = %dir.display(), error = %e, "could not keep an unwind table on disk");
         }
-        Some(paged)
+        Ok(paged)
     }
 
     /// Finds room for a table (making room from unused tables if needed) and writes it.
