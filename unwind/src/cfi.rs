@@ -7,7 +7,7 @@
 //! sorted into a second vector of rows: both held at once, 45 MB above the process's resident
 //! set for a 5.6 MiB kernel table (`cargo bench -p loupe-query-host --bench parse_memory`). A run
 //! holds each row once, as the table keeps it (24 bytes), with the FDE's end as one more row,
-//! in [`Rows`]: chunks of 1.5 MiB that [`crate::table`] hands back one by one as its merge
+//! in [`Rows`]: chunks of 1.5 MiB that the table's merge hands back one by one as it
 //! consumes them. The runs need merging, not just appending: that binary's 60,123 FDEs are
 //! three in-address-order stretches, two of them interleaved over all of `.text`.
 //!
