@@ -55,7 +55,7 @@ fn cpu_share(pid: u32, window: Duration) -> f64 {
     (cpu_seconds(pid) - cpu0) / t0.elapsed().as_secs_f64()
 }
 
-/// Starts a process every 50 ms until `stop`, each living 1 s; returns how many it started.
+/// Starts a process every 50 ms until `stop`, each living 1 s, counting them in `started`.
 fn churn(programs: Programs, stop: Arc<AtomicBool>, started: Arc<AtomicUsize>) {
     let mut alive: Vec<Child> = Vec::new();
     let mut next = Instant::now();

@@ -90,6 +90,5 @@ fn parse_one(path: &std::path::Path) {
 }
 
 fn status_kib(key: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap()
+    loupe_testbed::sampling::process_status_kb(std::process::id(), key).expect("this process's status")
 }

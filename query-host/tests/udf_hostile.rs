@@ -204,16 +204,16 @@ fn a_hundred_thousand_series_hit_the_series_limit() {
     stopped_at_runtime_with(s, "hostile_many_series", 422, "series_limit", "100000 series");
 }
 
+/// The resident set of process `pid`, in bytes.
+fn rss(pid: u32) -> u64 {
+    loupe_testbed::sampling::process_status_kb(pid, "VmRSS:").expect("the server runs") * 1024
+}
+
 /// A module that opens cursors forever (ignoring any error) is stopped by a trap at the 17th,
 /// and the server's memory does not grow with what it tried.
 #[test]
 fn opening_cursors_forever_hits_the_cursor_limit() {
     let s = setup();
-    let rss = |pid: u32| -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
-    };
     let pid = s.server.pid();
     let before = rss(pid);
     s.hostile.upload("hoarder", "hostile_cursor_hoarder");
@@ -236,15 +236,10 @@ fn memory_an_analysis_touched_stays_resident_only_as_configured() {
         let server = Server::start(dir.path(), &["--udf-memory-limit", "48MiB", "--udf-keep-resident", keep]);
         let http = Http::new(&server.url, Some(&server.token("mallory")));
         http.upload("bomb", "hostile_memory_bomb");
-        let rss = || {
-            let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
-            let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-            line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
-        };
-        let before = rss();
+        let before = rss(server.pid());
         // It writes every page of 1 MiB chunks until the 48 MiB limit stops it.
         http.invoke("bomb", json!({})).assert_error(422, "memory_limit", "memory limit");
-        let grown = rss().saturating_sub(before);
+        let grown = rss(server.pid()).saturating_sub(before);
         server.stop();
         grown
     };

@@ -35,8 +35,7 @@ fn zeroed_block(len: usize) -> Vec<u8> {
 }
 
 fn rss_kib() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap()
+    loupe_testbed::sampling::process_status_kb(std::process::id(), "VmRSS:").expect("this process's status") as usize
 }
 
 #[test]

@@ -117,7 +117,8 @@ impl Rows {
     }
 
     /// Chunks still held, for tests.
-    pub fn chunks_held(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn chunks_held(&self) -> usize {
         self.chunks.iter().filter(|c| c.capacity() > 0).count()
     }
 }
