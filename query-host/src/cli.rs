@@ -334,11 +334,14 @@ pub struct StackArgs {
     /// they blocked, weighed by how long they waited (`loupe profile --off-cpu`).
     #[arg(long)]
     pub off_cpu: bool,
-    /// With --off-cpu: the shortest wait kept, in microseconds.
-    #[arg(long = "off-cpu-threshold-us", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=60_000_000))]
-    pub off_cpu_threshold_us: u64,
-    /// With --off-cpu: the most waits whose stacks are taken a second; above it, 1 wait in N
-    /// (N follows the rate each second) and each kept one stands for N.
+    /// With --off-cpu: waits this long or longer (in microseconds) are all kept, each standing
+    /// for itself; a shorter wait w is kept 1 in ⌈scale / w⌉ and stands for about `scale` (set
+    /// each second so that the waits sent fit --off-cpu-max-per-second).
+    #[arg(long = "off-cpu-exact-us", default_value_t = loupe_bpf::DEFAULT_EXACT.as_micros() as u64, value_parser = clap::value_parser!(u64).range(0..=60_000_000))]
+    pub off_cpu_exact_us: u64,
+    /// With --off-cpu: the most waits sent a second: the long ones first, the short ones
+    /// sharing the rest; only if the long ones alone exceed it is every wait kept 1 in N, each
+    /// kept one standing for N.
     #[arg(long = "off-cpu-max-per-second", default_value_t = loupe_bpf::DEFAULT_MAX_STACKS_PER_SECOND, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub off_cpu_max_per_second: u32,
 }
@@ -357,7 +360,7 @@ impl StackArgs {
             table_cache: Some(data_dir.join("unwind-tables")),
             unwind_tables: !self.no_unwind_tables,
             off_cpu: self.off_cpu.then(|| loupe_bpf::OffCpuOptions {
-                threshold: std::time::Duration::from_micros(self.off_cpu_threshold_us),
+                exact: std::time::Duration::from_micros(self.off_cpu_exact_us),
                 max_stacks_per_second: self.off_cpu_max_per_second,
             }),
         }

@@ -387,10 +387,11 @@ fn waits_under_sampler(
     (samples.into_iter().filter(|s| s.pid == pid).collect(), truth)
 }
 
-/// In its first second the sampler has not counted the blocks yet and takes 1 in 1: beside
-/// ~20,000 blocks a second, only the kernel's burst guard keeps the stacks taken near the bound
-/// (twice its share of each ~134 ms window), so the ring never fills and no CPU sample is
-/// lost; the blocks it skipped are counted.
+/// In its first second the sampler has not counted the blocks yet and takes every block, keeping
+/// a short wait `w` 1 in `⌈exact / w⌉`: beside ~20,000 blocks a second, only the kernel's burst
+/// guard keeps the stacks taken near the bound (twice its share of each ~134 ms window), so the
+/// ring never fills and no CPU sample is lost; the blocks it skipped are counted. Then the
+/// sampling follows the waits: the short ones' scale and the takes' floor grow.
 #[test]
 fn a_burst_of_blocks_is_held_to_the_guard_and_loses_no_samples() {
     require_root!();
@@ -413,7 +414,12 @@ fn a_burst_of_blocks_is_held_to_the_guard_and_loses_no_samples() {
     }
     let windows = attached.elapsed().as_nanos().div_ceil(1 << 27) as usize + 1;
     let taken = first.iter().filter(|s| s.off_cpu.is_some()).count();
-    assert!(first.iter().filter_map(|s| s.off_cpu).all(|o| o.one_in == 1), "1 in 1 before the first count");
+    // Before the first count the scale is the exact threshold, and every block is taken.
+    let exact = loupe_bpf::DEFAULT_EXACT.as_nanos() as u64;
+    for o in first.iter().filter_map(|s| s.off_cpu) {
+        let n = if o.waited_ns >= exact { 1 } else { exact.div_ceil(o.waited_ns.max(1)) };
+        assert_eq!(u64::from(o.one_in), n, "a wait of {} ns before the first count", o.waited_ns);
+    }
     // Every window that began since the attachment, and each CPU racing past the limit once in
     // each.
     let cpus = std::thread::available_parallelism().unwrap().get();
@@ -425,12 +431,17 @@ fn a_burst_of_blocks_is_held_to_the_guard_and_loses_no_samples() {
     let stats = sampler.off_cpu_stats().unwrap();
     let _ = child.wait();
     eprintln!(
-        "first 0.9 s: {taken} stacks taken (guard {bound}); then {:.0} blocks/s, 1 in {}, {} skipped by the guard",
-        stats.blocks_per_second, stats.one_in, stats.skipped
+        "first 0.9 s: {taken} stacks taken (guard {bound}); then {:.0} blocks/s, 1 in {}, scale {:?}, floor {}, {} \
+         skipped by the guard",
+        stats.blocks_per_second, stats.one_in, stats.scale, stats.floor, stats.skipped
     );
     assert!(taken > 0 && taken <= bound, "{taken} stacks in the first 0.9 s, the guard allows {bound}");
     assert!(stats.skipped > 0, "at {:.0} blocks a second the guard skipped none", stats.blocks_per_second);
-    assert!(stats.one_in > 1, "the ratio followed the rate: {stats:?}");
+    // 20 s waited a second in 1-ms naps over a bound of 100: each kept nap stands for ~200 ms,
+    // and a nap is taken at least 1 in 400 (20,000 over half the bound).
+    assert!(stats.scale > Duration::from_millis(100), "the short waits' scale followed them: {stats:?}");
+    assert!(stats.floor > 100, "the takes' floor followed the blocks: {stats:?}");
+    assert_eq!(stats.one_in, 1, "no long waits to thin: {stats:?}");
     assert_eq!(sampler.lost().unwrap(), 0, "the ring filled: CPU samples were lost");
 }
 
@@ -499,4 +510,92 @@ fn off_cpu_time_is_weighted_by_how_long_each_thread_waited() {
     // Without the option, no off-CPU samples at all.
     let (samples, _) = waits_under_sampler(&StackSamplerOptions::default(), &exe, ["5", "20", "1", "20"]);
     assert!(samples.iter().all(|s| s.off_cpu.is_none()), "off-CPU samples without --off-cpu");
+}
+
+/// Off-CPU time kept by length, not 1 block in N: three threads wait known times (7-ms naps,
+/// 30-ms pipe reads, 40-ms condition waits) beside four threads that block ~4,000 times a second
+/// in 1-ms naps from 2.5 s before to 2.5 s after (`waits mixed`), at the default bound. Each
+/// function's time waited is within 5 % of the program's own clock, five runs in a row under one
+/// sampler: the long waits are sent once each, weighted by themselves, whatever the naps do. The
+/// naps' own time, sampled by length, is an estimate: within 25 % (its error, a few % here, is
+/// printed).
+#[test]
+fn long_waits_are_exact_beside_thousands_of_short_blocks_a_second() {
+    require_root!();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("waits");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/waits.c");
+    let ok = Command::new("cc").args(["-O2", "-pthread", "-no-pie", "-o"]).arg(&exe).arg(&src).status();
+    assert!(ok.expect("running cc").success());
+    let functions = functions_of(&exe);
+    let name = |pc: u64| {
+        functions.iter().find(|(start, end, _)| (*start..*end).contains(&pc)).map_or("?", |(_, _, n)| n.as_str())
+    };
+    let through = |s: &RawStack, function: &str| {
+        s.user.iter().enumerate().any(|(i, &pc)| name(if i == 0 { pc } else { pc - 1 }) == function)
+    };
+    let options = StackSamplerOptions {
+        frequency_hz: 10,
+        off_cpu: Some(loupe_bpf::OffCpuOptions::default()),
+        ..Default::default()
+    };
+    let mut sampler = StackSampler::start(&options).unwrap();
+    for run in 1..=5 {
+        use std::io::{BufRead, Read, Write};
+        let mut child =
+            Command::new(&exe).args(["mixed", "4", "2500"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let pid: u32 = line.trim().parse().unwrap_or_else(|_| panic!("a PID first, not {line:?}"));
+        sampler.load_process(pid).unwrap();
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        let samples = collect_while(&mut sampler, Duration::from_millis(100), || child.try_wait().unwrap().is_none());
+        let mut rest = String::new();
+        stdout.read_to_string(&mut rest).unwrap();
+        assert!(child.wait().unwrap().success());
+        let stats = sampler.off_cpu_stats().unwrap();
+        eprintln!("run {run}: {stats:?}");
+        let fields = |l: &str| l.split_whitespace().skip(1).map(|f| f.parse::<u64>().unwrap()).collect::<Vec<_>>();
+        let line_of = |what: &str| fields(rest.lines().find(|l| l.starts_with(what)).unwrap_or_else(|| panic!("{rest}")));
+        let waits: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid && s.off_cpu.is_some()).collect();
+        for (thread, function) in [("nap", "loupe_nap"), ("pipe", "loupe_pipe_waiter"), ("cond", "loupe_cond_waiter")] {
+            let (tid, measured) = (line_of(thread)[0] as u32, line_of(thread)[1]);
+            let mine: Vec<&&RawStack> = waits.iter().filter(|s| s.tid == tid && through(s, function)).collect();
+            let total: u64 = mine.iter().map(|s| s.off_cpu.unwrap().weight_ns()).sum();
+            let kept_alone = mine.iter().filter(|s| s.off_cpu.unwrap().one_in == 1).count();
+            eprintln!(
+                "  {function}: {} samples ({kept_alone} standing for themselves), {:.1} ms, measured {:.1} ms ({:+.2} %)",
+                mine.len(),
+                total as f64 / 1e6,
+                measured as f64 / 1e6,
+                (total as f64 / measured as f64 - 1.0) * 100.0
+            );
+            assert!(
+                (total as f64 - measured as f64).abs() <= 0.05 * measured as f64,
+                "run {run}: {total} ns off the CPU in {function}, measured {measured} ns; {stats:?}"
+            );
+        }
+        let window = line_of("window");
+        let nappers: Vec<(u32, u64)> =
+            rest.lines().filter(|l| l.starts_with("short")).map(|l| (fields(l)[0] as u32, fields(l)[1])).collect();
+        let measured: u64 = nappers.iter().map(|n| n.1).sum();
+        let total: u64 = waits
+            .iter()
+            .filter(|s| nappers.iter().any(|n| n.0 == s.tid) && (window[0]..window[1]).contains(&s.time_unix_ns))
+            .filter(|s| through(s, "loupe_short_naps"))
+            .map(|s| s.off_cpu.unwrap().weight_ns())
+            .sum();
+        eprintln!(
+            "  loupe_short_naps: {:.1} ms, measured {:.1} ms ({:+.2} %)",
+            total as f64 / 1e6,
+            measured as f64 / 1e6,
+            (total as f64 / measured as f64 - 1.0) * 100.0
+        );
+        assert!(
+            (total as f64 - measured as f64).abs() <= 0.25 * measured as f64,
+            "run {run}: {total} ns in the short naps, measured {measured} ns; {stats:?}"
+        );
+    }
+    assert_eq!(sampler.lost().unwrap(), 0, "the ring filled: CPU samples were lost");
 }

@@ -128,6 +128,8 @@ mod pod {
     unsafe impl aya::Pod for super::stacks::OffCpuConfig {}
     unsafe impl aya::Pod for super::stacks::OffCpuBurst {}
     unsafe impl aya::Pod for super::stacks::OffCpuLast {}
+    unsafe impl aya::Pod for super::stacks::OffCpuTask {}
+    unsafe impl aya::Pod for super::stacks::OffCpuCounts {}
     unsafe impl aya::Pod for super::unwind::UnwindRow {}
     unsafe impl aya::Pod for super::unwind::PageInfo {}
     unsafe impl aya::Pod for super::unwind::Mapping {}

@@ -26,8 +26,12 @@ pub const OFF_CPU_TRACEPOINT: &str = "sched_switch";
 pub const MAP_OFF_CPU_CONFIG: &str = "OFF_CPU_CONFIG";
 /// Task (its `task_struct` address) → the [`StackEvent`] taken as it blocked, until it runs again.
 pub const MAP_OFF_CPU_PENDING: &str = "OFF_CPU_PENDING";
-/// Per-CPU `u64`: threads seen blocking (sampled or not), for userspace to set the rate.
-pub const MAP_OFF_CPU_BLOCKS: &str = "OFF_CPU_BLOCKS";
+/// Per-CPU [`OffCpuCounts`]: the blocks and waits seen (sampled or not), for userspace to set
+/// the sampling each second.
+pub const MAP_OFF_CPU_COUNTS: &str = "OFF_CPU_COUNTS";
+/// Task (its `task_struct` address) → [`OffCpuTask`]: when it blocked, and what its last waits
+/// say about its next one.
+pub const MAP_OFF_CPU_TASKS: &str = "OFF_CPU_TASKS";
 /// One [`OffCpuBurst`] for all CPUs: the takes of the current window, and the blocks bursts
 /// skipped.
 pub const MAP_OFF_CPU_BURST: &str = "OFF_CPU_BURST";
@@ -38,6 +42,13 @@ pub const MAP_OFF_CPU_LAST: &str = "OFF_CPU_LAST";
 pub const OFF_CPU_WINDOW_SHIFT: u32 = 27;
 /// Threads blocked at once whose stacks are held (an LRU: the oldest are dropped past it).
 pub const OFF_CPU_PENDING_ENTRIES: u32 = 4096;
+/// Threads whose waits are followed ([`MAP_OFF_CPU_TASKS`], an LRU: the least recently switched
+/// are forgotten past it, and a wait of a forgotten thread is not counted).
+pub const OFF_CPU_TASKS_ENTRIES: u32 = 16_384;
+/// After a wait at least [`OffCpuConfig::exact_ns`] long, this many of the thread's next blocks
+/// are taken whatever their own length predicts: a long wait between a few short ones (a worker
+/// that waits for work, then briefly on locks) is then taken every time.
+pub const OFF_CPU_LONG_CREDIT: u32 = 8;
 
 /// Deepest kernel stack recorded (frames past it are cut off, the leaf side kept).
 pub const MAX_KERNEL_FRAMES: usize = 64;
@@ -115,18 +126,73 @@ pub struct StackEvent {
     pub user: [u64; MAX_USER_FRAMES],
 }
 
-/// What the off-CPU program does, set by userspace (and changed as the blocking rate changes).
+/// What the off-CPU program does, set by userspace (once a second, as the host's waits change).
+///
+/// Which waits are sent, and what each stands for (the estimator; docs/stacks.md says it with
+/// its error): a wait of `w` ns is kept with probability `1 / n(w)` and sent with `one_in =
+/// n(w)`, so that summed `w × one_in` is an unbiased estimate of the time waited, where `n(w) =
+/// one_in` for `w ≥ exact_ns` (exact while `one_in` is 1) and `one_in × ⌈scale_ns / w⌉` below it
+/// (each kept short wait stands for about `scale_ns`). The stacks must be taken as the thread
+/// blocks, before `w` is known: each block is taken with probability `1 / n'`, `n'` from the
+/// thread's last waits ([`OffCpuTask::predicted`], at most `floor`), and kept when it ends with
+/// probability `n' / n(w)` (always if `n(w) ≤ n'`); a kept wait carries `max(n', n(w))`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OffCpuConfig {
-    /// Blocks shorter than this are not sent (their stacks were taken and are dropped).
-    pub threshold_ns: u64,
-    /// Take the stacks of 1 block in this many (0: none; 1: every one), chosen at random.
+    /// Waits this long or longer are all kept (while `one_in` is 1), each standing for itself.
+    pub exact_ns: u64,
+    /// Shorter waits are kept 1 in `⌈scale_ns / w⌉`; at least `exact_ns`.
+    pub scale_ns: u64,
+    /// Every wait is also kept only 1 in this many (0: off; 1 unless the long waits alone
+    /// exceed the bound).
     pub one_in: u32,
-    /// Stacks all CPUs may take in one window (`OFF_CPU_WINDOW_SHIFT`) at most, whatever
-    /// `one_in` says: the guard between a burst of blocks and the next adjustment of `one_in`
-    /// (a second later), which would otherwise fill the ring and lose CPU samples with it.
+    /// A block is taken at least 1 in this many, whatever its thread's last waits predict
+    /// (before `one_in`): what bounds the takes that turn out too short to send.
+    pub floor: u32,
+    /// Stacks all CPUs may take in one window (`OFF_CPU_WINDOW_SHIFT`) at most, whatever the
+    /// rest says: the guard between a burst of blocks and the next adjustment (a second
+    /// later), which would otherwise fill the ring and lose CPU samples with it.
     pub burst_limit: u32,
+    pub _pad: u32,
+}
+
+/// What the off-CPU program follows of one thread ([`MAP_OFF_CPU_TASKS`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuTask {
+    /// When it blocked (`bpf_ktime_get_ns`); 0 while it runs.
+    pub blocked_at: u64,
+    /// Its stacks were taken as it blocked, 1 in this many; 0: not taken.
+    pub taken_one_in: u32,
+    /// Take its next block 1 in this many (before the config's `one_in` and `floor`): `n(w)` of
+    /// its last wait, 1 while it has [`OFF_CPU_LONG_CREDIT`] left; 0 before its first wait.
+    pub predicted: u32,
+    /// Blocks still taken whatever they predict, since its last long wait.
+    pub long_credit: u32,
+    /// [`TASK_NO_USER`].
+    pub flags: u32,
+    /// The thread's id: a `task_struct` freed and given to a new thread finds its old entry
+    /// under the same address, and must not take its predictions (nor its kernel-thread mark).
+    pub tid: u32,
+    pub _pad: u32,
+}
+
+/// `OffCpuTask::flags`: a kernel thread (no user registers): its blocks are never taken or
+/// counted.
+pub const TASK_NO_USER: u32 = 1;
+
+/// Per-CPU counts of what the off-CPU program saw ([`MAP_OFF_CPU_COUNTS`]), since the start.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffCpuCounts {
+    /// Threads seen blocking (kernel threads included).
+    pub blocks: u64,
+    /// Waits that ended at least `exact_ns` long (user threads, taken or not).
+    pub long_waits: u64,
+    /// The time of the shorter ones, in ns.
+    pub short_wait_ns: u64,
+    /// Blocks picked for their stacks (before the burst guard).
+    pub picked: u64,
 }
 
 /// What each CPU's off-CPU program last saw (`MAP_OFF_CPU_LAST`, one per CPU): the task it

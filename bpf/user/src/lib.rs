@@ -29,7 +29,7 @@ pub use loupe_bpf_common::{
     sketch,
 };
 pub use off_cpu::{
-    DEFAULT_MAX_STACKS_PER_SECOND, DEFAULT_THRESHOLD, OffCpu, OffCpuOptions, OffCpuStats, burst_limit, one_in_for,
+    DEFAULT_EXACT, DEFAULT_MAX_STACKS_PER_SECOND, OffCpu, OffCpuOptions, OffCpuPlan, OffCpuStats, burst_limit, plan,
 };
 pub use probes::{
     FunctionProbeOptions, FunctionProbes, FunctionTotals, LinkKind, MAX_ATTACHMENTS, MAX_SAMPLE_EVERY, ProbePoint,
