@@ -1,16 +1,20 @@
-//! What off-CPU sampling costs at a high context-switch rate, on a real kernel (root). Printed
-//! figures, no pass/fail gate.
+//! What off-CPU sampling costs at a high context-switch rate, and how close its estimate comes
+//! to the truth, on a real kernel (root). Printed figures, no pass/fail gate.
 //!
-//! `testbed/fixtures/waits.c naps 20 SECONDS`: 20 threads each napping 1 ms at a time, ~20,000
-//! blocks (and as many switches back) a second. Against it, the stack sampler at 10 Hz runs
-//! with off-CPU sampling (its defaults: blocks ≥ 1 ms, at most 200 stacks a second) and
-//! without — the baseline, measured in the same rounds, interleaved. The cost is the off-CPU
-//! program's own run time as the kernel counts it (`kernel.bpf_stats_enabled`: every
-//! `sched_switch` on the host, taken or not) plus the extra CPU this process spent draining the
-//! ring, as a share of one core.
+//! **Cost.** `testbed/fixtures/waits.c naps 20 SECONDS`: 20 threads each napping 1 ms at a time,
+//! ~20,000 blocks (and as many switches back) a second. Against it, the stack sampler at 10 Hz
+//! runs with off-CPU sampling (its defaults: every wait ≥ 5 ms, shorter ones by length, at most
+//! 500 sent a second) and without — the baseline, measured in the same rounds, interleaved. The
+//! cost is the off-CPU program's own run time as the kernel counts it
+//! (`kernel.bpf_stats_enabled`: every `sched_switch` on the host, taken or not) plus the extra
+//! CPU this process spent draining the ring, as a share of one core. A third configuration sends
+//! at most 1 stack a second: what every switch costs by itself, apart from each stack taken.
 //!
-//! A third configuration takes at most 1 stack a second: what every switch costs by itself
-//! (the lookup of the task switched in), apart from what each stack taken costs.
+//! **Error.** `waits mixed 4 2000`: three threads waiting known times (7-ms naps, 30-ms pipe
+//! reads, 40-ms condition waits) beside four threads blocking ~4,000 times a second in 1-ms naps.
+//! Each function's time waited as sampled against the program's own clock, kept by length (the
+//! default) and — the baseline, in the same run — kept 1 block in N by count (`exact` 0: every
+//! wait counts as long, so N follows the whole host's blocking rate, as Loupe sampled before).
 //!
 //! `cargo bench -p loupe-testbed --bench off_cpu`
 
@@ -21,6 +25,7 @@ use std::{
 };
 
 use loupe_bpf::{OffCpuOptions, StackSampler, StackSamplerOptions};
+use loupe_testbed::waits::{self, Functions};
 
 const STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
 const THREADS: &str = "20";
@@ -35,10 +40,7 @@ fn main() {
     let before = std::fs::read_to_string(STATS).unwrap_or_else(|_| "0".into());
     std::fs::write(STATS, "1").expect("enabling BPF run-time stats");
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("waits");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/waits.c");
-    let ok = Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status();
-    assert!(ok.expect("running cc").success());
+    let exe = waits::build(dir.path());
     let rounds = 3;
     let (mut with, mut without, mut rates, mut samples) = (vec![], vec![], vec![], vec![]);
     let (mut switch_only, mut switch_runs, mut switch_ns) = (vec![], vec![], vec![]);
@@ -86,6 +88,68 @@ fn main() {
     println!(r#"BENCH {{"name": "off_cpu_ns_per_switch", "value": {switch_ns:.1}, "unit": "ns"}}"#);
     println!(r#"BENCH {{"name": "off_cpu_us_per_stack", "value": {per_stack_us:.2}, "unit": "us"}}"#);
     let _ = std::fs::write(STATS, before.trim());
+    errors(&exe);
+}
+
+/// Each function's error, kept by length against kept by count, over a few runs of `mixed`.
+fn errors(exe: &Path) {
+    let functions = Functions::of(exe);
+    let by_count = OffCpuOptions { exact: Duration::ZERO, ..OffCpuOptions::default() };
+    let mut worst: Vec<(&str, f64, f64)> = Vec::new();
+    for (label, options) in [("by time", OffCpuOptions::default()), ("by count", by_count)] {
+        let sampler_options = StackSamplerOptions { frequency_hz: 10, off_cpu: Some(options), ..Default::default() };
+        let mut sampler = StackSampler::start(&sampler_options).expect("starting the sampler");
+        for run in 1..=3 {
+            let mut mixed = waits::Mixed::spawn(exe, 4, 2000);
+            let pid = mixed.pid;
+            sampler.load_process(pid).expect("loading the fixture's tables");
+            mixed.go();
+            let mut out = Vec::new();
+            while mixed.running() {
+                sampler.drain(&mut out, Duration::from_millis(100)).unwrap();
+            }
+            sampler.drain(&mut out, Duration::ZERO).unwrap();
+            let truth = mixed.finish();
+            let waits: Vec<waits::Wait> = out
+                .iter()
+                .filter(|s| s.pid == pid)
+                .filter_map(|s| {
+                    let o = s.off_cpu?;
+                    Some(waits::Wait {
+                        tid: s.tid,
+                        time_unix_ns: s.time_unix_ns,
+                        user: &s.user,
+                        weight_ns: o.weight_ns(),
+                        one_in: o.one_in,
+                    })
+                })
+                .collect();
+            let stats = sampler.off_cpu_stats().unwrap_or_default();
+            let estimates = truth.estimates(&waits, &functions);
+            let line: Vec<String> = estimates
+                .iter()
+                .map(|e| format!("{} {:+.1} % ({} samples)", e.function, e.error() * 100.0, e.samples))
+                .collect();
+            eprintln!("  {label} run {run} (1 in {}, scale {:?}): {}", stats.one_in, stats.scale, line.join(", "));
+            for e in estimates {
+                let at = match worst.iter().position(|w| w.0 == e.function) {
+                    Some(at) => at,
+                    None => {
+                        worst.push((e.function, 0.0, 0.0));
+                        worst.len() - 1
+                    }
+                };
+                let slot = if label == "by time" { &mut worst[at].1 } else { &mut worst[at].2 };
+                *slot = slot.max(e.error().abs() * 100.0);
+            }
+        }
+    }
+    for (function, by_time, by_count) in worst {
+        println!("# {function}: worst error of 3 runs {by_time:.2} % kept by length, {by_count:.2} % kept 1 in N by count");
+        println!(
+            r#"BENCH {{"name": "off_cpu_error_percent/{function}", "value": {by_time:.3}, "unit": "%", "baseline": {by_count:.3}}}"#
+        );
+    }
 }
 
 /// What one window of naps under a sampler cost.

@@ -13,6 +13,7 @@
 //! * [`privilege`] — the root check that turns kernel tests into clear skips elsewhere.
 //! * [`sampling`] — how many samples a thread should get, and the band a loaded machine allows.
 //! * [`synthetic`] — stored data with known answers (API and browser tests, `loupe-synth`).
+//! * [`waits`] — the waits fixture: known off-CPU times beside busy blocking, and their estimates.
 //! * [`wasm`] — where the analyses built from `udf-sdk/` are ([`wasm_component`]).
 
 pub mod bpftool;
@@ -29,6 +30,7 @@ pub mod synthetic;
 pub mod test_run;
 pub mod topology;
 pub mod traffic;
+pub mod waits;
 pub mod wasm;
 
 pub use wasm::{find_wasm_component, wasm_component};

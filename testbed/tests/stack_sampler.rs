@@ -11,6 +11,7 @@ use std::{
 use loupe_bpf::{DenyList, RawStack, StackSampler, StackSamplerOptions, UserEnd};
 use loupe_testbed::{
     require_root,
+    waits::{self, Functions},
     sampling::{Stolen, count_tolerance, process_cpu_seconds, spawn_with_pid},
 };
 
@@ -205,10 +206,8 @@ fn whole_stacks_with_and_without_frame_pointers() {
         let exe = dir.path().join(format!("deep{frame_pointers}"));
         // Not position-independent, so `nm`'s addresses are the running addresses.
         build_deep(&exe, &[frame_pointers, "-no-pie"]);
-        let functions = functions_of(&exe);
-        let name = |pc: u64| {
-            functions.iter().find(|(start, end, _)| (*start..*end).contains(&pc)).map_or("?", |(_, _, n)| n.as_str())
-        };
+        let functions = Functions::of(&exe);
+        let name = |pc: u64| functions.name(pc);
         let options = StackSamplerOptions { frequency_hz: 100, ..Default::default() };
         let mine = deep_samples_after_load(&options, &exe, "1.5");
         assert!(mine.len() >= 30, "{frame_pointers}: {} samples", mine.len());
@@ -337,23 +336,6 @@ fn deep_samples_and_stats(
     (mine, sampler.unwind_stats())
 }
 
-/// The functions of a binary: (start, end, name) from `nm -S`.
-fn functions_of(exe: &Path) -> Vec<(u64, u64, String)> {
-    let out = Command::new("nm").args(["-S", "--defined-only"]).arg(exe).output().expect("running nm");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let [addr, size, kind, name] = f[..] else { return None };
-            if !matches!(kind, "T" | "t") {
-                return None;
-            }
-            let start = u64::from_str_radix(addr, 16).ok()?;
-            Some((start, start + u64::from_str_radix(size, 16).ok()?, name.to_string()))
-        })
-        .collect()
-}
-
 /// `waits`: a thread sleeping `sleeps` × `sleep_ms` in `loupe_sleeper`, one blocked on a pipe
 /// `pipe_waits` × ~`pipe_ms` in `loupe_pipe_waiter`, under an off-CPU sampler, started once the
 /// process's tables are loaded. Returns the samples of that process and what it measured:
@@ -396,10 +378,7 @@ fn waits_under_sampler(
 fn a_burst_of_blocks_is_held_to_the_guard_and_loses_no_samples() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("waits");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/waits.c");
-    let ok = Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&exe).arg(&src).status();
-    assert!(ok.expect("running cc").success());
+    let exe = waits::build(dir.path());
     let max = 100;
     let off_cpu = loupe_bpf::OffCpuOptions { max_stacks_per_second: max, ..Default::default() };
     let options = StackSamplerOptions { frequency_hz: 10, off_cpu: Some(off_cpu), ..Default::default() };
@@ -449,14 +428,9 @@ fn a_burst_of_blocks_is_held_to_the_guard_and_loses_no_samples() {
 fn off_cpu_time_is_weighted_by_how_long_each_thread_waited() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("waits");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/waits.c");
-    let ok = Command::new("cc").args(["-O2", "-pthread", "-no-pie", "-o"]).arg(&exe).arg(&src).status();
-    assert!(ok.expect("running cc").success());
-    let functions = functions_of(&exe);
-    let name = |pc: u64| {
-        functions.iter().find(|(start, end, _)| (*start..*end).contains(&pc)).map_or("?", |(_, _, n)| n.as_str())
-    };
+    let exe = waits::build(dir.path());
+    let functions = Functions::of(&exe);
+    let name = |pc: u64| functions.name(pc);
     // A cap no busy test machine reaches, so every block is taken (the ratio is its own test).
     let off_cpu = loupe_bpf::OffCpuOptions { max_stacks_per_second: 5000, ..Default::default() };
     let options = StackSamplerOptions { frequency_hz: 10, off_cpu: Some(off_cpu), ..Default::default() };
@@ -523,17 +497,8 @@ fn off_cpu_time_is_weighted_by_how_long_each_thread_waited() {
 fn long_waits_are_exact_beside_thousands_of_short_blocks_a_second() {
     require_root!();
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("waits");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/waits.c");
-    let ok = Command::new("cc").args(["-O2", "-pthread", "-no-pie", "-o"]).arg(&exe).arg(&src).status();
-    assert!(ok.expect("running cc").success());
-    let functions = functions_of(&exe);
-    let name = |pc: u64| {
-        functions.iter().find(|(start, end, _)| (*start..*end).contains(&pc)).map_or("?", |(_, _, n)| n.as_str())
-    };
-    let through = |s: &RawStack, function: &str| {
-        s.user.iter().enumerate().any(|(i, &pc)| name(if i == 0 { pc } else { pc - 1 }) == function)
-    };
+    let exe = waits::build(dir.path());
+    let functions = Functions::of(&exe);
     let options = StackSamplerOptions {
         frequency_hz: 10,
         off_cpu: Some(loupe_bpf::OffCpuOptions::default()),
@@ -541,61 +506,41 @@ fn long_waits_are_exact_beside_thousands_of_short_blocks_a_second() {
     };
     let mut sampler = StackSampler::start(&options).unwrap();
     for run in 1..=5 {
-        use std::io::{BufRead, Read, Write};
-        let mut child =
-            Command::new(&exe).args(["mixed", "4", "2500"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let pid: u32 = line.trim().parse().unwrap_or_else(|_| panic!("a PID first, not {line:?}"));
+        let mut mixed = waits::Mixed::spawn(&exe, 4, 2500);
+        let pid = mixed.pid;
         sampler.load_process(pid).unwrap();
-        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
-        let samples = collect_while(&mut sampler, Duration::from_millis(100), || child.try_wait().unwrap().is_none());
-        let mut rest = String::new();
-        stdout.read_to_string(&mut rest).unwrap();
-        assert!(child.wait().unwrap().success());
+        mixed.go();
+        let samples = collect_while(&mut sampler, Duration::from_millis(100), || mixed.running());
+        let truth = mixed.finish();
         let stats = sampler.off_cpu_stats().unwrap();
         eprintln!("run {run}: {stats:?}");
-        let fields = |l: &str| l.split_whitespace().skip(1).map(|f| f.parse::<u64>().unwrap()).collect::<Vec<_>>();
-        let line_of = |what: &str| fields(rest.lines().find(|l| l.starts_with(what)).unwrap_or_else(|| panic!("{rest}")));
-        let waits: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid && s.off_cpu.is_some()).collect();
-        for (thread, function) in [("nap", "loupe_nap"), ("pipe", "loupe_pipe_waiter"), ("cond", "loupe_cond_waiter")] {
-            let (tid, measured) = (line_of(thread)[0] as u32, line_of(thread)[1]);
-            let mine: Vec<&&RawStack> = waits.iter().filter(|s| s.tid == tid && through(s, function)).collect();
-            let total: u64 = mine.iter().map(|s| s.off_cpu.unwrap().weight_ns()).sum();
-            let kept_alone = mine.iter().filter(|s| s.off_cpu.unwrap().one_in == 1).count();
-            eprintln!(
-                "  {function}: {} samples ({kept_alone} standing for themselves), {:.1} ms, measured {:.1} ms ({:+.2} %)",
-                mine.len(),
-                total as f64 / 1e6,
-                measured as f64 / 1e6,
-                (total as f64 / measured as f64 - 1.0) * 100.0
-            );
-            assert!(
-                (total as f64 - measured as f64).abs() <= 0.05 * measured as f64,
-                "run {run}: {total} ns off the CPU in {function}, measured {measured} ns; {stats:?}"
-            );
-        }
-        let window = line_of("window");
-        let nappers: Vec<(u32, u64)> =
-            rest.lines().filter(|l| l.starts_with("short")).map(|l| (fields(l)[0] as u32, fields(l)[1])).collect();
-        let measured: u64 = nappers.iter().map(|n| n.1).sum();
-        let total: u64 = waits
+        let waits: Vec<waits::Wait> = samples
             .iter()
-            .filter(|s| nappers.iter().any(|n| n.0 == s.tid) && (window[0]..window[1]).contains(&s.time_unix_ns))
-            .filter(|s| through(s, "loupe_short_naps"))
-            .map(|s| s.off_cpu.unwrap().weight_ns())
-            .sum();
-        eprintln!(
-            "  loupe_short_naps: {:.1} ms, measured {:.1} ms ({:+.2} %)",
-            total as f64 / 1e6,
-            measured as f64 / 1e6,
-            (total as f64 / measured as f64 - 1.0) * 100.0
-        );
-        assert!(
-            (total as f64 - measured as f64).abs() <= 0.25 * measured as f64,
-            "run {run}: {total} ns in the short naps, measured {measured} ns; {stats:?}"
-        );
+            .filter(|s| s.pid == pid)
+            .filter_map(|s| {
+                let o = s.off_cpu?;
+                Some(waits::Wait {
+                    tid: s.tid,
+                    time_unix_ns: s.time_unix_ns,
+                    user: &s.user,
+                    weight_ns: o.weight_ns(),
+                    one_in: o.one_in,
+                })
+            })
+            .collect();
+        for e in truth.estimates(&waits, &functions) {
+            eprintln!(
+                "  {}: {} samples ({} standing for themselves), {:.1} ms, measured {:.1} ms ({:+.2} %)",
+                e.function,
+                e.samples,
+                e.alone,
+                e.estimated_ns as f64 / 1e6,
+                e.measured_ns as f64 / 1e6,
+                e.error() * 100.0
+            );
+            let bound = if e.function == waits::SHORT_NAPS { 0.25 } else { 0.05 };
+            assert!(e.error().abs() <= bound, "run {run}: {e:?}; {stats:?}");
+        }
     }
     assert_eq!(sampler.lost().unwrap(), 0, "the ring filled: CPU samples were lost");
 }
