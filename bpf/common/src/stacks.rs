@@ -204,8 +204,8 @@ pub struct OffCpuLast {
     pub next: u64,
     /// When that switch was reported (`bpf_ktime_get_ns`).
     pub time_ns: u64,
-    /// Held waits of tasks that came back onto this CPU through a switch the tracepoint did not
-    /// report: sent weighted up to `time_ns` of the last one it did (a lower bound).
+    /// Waits of tasks that came back onto this CPU through a switch the tracepoint did not
+    /// report: ended at `time_ns` of the last one it did (a lower bound; a held one is sent so).
     pub unseen_returns: u64,
 }
 
