@@ -16,6 +16,7 @@ extern crate std;
 pub mod error;
 
 pub mod probes;
+pub mod python;
 pub mod sketch;
 pub mod stacks;
 pub mod unwind;
@@ -130,6 +131,8 @@ mod pod {
     unsafe impl aya::Pod for super::stacks::OffCpuLast {}
     unsafe impl aya::Pod for super::stacks::OffCpuTask {}
     unsafe impl aya::Pod for super::stacks::OffCpuCounts {}
+    unsafe impl aya::Pod for super::python::PyProcess {}
+    unsafe impl aya::Pod for super::python::PyFrame {}
     unsafe impl aya::Pod for super::unwind::UnwindRow {}
     unsafe impl aya::Pod for super::unwind::PageInfo {}
     unsafe impl aya::Pod for super::unwind::Mapping {}

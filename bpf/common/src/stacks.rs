@@ -124,6 +124,15 @@ pub struct StackEvent {
     /// Instruction pointers, leaf first.
     pub kernel: [u64; MAX_KERNEL_FRAMES],
     pub user: [u64; MAX_USER_FRAMES],
+    /// Frames in `python`.
+    pub py_frames: u32,
+    /// How the Python walk ended: one of [`crate::python::py_end`].
+    pub py_end: u8,
+    /// The CPython version's minor number (3.x) of a Python walk.
+    pub py_minor: u8,
+    pub _pad2: [u8; 2],
+    /// The interpreter's frames of a CPython thread, innermost first.
+    pub python: [crate::python::PyFrame; crate::python::MAX_PY_FRAMES],
 }
 
 /// What the off-CPU program does, set by userspace (once a second, as the host's waits change).

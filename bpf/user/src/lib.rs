@@ -15,6 +15,7 @@ mod off_cpu;
 mod privilege;
 mod probes;
 mod program_costs;
+pub mod python;
 mod session_link;
 mod stacks;
 mod traffic;
@@ -36,6 +37,7 @@ pub use probes::{
     RawCall,
 };
 pub use program_costs::{ProgramCost, program_costs};
+pub use python::{PyEnd, PyFrameRef, PythonStack};
 pub use stacks::{
     DenyList, MAX_FREQUENCY, MIN_FREQUENCY, RawStack, SampleClock, StackSampler, StackSamplerOptions, UserEnd,
     cgroup_id, comm_key, ring_bytes,

@@ -18,6 +18,7 @@ use aya::{
     util::online_cpus,
 };
 use loupe_bpf_common::{
+    python::{MAP_PY_PROCS, MAP_PY_THREADS, py_end},
     stacks::{
         FLAG_IDLE, FLAG_OFF_CPU, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_OFF_CPU_PENDING,
         MAP_STACK_EVENTS, MAP_STACK_LOST, OFF_CPU_PENDING_ENTRIES, PROG_STACKS, StackEvent, user_end,
@@ -30,6 +31,7 @@ use crate::{
     clock::ClockPair,
     map_mut,
     off_cpu::{OffCpu, OffCpuOptions, OffCpuRate},
+    python::{PyEnd, PyFrameRef, PythonStack, Pythons},
     unwinding::{DEFAULT_TABLE_ROWS, LoaderStop, TABLE_PAGES, UnwindStats, Unwinder},
 };
 
@@ -47,7 +49,8 @@ const RING_MAX: u64 = 64 << 20;
 /// The ring buffer's size for `cpus` CPUs sampled at `hz`: `RING_SECONDS` of samples, a
 /// power of two (the kernel requires one) within `RING_MIN..=RING_MAX`.
 ///
-/// Why not one fixed size: every sample reserves a whole [`StackEvent`] (~1.6 KB), and the
+/// Why not one fixed size: every sample reserves a whole [`StackEvent`] (~2.4 KB, 0.8 of it
+/// for Python frames), and the
 /// ring's pages are all touched once it has wrapped, so a fixed 4 MiB was 8 MiB of the agent's
 /// resident memory (user space maps the data twice) on a 2-CPU host that needs 64 KB, while a
 /// 96-CPU host at 100 Hz fills 4 MiB in under 0.3 s and loses samples between two drains.
@@ -207,6 +210,16 @@ pub struct RawStack {
     /// An off-CPU sample: the stacks as the thread blocked, and how long it stayed off the CPU
     /// (`time_unix_ns` is when it blocked). `None`: a CPU sample.
     pub off_cpu: Option<OffCpu>,
+    /// A thread of a process running CPython: its interpreter's frames. `None` otherwise.
+    pub python: Option<PythonStack>,
+}
+
+/// A sample's Python frames, if its thread's process runs a CPython Loupe walks.
+fn python_stack(e: &StackEvent) -> Option<PythonStack> {
+    let end = PyEnd::from_code(e.py_end)?;
+    let layout = crate::python::layout::for_minor(e.py_minor)?;
+    let n = (e.py_frames as usize).min(e.python.len());
+    Some(PythonStack { frames: e.python[..n].iter().map(PyFrameRef::from).collect(), end, layout })
 }
 
 /// The running stack sampler. Detaches from every CPU when dropped.
@@ -219,6 +232,9 @@ pub struct StackSampler {
     frequency_hz: u64,
     /// Shared with the loader thread, which loads tables as the kernel asks for them.
     unwinder: Arc<Mutex<Unwinder>>,
+    /// The processes running CPython (found as the unwinder loads processes), whose threads a
+    /// drain reads again when a sample meets one the kernel does not know.
+    pythons: Arc<Mutex<Pythons>>,
     loader: Option<std::thread::JoinHandle<()>>,
     stop: Arc<LoaderStop>,
     unwind_tables: bool,
@@ -343,6 +359,8 @@ impl StackSampler {
             take(MAP_UNWIND_MAPPINGS)?,
             options.table_cache.clone(),
         )?));
+        let pythons = Arc::new(Mutex::new(Pythons::new(take(MAP_PY_PROCS)?, take(MAP_PY_THREADS)?)?));
+        unwinder.lock().unwrap_or_else(|e| e.into_inner()).find_pythons(pythons.clone());
         let wanted = RingBuf::try_from(take(MAP_UNWIND_WANTED)?)
             .map_err(|e| SamplerError::Load(format!("map {MAP_UNWIND_WANTED}: {e}")))?;
         let stop = Arc::new(LoaderStop::new()?);
@@ -365,6 +383,7 @@ impl StackSampler {
             clock,
             frequency_hz: hz,
             unwinder,
+            pythons,
             loader,
             stop,
             unwind_tables: options.unwind_tables,
@@ -379,6 +398,11 @@ impl StackSampler {
 
     pub fn frequency_hz(&self) -> u64 {
         self.frequency_hz
+    }
+
+    /// Processes whose CPython frames are walked now.
+    pub fn python_processes(&self) -> usize {
+        self.pythons.lock().unwrap_or_else(|e| e.into_inner()).processes()
     }
 
     /// What the unwind tables hold.
@@ -437,6 +461,7 @@ impl StackSampler {
         let mut fds = libc::pollfd { fd: ring.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut fds, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };
+        let mut unknown_threads = Vec::new();
         while let Some(item) = ring.next() {
             if item.len() < size_of::<StackEvent>() {
                 continue;
@@ -456,7 +481,19 @@ impl StackSampler {
                 user_end: UserEnd::from_code(e.user_end),
                 off_cpu: (e.flags & FLAG_OFF_CPU != 0)
                     .then(|| OffCpu { waited_ns: e.off_cpu_ns, one_in: e.one_in.max(1) }),
+                python: python_stack(&e),
             });
+            if e.py_end == py_end::UNKNOWN_THREAD {
+                unknown_threads.push(e.pid);
+            }
+        }
+        if !unknown_threads.is_empty() {
+            unknown_threads.sort_unstable();
+            unknown_threads.dedup();
+            let mut pythons = self.pythons.lock().unwrap_or_else(|e| e.into_inner());
+            for pid in unknown_threads {
+                pythons.thread_unknown(pid);
+            }
         }
         Ok(out.len() - before)
     }
@@ -527,7 +564,7 @@ mod tests {
             assert!(bytes == RING_MIN || bytes < 2 * two_seconds, "{cpus} CPUs at {hz} Hz: {bytes} B is oversized");
         }
         assert_eq!(ring_bytes(2, 10, 0), 256 << 10, "a small host keeps the floor, not the old 4 MiB");
-        assert_eq!(ring_bytes(96, 100, 0), 32 << 20, "a big, fast host gets more than the old 4 MiB");
+        assert_eq!(ring_bytes(96, 100, 0), 64 << 20, "a big, fast host gets more than the old 4 MiB");
         assert!(ring_bytes(2, 10, 1000) >= 2 * 1020 * record as u32, "off-CPU samples are made room for");
     }
 }

@@ -32,7 +32,7 @@ use std::{
         unix::fs::MetadataExt,
     },
     path::PathBuf,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -49,7 +49,7 @@ use loupe_bpf_common::unwind::{
 };
 use loupe_unwind::{Binary, Paged, cache};
 
-use crate::SamplerError;
+use crate::{SamplerError, python::Pythons};
 
 /// Rows the shared array holds unless asked otherwise: 16 MiB, the tables of ~60 MiB of
 /// executable code (160–280 KiB of rows per MiB of `.text` measured on Debian's binaries).
@@ -263,6 +263,8 @@ pub struct Unwinder {
     cache_dir: Option<PathBuf>,
     clock: u64,
     stats: UnwindStats,
+    /// Told of each process loaded and forgotten: its CPython, if it runs one.
+    pythons: Option<Arc<Mutex<Pythons>>>,
 }
 
 impl std::fmt::Debug for Unwinder {
@@ -292,7 +294,13 @@ impl Unwinder {
             cache_dir,
             clock: 0,
             stats,
+            pythons: None,
         })
+    }
+
+    /// Processes loaded from now on are also looked at for CPython.
+    pub(crate) fn find_pythons(&mut self, pythons: Arc<Mutex<Pythons>>) {
+        self.pythons = Some(pythons);
     }
 
     pub fn stats(&self) -> UnwindStats {
@@ -378,6 +386,10 @@ impl Unwinder {
             self.release(&before.tables);
         }
         self.known.insert(pid, Known { tables, keys, read: Instant::now() });
+        if let Some(pythons) = &self.pythons {
+            let executables: Vec<_> = maps.iter().map(|m| (m.start, m.offset, m.path.as_str())).collect();
+            pythons.lock().unwrap_or_else(|e| e.into_inner()).load(pid, &executables);
+        }
         Ok(())
     }
 
@@ -389,6 +401,9 @@ impl Unwinder {
             if let Some(known) = self.known.remove(&pid) {
                 self.remove_keys(&known.keys);
                 self.release(&known.tables);
+            }
+            if let Some(pythons) = &self.pythons {
+                pythons.lock().unwrap_or_else(|e| e.into_inner()).forget(pid);
             }
         }
     }

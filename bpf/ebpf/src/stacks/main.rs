@@ -11,6 +11,8 @@
 //!
 //! With off-CPU sampling on, two more programs (`off_cpu`) take the same record from a thread
 //! as it blocks, and send it when the thread runs again, weighted by the time in between.
+//!
+//! A thread of a process running CPython also gets the interpreter's own frames (`python`).
 #![no_std]
 #![no_main]
 // `AtomicU64::fetch_add` is not offered on the BPF target; the intrinsic lowers to BPF's atomic
@@ -37,6 +39,7 @@ use loupe_bpf_common::stacks::{
 };
 
 mod off_cpu;
+mod python;
 mod unwind;
 
 use unwind::RegsFrom;
@@ -87,6 +90,11 @@ pub fn loupe_stacks(ctx: PerfEventContext) -> u32 {
         (*event).kernel_frames = if kernel_bytes > 0 { (kernel_bytes / 8) as u32 } else { 0 };
         if kernel_bytes > 0 {
             (*event).flags |= FLAG_IN_KERNEL;
+        }
+        (*event).py_frames = 0;
+        (*event).py_end = loupe_bpf_common::python::py_end::NONE;
+        if pid != 0 {
+            python::python_stack(pid, tid, event);
         }
         if pid == 0 {
             (*event).user_frames = 0;

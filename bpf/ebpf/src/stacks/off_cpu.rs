@@ -210,6 +210,7 @@ pub fn loupe_off_cpu_take(ctx: RawTracePointContext) -> i32 {
         (*event).flags = FLAG_OFF_CPU;
         (*event).one_in = one_in;
         (*event).off_cpu_ns = 0;
+        crate::python::python_stack(pid, pid_tgid as u32, event);
         let kernel_bytes =
             bpf_get_stack(ctx.as_ptr(), (*event).kernel.as_mut_ptr().cast(), (MAX_KERNEL_FRAMES * 8) as u32, 0);
         (*event).kernel_frames = if kernel_bytes > 0 { (kernel_bytes / 8) as u32 } else { 0 };

@@ -1,0 +1,84 @@
+//! Naming a Python frame: its code object's qualified name, file and first line, read from the
+//! process's memory while it lives.
+//!
+//! The code object's address comes from a sample, so by the time it is read the object may be
+//! gone and its memory reused. A code object is named only if it still is one (its type's name
+//! is `code`) and still has the first line the kernel read with the frame; otherwise the frame
+//! is not named from it ([`NameError::Changed`]) — never named from whatever now lies there.
+
+use super::{
+    layout::{Layout, OB_TYPE, STRING_LENGTH, STRING_STATE},
+    process::Memory,
+};
+
+/// Longest name or file name read (characters beyond it are cut, marked with `…`).
+pub const MAX_NAME_CHARS: u64 = 1024;
+/// In a type object (every version): `tp_name`, a C string.
+const TP_NAME: u64 = 24;
+
+/// A code object's names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeName {
+    /// `co_qualname` (3.11+: `Class.method`, `outer.<locals>.inner`), else `co_name`.
+    pub qualname: String,
+    /// `co_filename`.
+    pub file: String,
+    pub first_line: u32,
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("the code object could not be read (the process exited or freed it)")]
+    Unreadable,
+    #[error("no longer the code object sampled (freed, and its memory reused)")]
+    Changed,
+    #[error("a name that is no compact string")]
+    NotAString,
+}
+
+/// Reads the names of the code object at `code`, sampled with first line `first_line`.
+pub fn read(memory: &Memory, layout: &Layout, code: u64, first_line: u32) -> Result<CodeName, NameError> {
+    let type_name = memory.u64(code + OB_TYPE).and_then(|t| memory.u64(t + TP_NAME)).ok_or(NameError::Unreadable)?;
+    let mut name = [0u8; 5];
+    memory.bytes(type_name, &mut name).ok_or(NameError::Unreadable)?;
+    if &name != b"code\0" {
+        return Err(NameError::Changed);
+    }
+    let now = memory.u32(code + layout.code.first_line).ok_or(NameError::Unreadable)?;
+    if now != first_line {
+        return Err(NameError::Changed);
+    }
+    let pointer = |offset: u64| memory.u64(code + offset).ok_or(NameError::Unreadable);
+    let qualname = string(memory, layout, pointer(layout.code.qualname.unwrap_or(layout.code.name))?)?;
+    let file = string(memory, layout, pointer(layout.code.filename)?)?;
+    Ok(CodeName { qualname, file, first_line })
+}
+
+/// A compact `str` object's text (ASCII, Latin-1, UCS-2 or UCS-4), at most [`MAX_NAME_CHARS`].
+pub fn string(memory: &Memory, layout: &Layout, object: u64) -> Result<String, NameError> {
+    let length = memory.u64(object + STRING_LENGTH).ok_or(NameError::Unreadable)?;
+    let state = memory.u32(object + STRING_STATE).ok_or(NameError::Unreadable)?;
+    let (kind, compact, ascii) = ((state >> 2) & 7, (state >> 5) & 1 == 1, (state >> 6) & 1 == 1);
+    if !compact || !matches!(kind, 1 | 2 | 4) || (ascii && kind != 1) {
+        return Err(NameError::NotAString);
+    }
+    let data = object + if ascii { layout.strings.ascii_size } else { layout.strings.compact_size };
+    let chars = length.min(MAX_NAME_CHARS);
+    let mut bytes = vec![0u8; (chars * u64::from(kind)) as usize];
+    memory.bytes(data, &mut bytes).ok_or(NameError::Unreadable)?;
+    let mut text: String = match kind {
+        1 => bytes.iter().map(|&b| char::from(b)).collect(),
+        2 => bytes
+            .chunks_exact(2)
+            .map(|c| char::from_u32(u32::from(u16::from_le_bytes([c[0], c[1]]))).unwrap_or(char::REPLACEMENT_CHARACTER))
+            .collect(),
+        _ => bytes
+            .chunks_exact(4)
+            .map(|c| char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])).unwrap_or(char::REPLACEMENT_CHARACTER))
+            .collect(),
+    };
+    if length > chars {
+        text.push('…');
+    }
+    Ok(text)
+}

@@ -1,0 +1,116 @@
+//! CPython's own frames on a real kernel: for every Python on the machine (Debian's `python3.11`,
+//! pyenv's 3.8–3.13), the sampler walks a pure-Python workload's frames in the kernel and the
+//! code objects they name are the workload's functions, in call order.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use loupe_bpf::{
+    PyEnd, RawStack, StackSampler, StackSamplerOptions,
+    python::{code, process::Memory},
+};
+use loupe_testbed::require_root;
+
+/// The Pythons on this machine: Debian's, then pyenv's 3.8+.
+fn pythons() -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = vec![PathBuf::from("/usr/bin/python3.11")];
+    let pyenv = Path::new("/root/.pyenv/versions");
+    if let Ok(dirs) = std::fs::read_dir(pyenv) {
+        let mut versions: Vec<PathBuf> = dirs.filter_map(|d| d.ok()).map(|d| d.path()).collect();
+        versions.sort();
+        for dir in versions {
+            let name = dir.file_name().unwrap().to_string_lossy().to_string();
+            let mut parts = name.split('.');
+            let (Some("3"), Some(minor)) = (parts.next(), parts.next().and_then(|m| m.parse::<u32>().ok())) else {
+                continue;
+            };
+            if (8..=13).contains(&minor) {
+                found.push(dir.join(format!("bin/python3.{minor}")));
+            }
+        }
+    }
+    found.retain(|p| p.exists());
+    found
+}
+
+/// Starts `pyhot.py` for `seconds` with `threads` more threads; returns it once it runs.
+fn start_workload(python: &Path, seconds: f64, threads: u32) -> (Child, u32) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pyhot.py");
+    let mut child = Command::new(python)
+        .arg(&script)
+        .args([seconds.to_string(), threads.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", python.display()));
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let pid = line.trim().parse().unwrap_or_else(|_| panic!("a PID first, not {line:?}"));
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    (child, pid)
+}
+
+/// The names of a sample's Python frames, innermost first (`?` for one not named).
+fn names(memory: &Memory, sample: &RawStack) -> Vec<String> {
+    let python = sample.python.as_ref().unwrap();
+    python
+        .frames
+        .iter()
+        .map(|f| code::read(memory, python.layout, f.code, f.first_line).map_or_else(|e| format!("?{e}"), |c| c.qualname))
+        .collect()
+}
+
+#[test]
+fn every_python_on_the_machine_has_its_functions_named_in_call_order() {
+    require_root!();
+    let pythons = pythons();
+    assert!(!pythons.is_empty(), "no Python on this machine");
+    let mut sampler =
+        StackSampler::start(&StackSamplerOptions { frequency_hz: 99, ..Default::default() }).expect("starting the sampler");
+    let mut failures = Vec::new();
+    for python in &pythons {
+        let (mut child, pid) = start_workload(python, 2.0, 0);
+        sampler.load_process(pid).unwrap();
+        let memory = Memory::open(pid).unwrap();
+        let mut samples = Vec::new();
+        let until = Instant::now() + Duration::from_millis(1500);
+        while Instant::now() < until {
+            sampler.drain(&mut samples, Duration::from_millis(100)).unwrap();
+        }
+        let mine: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid).collect();
+        // The module, ten ceo_mid and the leaf, leaf first (the leaf's own callees — range,
+        // time — are C functions, not frames of the interpreter).
+        let whole: Vec<String> =
+            ["ceo_leaf"].into_iter().chain(["ceo_mid"; 11]).chain(["<module>"]).map(String::from).collect();
+        let named: Vec<Vec<String>> = mine.iter().filter(|s| s.python.is_some()).map(|s| names(&memory, s)).collect();
+        let in_leaf = named.iter().filter(|n| n.first().is_some_and(|f| f == "ceo_leaf")).count();
+        let chain = named.iter().filter(|n| n.ends_with(&whole[1..]) && n.len() >= whole.len() - 1).count();
+        let ends: Vec<Option<PyEnd>> = mine.iter().map(|s| s.python.as_ref().map(|p| p.end)).collect();
+        let root = ends.iter().filter(|e| **e == Some(PyEnd::Root)).count();
+        eprintln!(
+            "{}: {} samples, {} with Python frames ({root} whole), {in_leaf} innermost ceo_leaf, {chain} with the \
+             whole chain; e.g. {:?}",
+            python.display(),
+            mine.len(),
+            named.len(),
+            named.iter().find(|n| n.first().is_some_and(|f| f == "ceo_leaf"))
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+        if mine.len() < 50 || chain * 100 < mine.len() * 95 || in_leaf * 100 < mine.len() * 50 {
+            failures.push(format!(
+                "{}: {} samples, {chain} with the whole chain, {in_leaf} in ceo_leaf; ends {:?}",
+                python.display(),
+                mine.len(),
+                ends.iter().take(10).collect::<Vec<_>>()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
