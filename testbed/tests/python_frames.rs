@@ -62,7 +62,7 @@ fn names(memory: &Memory, sample: &RawStack) -> Vec<String> {
     python
         .frames
         .iter()
-        .map(|f| code::read(memory, python.layout, f.code, f.first_line).map_or_else(|e| format!("?{e}"), |c| c.qualname))
+        .map(|f| code::read(memory, python.layout, f.code, f.identity).map_or_else(|e| format!("?{e}"), |c| c.qualname))
         .collect()
 }
 

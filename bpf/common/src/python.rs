@@ -100,9 +100,11 @@ pub struct PyProcess {
     pub c_stack_owner: u32,
     /// Bytes of a frame read at once: past the last field used, at most [`PY_FRAME_WINDOW`].
     pub frame_window: u32,
-    /// In a code object: `co_firstlineno`, read with each frame so that a code object freed
-    /// and another made at its address is not named from the old one.
+    /// In a code object: `co_firstlineno` and the name (`co_qualname`, else `co_name`), read
+    /// with each frame into its [`PyFrame::identity`], so that a code object freed and another
+    /// made at its address is not named from the old one. The name lies after the line.
     pub code_first_line: u32,
+    pub code_name: u32,
     /// In `PyThreadState`: `native_thread_id` (3.11+), checked against the sampled thread so
     /// that a thread id reused by a new thread never walks the old one's state; else
     /// [`PY_NO_FIELD`], and the check goes through `thread_id` (the thread's `pthread_t`).
@@ -113,6 +115,7 @@ pub struct PyProcess {
     pub pthread_tid: u32,
     /// The CPython version's minor number (3.x), copied into each sample for userspace.
     pub minor: u32,
+    pub _pad: u32,
 }
 
 /// One Python frame of a sample, innermost first.
@@ -124,6 +127,16 @@ pub struct PyFrame {
     /// 3.8–3.10: `f_lasti`; 3.11+: the instruction pointer's offset from the code object (a
     /// pointer into `co_code_adaptive`). Bit 31: [`PY_FRAME_ENTRY`].
     pub instr: u32,
-    /// The code object's `co_firstlineno` when sampled.
-    pub first_line: u32,
+    /// What the code object was when sampled: [`code_identity`] of its first line and name.
+    pub identity: u32,
 }
+
+/// A code object's identity as the walker records it: two code objects with the same first
+/// line and the same name object are the same function.
+pub const fn code_identity(first_line: u32, name: u64) -> u32 {
+    first_line.wrapping_mul(0x9e37_79b1) ^ (name as u32) ^ ((name >> 32) as u32)
+}
+
+/// Most bytes of a code object read per frame: from `co_firstlineno` through the name's
+/// pointer.
+pub const PY_CODE_WINDOW: usize = 96;

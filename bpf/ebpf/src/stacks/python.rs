@@ -13,8 +13,9 @@
 //!
 //! The walk is a `bpf_loop` callback, one call per frame, as the native unwinder's: the
 //! verifier checks one frame's code. Each frame is one read of its first `frame_window` bytes
-//! (the fields the walk needs lie there) and one of its code object's first line, so that a
-//! code object freed and another made at the same address is told apart by userspace.
+//! (the fields the walk needs lie there) and one of its code object's first line through its
+//! name, so that a code object freed and another made at the same address is told apart by
+//! userspace.
 
 use core::ffi::c_void;
 
@@ -25,8 +26,8 @@ use aya_ebpf::{
 };
 use loupe_bpf_common::{
     python::{
-        MAX_PY_FRAMES, PY_FRAME_ENTRY, PY_FRAME_WINDOW, PY_NO_FIELD, PY_PROCS_ENTRIES, PY_THREADS_ENTRIES, PyFrame,
-        PyProcess, py_end, py_entry, py_layout,
+        MAX_PY_FRAMES, PY_CODE_WINDOW, PY_FRAME_ENTRY, PY_FRAME_WINDOW, PY_NO_FIELD, PY_PROCS_ENTRIES,
+        PY_THREADS_ENTRIES, PyFrame, PyProcess, code_identity, py_end, py_entry, py_layout,
     },
     stacks::StackEvent,
 };
@@ -42,6 +43,10 @@ static PY_THREADS: LruHashMap<u64, u64> = LruHashMap::with_max_entries(PY_THREAD
 /// The frame being read: too big for the callback's share of the 512-byte stack.
 #[map(name = "PY_FRAME_BYTES")]
 static PY_FRAME_BYTES: PerCpuArray<[u8; PY_FRAME_WINDOW]> = PerCpuArray::with_max_entries(1, 0);
+
+/// Its code object's first line through its name.
+#[map(name = "PY_CODE_BYTES")]
+static PY_CODE_BYTES: PerCpuArray<[u8; PY_CODE_WINDOW]> = PerCpuArray::with_max_entries(1, 0);
 
 /// The walk's state, on `python_stack`'s stack.
 #[repr(C)]
@@ -175,16 +180,54 @@ extern "C" fn py_frame(_index: u64, ctx: *mut c_void) -> i64 {
             py_entry::FLAG => owner != 0,
             _ => false,
         };
-        let first_line = read_u32(code.wrapping_add(u64::from(p.code_first_line))).unwrap_or(0);
         (*event).python[n] = PyFrame {
             code,
             instr: (instr & !PY_FRAME_ENTRY) | if entry { PY_FRAME_ENTRY } else { 0 },
-            first_line,
+            identity: identity(p, code),
         };
         (*event).py_frames = n as u32 + 1;
     }
     walk.frame = previous;
     0
+}
+
+/// The code object's [`code_identity`] (0 if it cannot be read).
+#[inline(always)]
+fn identity(p: &PyProcess, code: u64) -> u32 {
+    let Some(bytes) = PY_CODE_BYTES.get_ptr_mut(0) else {
+        return 0;
+    };
+    // Checked as one 64-bit value, as it is passed: the verifier must see the size bounded.
+    let span = core::hint::black_box(u64::from(p.code_name).wrapping_sub(u64::from(p.code_first_line)) + 8);
+    if !(12..=PY_CODE_WINDOW as u64).contains(&span) {
+        return 0;
+    }
+    let from = code.wrapping_add(u64::from(p.code_first_line));
+    // SAFETY: reads at most the buffer's size into this CPU's buffer.
+    if unsafe { bpf_probe_read_user(bytes.cast(), span as u32, from as *const c_void) } != 0 {
+        return 0;
+    }
+    let span = span as u32;
+    // SAFETY: this CPU's buffer, just filled.
+    let bytes = unsafe { &*(bytes as *const [u8; PY_CODE_WINDOW]) };
+    match (code_u32(bytes, 0), code_u64(bytes, span - 8)) {
+        (Some(line), Some(name)) => code_identity(line, name),
+        _ => 0,
+    }
+}
+
+#[inline(always)]
+fn code_u32(bytes: &[u8; PY_CODE_WINDOW], offset: u32) -> Option<u32> {
+    let at = offset as usize;
+    let b = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+#[inline(always)]
+fn code_u64(bytes: &[u8; PY_CODE_WINDOW], offset: u32) -> Option<u64> {
+    let at = offset as usize;
+    let b = bytes.get(at..at.checked_add(8)?)?;
+    Some(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
 }
 
 /// The `u64` at `offset` of the frame's bytes, if it lies within them.

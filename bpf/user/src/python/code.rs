@@ -3,8 +3,11 @@
 //!
 //! The code object's address comes from a sample, so by the time it is read the object may be
 //! gone and its memory reused. A code object is named only if it still is one (its type's name
-//! is `code`) and still has the first line the kernel read with the frame; otherwise the frame
-//! is not named from it ([`NameError::Changed`]) — never named from whatever now lies there.
+//! is `code`) and still has the first line and name object the kernel read with the frame
+//! (same line, same name: the same function); otherwise the frame is not named from it
+//! ([`NameError::Changed`]) — never named from whatever now lies there.
+
+use loupe_bpf_common::python::code_identity;
 
 use super::{
     layout::{Layout, OB_TYPE, STRING_LENGTH, STRING_STATE},
@@ -36,20 +39,22 @@ pub enum NameError {
     NotAString,
 }
 
-/// Reads the names of the code object at `code`, sampled with first line `first_line`.
-pub fn read(memory: &Memory, layout: &Layout, code: u64, first_line: u32) -> Result<CodeName, NameError> {
+/// Reads the names of the code object at `code`, sampled with `identity`
+/// (`loupe_bpf_common::python::code_identity` of its first line and name object).
+pub fn read(memory: &Memory, layout: &Layout, code: u64, identity: u32) -> Result<CodeName, NameError> {
     let type_name = memory.u64(code + OB_TYPE).and_then(|t| memory.u64(t + TP_NAME)).ok_or(NameError::Unreadable)?;
     let mut name = [0u8; 5];
     memory.bytes(type_name, &mut name).ok_or(NameError::Unreadable)?;
     if &name != b"code\0" {
         return Err(NameError::Changed);
     }
-    let now = memory.u32(code + layout.code.first_line).ok_or(NameError::Unreadable)?;
-    if now != first_line {
+    let pointer = |offset: u64| memory.u64(code + offset).ok_or(NameError::Unreadable);
+    let first_line = memory.u32(code + layout.code.first_line).ok_or(NameError::Unreadable)?;
+    let name = pointer(layout.code.qualname.unwrap_or(layout.code.name))?;
+    if code_identity(first_line, name) != identity {
         return Err(NameError::Changed);
     }
-    let pointer = |offset: u64| memory.u64(code + offset).ok_or(NameError::Unreadable);
-    let qualname = string(memory, layout, pointer(layout.code.qualname.unwrap_or(layout.code.name))?)?;
+    let qualname = string(memory, layout, name)?;
     let file = string(memory, layout, pointer(layout.code.filename)?)?;
     Ok(CodeName { qualname, file, first_line })
 }

@@ -72,10 +72,12 @@ const fn frame_objects(minor: u32, f_lasti: u32) -> PyProcess {
         c_stack_owner: PY_NO_FIELD,
         frame_window: f_lasti + 4,
         code_first_line: 40,
+        code_name: 112,
         thread_native_id: PY_NO_FIELD,
         thread_pthread: 176,
         pthread_tid: PY_NO_FIELD,
         minor,
+        _pad: 0,
     }
 }
 
@@ -126,10 +128,12 @@ static LAYOUTS: [Layout; 6] = [
             c_stack_owner: PY_NO_FIELD,
             frame_window: 72,
             code_first_line: 72,
+            code_name: 128,
             thread_native_id: 160,
             thread_pthread: 152,
             pthread_tid: PY_NO_FIELD,
             minor: 11,
+            _pad: 0,
         },
         code: CodeLayout { first_line: 72, filename: 112, name: 120, qualname: Some(128) },
         strings: STRINGS_TO_3_11,
@@ -151,10 +155,12 @@ static LAYOUTS: [Layout; 6] = [
             c_stack_owner: 3,
             frame_window: 72,
             code_first_line: 68,
+            code_name: 128,
             thread_native_id: 144,
             thread_pthread: 136,
             pthread_tid: PY_NO_FIELD,
             minor: 12,
+            _pad: 0,
         },
         code: CodeLayout { first_line: 68, filename: 112, name: 120, qualname: Some(128) },
         strings: STRINGS_FROM_3_12,
@@ -176,10 +182,12 @@ static LAYOUTS: [Layout; 6] = [
             c_stack_owner: 3,
             frame_window: 72,
             code_first_line: 68,
+            code_name: 128,
             thread_native_id: 160,
             thread_pthread: 152,
             pthread_tid: PY_NO_FIELD,
             minor: 13,
+            _pad: 0,
         },
         code: CodeLayout { first_line: 68, filename: 112, name: 120, qualname: Some(128) },
         strings: STRINGS_FROM_3_12,
@@ -258,6 +266,10 @@ mod tests {
             }
             assert!(w.frame_window as usize <= loupe_bpf_common::python::PY_FRAME_WINDOW, "3.{}", l.minor);
             assert_eq!(w.minor, u32::from(l.minor));
+            assert_eq!(u64::from(w.code_first_line), l.code.first_line);
+            assert_eq!(u64::from(w.code_name), l.code.qualname.unwrap_or(l.code.name), "3.{}: the name named", l.minor);
+            let span = (w.code_name + 8 - w.code_first_line) as usize;
+            assert!(span <= loupe_bpf_common::python::PY_CODE_WINDOW, "3.{}: {span}", l.minor);
         }
     }
 

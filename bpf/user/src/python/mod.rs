@@ -69,8 +69,9 @@ impl PyEnd {
 pub struct PyFrameRef {
     /// The code object's address in the process.
     pub code: u64,
-    /// Its `co_firstlineno` when sampled (what tells a reused address apart).
-    pub first_line: u32,
+    /// What the code object was when sampled (its first line and name:
+    /// `loupe_bpf_common::python::code_identity`), which tells a reused address apart.
+    pub identity: u32,
     /// 3.8–3.10: `f_lasti`; 3.11+: the instruction's offset from the code object.
     pub instr: u32,
     /// The first frame a call of the evaluation loop ran: it belongs under that call's native
@@ -82,7 +83,7 @@ impl From<&PyFrame> for PyFrameRef {
     fn from(f: &PyFrame) -> Self {
         PyFrameRef {
             code: f.code,
-            first_line: f.first_line,
+            identity: f.identity,
             instr: f.instr & !PY_FRAME_ENTRY,
             entry: f.instr & PY_FRAME_ENTRY != 0,
         }
