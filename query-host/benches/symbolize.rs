@@ -120,6 +120,7 @@ fn name_own(addresses: &[u64], inlined: bool) -> (Duration, usize, usize) {
             user: stack.to_vec(),
             user_end: UserEnd::Root,
             off_cpu: None,
+            python: None,
         };
         let named = symbolizer.sample(&raw);
         frames += named.frames.len();

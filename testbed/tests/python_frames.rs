@@ -85,12 +85,17 @@ fn every_python_on_the_machine_has_its_functions_named_in_call_order() {
         }
         let mine: Vec<&RawStack> = samples.iter().filter(|s| s.pid == pid).collect();
         // The module, ten ceo_mid and the leaf, leaf first (the leaf's own callees — range,
-        // time — are C functions, not frames of the interpreter).
+        // time — are C functions, not frames of the interpreter); ceo_side beside them takes
+        // about a quarter of the time.
         let whole: Vec<String> =
             ["ceo_leaf"].into_iter().chain(["ceo_mid"; 11]).chain(["<module>"]).map(String::from).collect();
         let named: Vec<Vec<String>> = mine.iter().filter(|s| s.python.is_some()).map(|s| names(&memory, s)).collect();
         let in_leaf = named.iter().filter(|n| n.first().is_some_and(|f| f == "ceo_leaf")).count();
-        let chain = named.iter().filter(|n| n.ends_with(&whole[1..]) && n.len() >= whole.len() - 1).count();
+        // ceo_leaf's chain (or a sample in ceo_mid between calls), or ceo_side under the module.
+        let chain = named
+            .iter()
+            .filter(|n| (n.ends_with(&whole[1..]) && n.len() >= whole.len() - 1) || n[..] == ["ceo_side", "<module>"])
+            .count();
         let ends: Vec<Option<PyEnd>> = mine.iter().map(|s| s.python.as_ref().map(|p| p.end)).collect();
         let root = ends.iter().filter(|e| **e == Some(PyEnd::Root)).count();
         eprintln!(
@@ -103,7 +108,7 @@ fn every_python_on_the_machine_has_its_functions_named_in_call_order() {
         );
         let _ = child.kill();
         let _ = child.wait();
-        if mine.len() < 50 || chain * 100 < mine.len() * 95 || in_leaf * 100 < mine.len() * 50 {
+        if mine.len() < 50 || chain * 100 < mine.len() * 95 || in_leaf * 100 < mine.len() * 60 {
             failures.push(format!(
                 "{}: {} samples, {chain} with the whole chain, {in_leaf} in ceo_leaf; ends {:?}",
                 python.display(),

@@ -39,6 +39,7 @@
 pub mod debug_files;
 pub mod elf_file;
 pub mod later;
+pub mod python;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -117,6 +118,8 @@ pub struct Symbolizer {
     vmas_cached: HashSet<u32>,
     memo_since: Instant,
     blazesym_since: Instant,
+    /// Python code objects' names, forgotten with the memo.
+    python: python::PythonNames,
 }
 
 impl Default for Symbolizer {
@@ -145,10 +148,12 @@ impl Symbolizer {
             vmas_cached: HashSet::new(),
             memo_since: Instant::now(),
             blazesym_since: Instant::now(),
+            python: python::PythonNames::default(),
         }
     }
 
-    /// Names every frame of a raw sample: kernel frames (leaf first), then user frames, then a
+    /// Names every frame of a raw sample: kernel frames (leaf first), then user frames — a
+    /// CPython thread's Python frames in place of the evaluation loop's ([`python`]) — then a
     /// `[truncated: reason]` frame if the user stack stopped short of its root.
     pub fn sample(&mut self, raw: &RawStack) -> StackSample {
         if self.memo_since.elapsed() > MEMO_TTL {
@@ -156,6 +161,7 @@ impl Symbolizer {
             self.memo.clear();
             self.vmas_cached.clear();
             self.debug.forget();
+            self.python.forget();
             self.memo_since = Instant::now();
         }
         if self.blazesym_since.elapsed() > SYMBOLIZER_TTL {
@@ -166,8 +172,12 @@ impl Symbolizer {
         }
         let mut frames = Vec::with_capacity(raw.kernel.len() + raw.user.len());
         frames.extend(self.frames(0, &raw.kernel, true));
-        if !raw.user.is_empty() {
-            frames.extend(self.frames(raw.pid, &raw.user, false));
+        if !raw.user.is_empty() || raw.python.is_some() {
+            let user = if raw.user.is_empty() { Vec::new() } else { self.frames(raw.pid, &raw.user, false) };
+            match &raw.python {
+                Some(python) => frames.extend(self.python.interleave(raw.pid, python, user)),
+                None => frames.extend(user),
+            }
         }
         // A user stack that stopped short of its root says so as its outermost frame, so a
         // flame graph shows where depth was lost instead of a short stack posing as whole; so
