@@ -162,3 +162,62 @@ fn python_functions_are_named_as_py_spy_names_them_with_their_whole_call_chain()
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// Every root-to-leaf path of a flame graph with the samples that end there.
+fn leaf_paths(node: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, u64)>) {
+    path.push(node["name"].as_str().unwrap_or("").to_string());
+    let children = node["children"].as_array().cloned().unwrap_or_default();
+    let below: u64 = children.iter().map(|c| c["value"].as_u64().unwrap()).sum();
+    let own = node["value"].as_u64().unwrap().saturating_sub(below);
+    if own > 0 {
+        out.push((path.clone(), own));
+    }
+    for child in &children {
+        leaf_paths(child, path, out);
+    }
+    path.pop();
+}
+
+/// A C extension under the Python function that called it: `pyzlib.py`'s compress_loop calls
+/// `zlib.compress` (built into Debian's python3.11, a module of its own in pyenv's) and libz's
+/// `deflate` under it; every sample in libz has compress_loop as its nearest Python caller.
+#[test]
+fn native_frames_sit_under_the_python_function_that_called_them() {
+    require_root!();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/pyzlib.py");
+    let libz = |name: &str| name.contains("deflate") || name == "longest_match" || name == "compress_block";
+    let mut failures = Vec::new();
+    for python in pythons() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let mut workload = Command::new(&python).arg(&script).arg("6").stdout(Stdio::piped()).spawn().unwrap();
+        let mut out = BufReader::new(workload.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let pid = line.trim().to_string();
+        out.read_line(&mut line).unwrap();
+        let sampler = start_sampling_ready(&data, 2.0, &["--frequency", "199"]);
+        finish(sampler);
+        let _ = workload.kill();
+        let _ = workload.wait();
+        let view = profile(&data, &["--pid", &pid]);
+        let mut paths = Vec::new();
+        leaf_paths(&view["flamegraph"], &mut Vec::new(), &mut paths);
+        let (mut in_libz, mut under_loop) = (0, 0);
+        for (path, n) in &paths {
+            let Some(deepest) = path.iter().rposition(|f| libz(f)) else { continue };
+            in_libz += n;
+            let caller = path[..deepest].iter().rev().find(|f| *f == "compress_loop" || *f == "<module>");
+            if caller.is_some_and(|f| f == "compress_loop") {
+                under_loop += n;
+            }
+        }
+        let all = view["samples"].as_u64().unwrap();
+        eprintln!("{}: {all} samples, {in_libz} in libz, {under_loop} of them under compress_loop", python.display());
+        if in_libz * 2 < all || under_loop * 100 < in_libz * 95 {
+            let odd: Vec<&(Vec<String>, u64)> = paths.iter().filter(|(p, _)| p.iter().any(|f| libz(f))).take(3).collect();
+            failures.push(format!("{}: {all} samples, {in_libz} in libz, {under_loop} under compress_loop; {odd:?}", python.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
