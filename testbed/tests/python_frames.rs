@@ -119,3 +119,86 @@ fn every_python_on_the_machine_has_its_functions_named_in_call_order() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// Threads started and ended while sampled, each running a function made for it, whose code
+/// object is freed as the thread ends (a later one may lie at the same address): every sample of
+/// a thread names its own function or none (never another thread's, never a freed one's), and
+/// most threads are named despite living 100 ms.
+#[test]
+fn threads_and_code_objects_that_come_and_go_are_never_misnamed() {
+    use std::io::Write;
+    require_root!();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pychurn.py");
+    let mut reuses = 0;
+    let mut sampler =
+        StackSampler::start(&StackSamplerOptions { frequency_hz: 199, ..Default::default() }).expect("starting the sampler");
+    for python in pythons() {
+        let mut child =
+            Command::new(&python).arg(&script).arg("12").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let pid: u32 = line.trim().parse().unwrap();
+        sampler.load_process(pid).unwrap();
+        let memory = Memory::open(pid).unwrap();
+        child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        // Named now, while the code objects live (as the agent's ingest does, within a second).
+        let mut named: Vec<(u32, Vec<String>)> = Vec::new();
+        let mut samples = Vec::new();
+        // Code object addresses and the identities seen at each: two at one address is a freed
+        // code object's memory holding another's.
+        let mut identities: std::collections::HashMap<u64, std::collections::HashSet<u32>> = Default::default();
+        while child.try_wait().unwrap().is_none() {
+            samples.clear();
+            sampler.drain(&mut samples, Duration::from_millis(50)).unwrap();
+            for s in samples.iter().filter(|s| s.pid == pid && s.python.is_some()) {
+                for f in &s.python.as_ref().unwrap().frames {
+                    identities.entry(f.code).or_default().insert(f.identity);
+                }
+                named.push((s.tid, names(&memory, s)));
+            }
+        }
+        let reused = identities.values().filter(|ids| ids.len() > 1).count();
+        reuses += reused;
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        let function_of: std::collections::HashMap<u32, String> = rest
+            .lines()
+            .filter_map(|l| {
+                let (k, tid) = l.split_once(' ')?;
+                Some((tid.parse().ok()?, format!("gen_{k}")))
+            })
+            .collect();
+        let mut wrong = Vec::new();
+        let mut threads_named = std::collections::HashSet::new();
+        for (tid, frames) in &named {
+            let Some(own) = function_of.get(tid) else { continue };
+            for f in frames.iter().filter(|f| f.starts_with("gen_")) {
+                if f != own {
+                    wrong.push(format!("thread {tid} ({own}) sampled in {f}"));
+                } else {
+                    threads_named.insert(*tid);
+                }
+            }
+        }
+        eprintln!(
+            "{}: {} Python samples of {} threads, {} threads named in their own function, {} misnamed; {reused} code \
+             object addresses held two functions",
+            python.display(),
+            named.len(),
+            function_of.len(),
+            threads_named.len(),
+            wrong.len()
+        );
+        assert!(wrong.is_empty(), "{}: {wrong:?}", python.display());
+        assert!(
+            threads_named.len() * 2 >= function_of.len(),
+            "{}: {} of {} threads named",
+            python.display(),
+            threads_named.len(),
+            function_of.len()
+        );
+    }
+    // The test means something only if freed code objects' memory was reused under the walk.
+    assert!(reuses > 0, "no code object address held two functions: nothing was reused");
+}

@@ -76,6 +76,9 @@ pub const MAP_UNWIND_WANTED: &str = "UNWIND_WANTED";
 /// mapped yet (the dynamic loader maps them next), so userspace reads its mappings a moment
 /// later rather than at once. PIDs are below 2^22 (`pid_max`), so the bit is free.
 pub const WANTED_AT_EXEC: u32 = 1 << 31;
+/// Set in a PID asked for by the Python walker: a thread of this CPython process is not in
+/// `PY_THREADS` yet; userspace reads the interpreter's threads again now.
+pub const WANTED_PY_THREADS: u32 = 1 << 30;
 /// The program that asks for a process's tables as it starts a new program: a raw tracepoint on
 /// [`EXEC_TRACEPOINT`]. Without it a process's first samples are taken before its tables are
 /// loaded (the kernel's frame-pointer walk, cut short in binaries built without frame

@@ -18,7 +18,7 @@ use aya::{
     util::online_cpus,
 };
 use loupe_bpf_common::{
-    python::{MAP_PY_PROCS, MAP_PY_THREADS, py_end},
+    python::{MAP_PY_PROCS, MAP_PY_THREADS},
     stacks::{
         FLAG_IDLE, FLAG_OFF_CPU, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_OFF_CPU_PENDING,
         MAP_STACK_EVENTS, MAP_STACK_LOST, OFF_CPU_PENDING_ENTRIES, PROG_STACKS, StackEvent, user_end,
@@ -232,8 +232,8 @@ pub struct StackSampler {
     frequency_hz: u64,
     /// Shared with the loader thread, which loads tables as the kernel asks for them.
     unwinder: Arc<Mutex<Unwinder>>,
-    /// The processes running CPython (found as the unwinder loads processes), whose threads a
-    /// drain reads again when a sample meets one the kernel does not know.
+    /// The processes running CPython (found as the unwinder loads processes; their threads read
+    /// again by the loader thread when the kernel meets one it does not know).
     pythons: Arc<Mutex<Pythons>>,
     loader: Option<std::thread::JoinHandle<()>>,
     stop: Arc<LoaderStop>,
@@ -461,7 +461,6 @@ impl StackSampler {
         let mut fds = libc::pollfd { fd: ring.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd.
         unsafe { libc::poll(&mut fds, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };
-        let mut unknown_threads = Vec::new();
         while let Some(item) = ring.next() {
             if item.len() < size_of::<StackEvent>() {
                 continue;
@@ -483,17 +482,7 @@ impl StackSampler {
                     .then(|| OffCpu { waited_ns: e.off_cpu_ns, one_in: e.one_in.max(1) }),
                 python: python_stack(&e),
             });
-            if e.py_end == py_end::UNKNOWN_THREAD {
-                unknown_threads.push(e.pid);
-            }
-        }
-        if !unknown_threads.is_empty() {
-            unknown_threads.sort_unstable();
-            unknown_threads.dedup();
-            let mut pythons = self.pythons.lock().unwrap_or_else(|e| e.into_inner());
-            for pid in unknown_threads {
-                pythons.thread_unknown(pid);
-            }
+
         }
         Ok(out.len() - before)
     }

@@ -45,7 +45,7 @@ use aya::{
 };
 use loupe_bpf_common::unwind::{
     EXEC_TRACEPOINT, MAX_MAPPINGS, Mapping, MappingKey, PROG_EXEC, PageInfo, ROWS_NO_ROOM, UnwindRow, WANTED_AT_EXEC,
-    mapping_key,
+    WANTED_PY_THREADS, mapping_key,
 };
 use loupe_unwind::{Binary, Paged, cache};
 
@@ -662,10 +662,13 @@ pub(crate) fn load_as_asked(unwinder: &Mutex<Unwinder>, mut wanted: aya::maps::R
             return;
         }
         let mut pids = Vec::new();
+        let mut python_threads = Vec::new();
         while let Some(item) = wanted.next() {
             let Some(bytes) = item.get(..4) else { continue };
             let pid = u32::from_ne_bytes(bytes.try_into().expect("four bytes"));
-            if pid & WANTED_AT_EXEC == 0 {
+            if pid & WANTED_PY_THREADS != 0 {
+                python_threads.push(pid & !WANTED_PY_THREADS);
+            } else if pid & WANTED_AT_EXEC == 0 {
                 pids.push(pid);
             } else if settling.len() < MAX_WAITING_EXECS {
                 settling.push_back((Instant::now() + EXEC_SETTLE, pid & !WANTED_AT_EXEC));
@@ -681,10 +684,18 @@ pub(crate) fn load_as_asked(unwinder: &Mutex<Unwinder>, mut wanted: aya::maps::R
         }
         pids.sort_unstable();
         pids.dedup();
+        python_threads.sort_unstable();
+        python_threads.dedup();
+        let mut unwinder = unwinder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pythons) = &unwinder.pythons {
+            let mut pythons = pythons.lock().unwrap_or_else(|e| e.into_inner());
+            for &pid in &python_threads {
+                pythons.thread_unknown(pid);
+            }
+        }
         if pids.is_empty() && execs.is_empty() && swept.elapsed() < SWEEP_EVERY {
             continue;
         }
-        let mut unwinder = unwinder.lock().unwrap_or_else(|e| e.into_inner());
         let parsed = unwinder.stats.parsed;
         // A new program: whatever was read for the PID before (its old image, or a refusal) no
         // longer holds.

@@ -8,7 +8,7 @@
 //!
 //! Where the thread's state is: userspace reads the interpreter's list of threads and fills
 //! `PY_THREADS` (thread id → `PyThreadState`). A thread not in it yet ends its walk
-//! `UNKNOWN_THREAD`, which asks userspace to read the list again. Everything version-specific
+//! `UNKNOWN_THREAD` and asks userspace, through the unwinder's ring, to read the list again. Everything version-specific
 //! is an offset in the process's `PyProcess`; nothing here knows a CPython version.
 //!
 //! The walk is a `bpf_loop` callback, one call per frame, as the native unwinder's: the
@@ -100,6 +100,7 @@ fn first_frame(process: &PyProcess, pid: u32, tid: u32) -> Result<u64, u8> {
     let key = (u64::from(pid) << 32) | u64::from(tid);
     // SAFETY: a read of a plain value.
     let Some(&thread) = (unsafe { PY_THREADS.get(&key) }) else {
+        crate::unwind::ask_for_python_threads(pid, tid);
         return Err(py_end::UNKNOWN_THREAD);
     };
     // The state must be this thread's: a thread id reused by a new thread, or a state freed
@@ -113,6 +114,7 @@ fn first_frame(process: &PyProcess, pid: u32, tid: u32) -> Result<u64, u8> {
     if owner != u64::from(tid) {
         // SAFETY: removing a key of a map this program owns.
         let _ = PY_THREADS.remove(&key);
+        crate::unwind::ask_for_python_threads(pid, tid);
         return Err(py_end::UNKNOWN_THREAD);
     }
     let frame = read_u64(thread.wrapping_add(u64::from(process.thread_frame)))?;

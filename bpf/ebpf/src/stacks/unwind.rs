@@ -32,7 +32,7 @@ use loupe_bpf_common::{
     stacks::{FLAG_UNKNOWN_MAPPING, MAX_USER_FRAMES, StackEvent, user_end},
     unwind::{
         Mapping, MappingKey, PAGE_BITS, PageInfo, ROW_CFA_RBP, ROW_CFA_RSP, ROW_INVALID, ROW_PLT, ROW_SIGNAL, ROW_STOP,
-        ROWS_NO_ROOM, SIGNAL_MCONTEXT_OFFSET, UnwindRow, WANTED_AT_EXEC,
+        ROWS_NO_ROOM, SIGNAL_MCONTEXT_OFFSET, UnwindRow, WANTED_AT_EXEC, WANTED_PY_THREADS,
     },
 };
 
@@ -77,6 +77,27 @@ pub fn ask_for_tables(pid: u32) {
         let _ = UNWIND_ASKED.insert(&pid, &now, 0);
     }
     let _ = UNWIND_WANTED.output::<u32>(&pid, BPF_RB_FORCE_WAKEUP as u64);
+}
+
+/// Asks userspace to read a CPython process's threads again: thread `tid` is not known yet
+/// (at most every 10 ms per thread: a thread started while sampled is named from its second
+/// sample or so, not after a drain).
+#[inline(always)]
+pub fn ask_for_python_threads(pid: u32, tid: u32) {
+    // Threads share the map with processes: a thread's key is its TID with the flag set, which
+    // no PID has.
+    let key = tid | WANTED_PY_THREADS;
+    // SAFETY: plain-value lookups and updates; the ring copies the PID.
+    unsafe {
+        let now = bpf_ktime_get_ns();
+        if let Some(&asked) = UNWIND_ASKED.get(&key)
+            && now.wrapping_sub(asked) < ASK_EVERY_NS / 10
+        {
+            return;
+        }
+        let _ = UNWIND_ASKED.insert(&key, &now, 0);
+    }
+    let _ = UNWIND_WANTED.output::<u32>(&(pid | WANTED_PY_THREADS), BPF_RB_FORCE_WAKEUP as u64);
 }
 
 /// A process starting a new program (`sched_process_exec`, in the exec'ing task): its tables

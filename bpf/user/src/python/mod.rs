@@ -22,9 +22,10 @@ use process::{Executable, Interpreter, SymbolCache};
 
 use crate::SamplerError;
 
-/// A process's threads are read again at most this often (a thread the kernel does not know
-/// yet asks for it at each of its samples).
-const THREADS_EVERY: Duration = Duration::from_millis(200);
+/// A process's threads are read again at most this often (each thread the kernel does not know
+/// yet asks every 10 ms while sampled): a thread pool that starts threads for tens of
+/// milliseconds has most named.
+const THREADS_EVERY: Duration = Duration::from_millis(5);
 
 /// How a sample's Python walk ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
