@@ -16,8 +16,11 @@
 //! `sched_switch` program's run time on the switching CPUs, is read through `bpftool` with the
 //! kernel's run-time accounting on, and the two add up to the whole cost.
 //!
+//! Then two beside eight Python processes: with CPython's frames walked (the default) and
+//! without (`--no-python-frames`): the agent's CPU and the CPU sampler's kernel run time.
+//!
 //! `cargo bench -p loupe-query-host --bench agent_cost` (root; `LOUPE_BENCH_SECONDS`, default 60;
-//! `LOUPE_BENCH_ONLY=off_cpu` runs the off-CPU pair alone).
+//! `LOUPE_BENCH_ONLY=off_cpu` or `python` runs that pair alone).
 
 use std::{
     fs,
@@ -109,6 +112,9 @@ struct Figures {
     cpu_share: f64,
     /// The `sched_switch` program's run time per wall second (0 unless off-CPU sampling ran).
     off_cpu_kernel_share: f64,
+    /// The CPU sampler's (`loupe_stacks`, the native unwind and the Python walk) run time per
+    /// wall second, with the kernel's run-time accounting on (0 otherwise).
+    stacks_kernel_share: f64,
     /// Waits off the CPU the agent stored in the window.
     waits: u64,
     wall: f64,
@@ -141,11 +147,12 @@ fn measure(extra: &[&str], workload: Option<(&std::path::Path, &[&str])>, second
         Command::new(w).args(args).arg(&secs).stdout(Stdio::null()).spawn().unwrap()
     });
     thread::sleep(warmup);
-    let off_cpu0 = off_cpu_program_ns();
+    let (off_cpu0, stacks0) = (program_ns("loupe_off_cpu"), program_ns("loupe_stacks"));
     let (cpu0, t0, from, threads0) = (cpu_seconds(pid), Instant::now(), now_ns(), threads(pid));
     thread::sleep(Duration::from_secs(seconds));
     let (cpu1, wall, to, threads1) = (cpu_seconds(pid), t0.elapsed().as_secs_f64(), now_ns(), threads(pid));
-    let off_cpu_kernel_share = off_cpu_program_ns().saturating_sub(off_cpu0) as f64 / 1e9 / wall;
+    let off_cpu_kernel_share = program_ns("loupe_off_cpu").saturating_sub(off_cpu0) as f64 / 1e9 / wall;
+    let stacks_kernel_share = program_ns("loupe_stacks").saturating_sub(stacks0) as f64 / 1e9 / wall;
     let threads = threads1
         .iter()
         .map(|(name, &(ns, runs))| {
@@ -193,6 +200,7 @@ fn measure(extra: &[&str], workload: Option<(&std::path::Path, &[&str])>, second
     };
     Figures {
         off_cpu_kernel_share,
+        stacks_kernel_share,
         waits,
         cpu_share: (cpu1 - cpu0) / wall,
         wall,
@@ -206,8 +214,9 @@ fn measure(extra: &[&str], workload: Option<(&std::path::Path, &[&str])>, second
 
 /// The off-CPU tracepoint program's total run time so far, in ns (`bpftool prog show`, with the
 /// kernel's run-time accounting on; 0 when no such program is loaded or bpftool is missing).
-fn off_cpu_program_ns() -> u64 {
-    let Ok(out) = Command::new("bpftool").args(["prog", "show", "name", "loupe_off_cpu", "--json"]).output() else {
+/// A kernel program's total run time (`bpftool`; 0 unless `kernel.bpf_stats_enabled`).
+fn program_ns(name: &str) -> u64 {
+    let Ok(out) = Command::new("bpftool").args(["prog", "show", "name", name, "--json"]).output() else {
         return 0;
     };
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
@@ -263,12 +272,63 @@ fn main() {
         "agent_cost: stacks at 10 Hz on {} CPUs, {seconds} s each after a 12 s warm-up, HTTP server idle",
         num_cpus()
     );
-    let only_off_cpu = std::env::var("LOUPE_BENCH_ONLY").is_ok_and(|o| o == "off_cpu");
+    let only = std::env::var("LOUPE_BENCH_ONLY").unwrap_or_default();
     let dir = tempfile::tempdir().unwrap();
-    if !only_off_cpu && !stacks(&dir, seconds) {
+    if only.is_empty() && !stacks(&dir, seconds) {
         return;
     }
-    off_cpu(&dir, seconds);
+    if only.is_empty() || only == "off_cpu" {
+        off_cpu(&dir, seconds);
+    }
+    if only.is_empty() || only == "python" {
+        python(&dir, seconds);
+    }
+}
+
+/// Eight Python processes (Debian's python3.11 running `pyhot.py`, 13-frame Python stacks),
+/// the agent with CPython's frames walked and without (`--no-python-frames`): what walking and
+/// naming them costs, the agent's part and the kernel's.
+fn python(dir: &tempfile::TempDir, seconds: u64) {
+    let pyhot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/pyhot.py");
+    if !std::path::Path::new("/usr/bin/python3.11").exists() {
+        println!("SKIP agent_cost Python comparison: no /usr/bin/python3.11");
+        return;
+    }
+    let eight = dir.path().join("eight-pythons.sh");
+    let script = format!(
+        "for i in 1 2 3 4 5 6 7 8; do /usr/bin/python3.11 {} \"$1\" >/dev/null & done; wait\n",
+        pyhot.display()
+    );
+    fs::write(&eight, script).unwrap();
+    const STATS: &str = "/proc/sys/kernel/bpf_stats_enabled";
+    let stats_before = fs::read_to_string(STATS).unwrap_or_else(|_| "0".into());
+    let _ = fs::write(STATS, "1");
+    let sh = std::path::Path::new("/bin/sh");
+    let args: [&str; 1] = [eight.to_str().unwrap()];
+    let without = measure(&["--no-python-frames"], Some((sh, &args)), seconds);
+    report("python_8_no_frames", "8 Python processes, --no-python-frames", &without);
+    let with = measure(&[], Some((sh, &args)), seconds);
+    report("python_8_frames", "8 Python processes, CPython frames walked", &with);
+    let _ = fs::write(STATS, stats_before.trim());
+    let agent = with.cpu_share - without.cpu_share;
+    let kernel = with.stacks_kernel_share - without.stacks_kernel_share;
+    println!(
+        "agent_cost: CPython frames at 10 Hz beside 8 Python processes: {:+.3} % of a core in all = {:+.3} % the \
+         agent (naming, interleaving) {:+.3} % the kernel program (with: {:.3} % agent + {:.3} % kernel; without: \
+         {:.3} % + {:.3} %)",
+        (agent + kernel) * 100.0,
+        agent * 100.0,
+        kernel * 100.0,
+        with.cpu_share * 100.0,
+        with.stacks_kernel_share * 100.0,
+        without.cpu_share * 100.0,
+        without.stacks_kernel_share * 100.0
+    );
+    println!(
+        r#"BENCH {{"name": "python_frames_core_percent", "value": {:.4}, "unit": "%", "baseline": {:.4}}}"#,
+        (with.cpu_share + with.stacks_kernel_share) * 100.0,
+        (without.cpu_share + without.stacks_kernel_share) * 100.0
+    );
 }
 
 /// The idle host with and without unwind tables, and debug files on and off beside a libc

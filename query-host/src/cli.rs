@@ -330,6 +330,10 @@ pub struct StackArgs {
     /// call-frame information: cheaper, but stops at the first function built without them.
     #[arg(long)]
     pub no_unwind_tables: bool,
+    /// Do not walk CPython's own frames: a Python program's stacks then show the interpreter's
+    /// evaluation loop, not the program's functions.
+    #[arg(long)]
+    pub no_python_frames: bool,
     /// Also sample threads as they wait off the CPU (sleep, lock, pipe, disk): their stacks as
     /// they blocked, weighed by how long they waited (`loupe profile --off-cpu`).
     #[arg(long)]
@@ -359,6 +363,7 @@ impl StackArgs {
             table_rows: self.unwind_memory_mib << 17,
             table_cache: Some(data_dir.join("unwind-tables")),
             unwind_tables: !self.no_unwind_tables,
+            python_frames: !self.no_python_frames,
             off_cpu: self.off_cpu.then(|| loupe_bpf::OffCpuOptions {
                 exact: std::time::Duration::from_micros(self.off_cpu_exact_us),
                 max_stacks_per_second: self.off_cpu_max_per_second,

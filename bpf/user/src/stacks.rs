@@ -88,6 +88,9 @@ pub struct StackSamplerOptions {
     pub unwind_tables: bool,
     /// Also take the stacks of threads as they block (`None`: on-CPU samples only).
     pub off_cpu: Option<OffCpuOptions>,
+    /// Walk CPython's own frames in the processes that run it (needs `unwind_tables`: Python
+    /// processes are found as their tables are loaded).
+    pub python_frames: bool,
 }
 
 impl StackSamplerOptions {
@@ -112,6 +115,7 @@ impl Default for StackSamplerOptions {
             table_cache: None,
             unwind_tables: true,
             off_cpu: None,
+            python_frames: true,
         }
     }
 }
@@ -360,7 +364,9 @@ impl StackSampler {
             options.table_cache.clone(),
         )?));
         let pythons = Arc::new(Mutex::new(Pythons::new(take(MAP_PY_PROCS)?, take(MAP_PY_THREADS)?)?));
-        unwinder.lock().unwrap_or_else(|e| e.into_inner()).find_pythons(pythons.clone());
+        if options.python_frames {
+            unwinder.lock().unwrap_or_else(|e| e.into_inner()).find_pythons(pythons.clone());
+        }
         let wanted = RingBuf::try_from(take(MAP_UNWIND_WANTED)?)
             .map_err(|e| SamplerError::Load(format!("map {MAP_UNWIND_WANTED}: {e}")))?;
         let stop = Arc::new(LoaderStop::new()?);
