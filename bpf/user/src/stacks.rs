@@ -275,7 +275,7 @@ impl StackSampler {
         let mut ebpf = EbpfLoader::new()
             .verifier_log_level(crate::verifier::LOG_LEVEL)
             .map_max_entries(MAP_STACK_EVENTS, ring_bytes(cpus.len(), hz, off_cpu_rate))
-            // Held stacks of blocked threads (~1.7 KB each, allocated up front): none when off.
+            // Held stacks of blocked threads (~2.4 KB each, allocated up front): none when off.
             .map_max_entries(MAP_OFF_CPU_PENDING, if options.off_cpu.is_some() { OFF_CPU_PENDING_ENTRIES } else { 1 })
             .map_max_entries(MAP_UNWIND_ROWS, options.table_rows.max(1))
             .map_max_entries(MAP_UNWIND_PAGES, TABLE_PAGES)

@@ -2,7 +2,7 @@
 //! (like `perf record -F 10 -a -g`). Each firing records who was running — PID, TID, comm,
 //! cgroup — and its kernel and user stacks as raw instruction pointers, into a ring buffer
 //! that userspace drains and symbolizes. Raw frames rather than a stack-trace map: no stack ids
-//! to age out or collide, and the 1.6 KB per sample is nothing at 10 Hz per CPU. The user stack
+//! to age out or collide, and the 2.4 KB per sample is nothing at 10 Hz per CPU. The user stack
 //! is unwound from the binaries' call-frame information (`unwind`); the kernel stack by the
 //! kernel, which keeps frame pointers or ORC for itself.
 //!
