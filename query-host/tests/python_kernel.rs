@@ -118,7 +118,19 @@ fn python_functions_are_named_as_py_spy_names_them_with_their_whole_call_chain()
         let sampler = start_sampling_ready(&data, SECONDS, &["--frequency", RATE]);
         let raw = dir.path().join("py-spy.txt");
         let spy = Command::new(&py_spy)
-            .args(["record", "--pid", &pid, "--duration", &SECONDS.to_string(), "--rate", RATE, "--format", "raw", "--nonblocking", "-o"])
+            .args([
+                "record",
+                "--pid",
+                &pid,
+                "--duration",
+                &SECONDS.to_string(),
+                "--rate",
+                RATE,
+                "--format",
+                "raw",
+                "--nonblocking",
+                "-o",
+            ])
             .arg(&raw)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -132,7 +144,8 @@ fn python_functions_are_named_as_py_spy_names_them_with_their_whole_call_chain()
         let mut paths = Vec::new();
         python_paths(&view["flamegraph"], &mut Vec::new(), &mut paths);
         let python_samples: u64 = paths.iter().filter(|(p, _)| !p.is_empty()).map(|(_, n)| n).sum();
-        let in_leaf: u64 = paths.iter().filter(|(p, _)| p.last().is_some_and(|f| f == "ceo_leaf")).map(|(_, n)| n).sum();
+        let in_leaf: u64 =
+            paths.iter().filter(|(p, _)| p.last().is_some_and(|f| f == "ceo_leaf")).map(|(_, n)| n).sum();
         let whole_leaf: Vec<String> =
             ["<module>"].into_iter().chain(["ceo_mid"; 11]).chain(["ceo_leaf"]).map(String::from).collect();
         let whole = |p: &Vec<String>| {
@@ -215,8 +228,12 @@ fn native_frames_sit_under_the_python_function_that_called_them() {
         let all = view["samples"].as_u64().unwrap();
         eprintln!("{}: {all} samples, {in_libz} in libz, {under_loop} of them under compress_loop", python.display());
         if in_libz * 2 < all || under_loop * 100 < in_libz * 95 {
-            let odd: Vec<&(Vec<String>, u64)> = paths.iter().filter(|(p, _)| p.iter().any(|f| libz(f))).take(3).collect();
-            failures.push(format!("{}: {all} samples, {in_libz} in libz, {under_loop} under compress_loop; {odd:?}", python.display()));
+            let odd: Vec<&(Vec<String>, u64)> =
+                paths.iter().filter(|(p, _)| p.iter().any(|f| libz(f))).take(3).collect();
+            failures.push(format!(
+                "{}: {all} samples, {in_libz} in libz, {under_loop} under compress_loop; {odd:?}",
+                python.display()
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -145,7 +145,9 @@ fn errors(exe: &Path) {
         }
     }
     for (function, by_time, by_count) in worst {
-        println!("# {function}: worst error of 3 runs {by_time:.2} % kept by length, {by_count:.2} % kept 1 in N by count");
+        println!(
+            "# {function}: worst error of 3 runs {by_time:.2} % kept by length, {by_count:.2} % kept 1 in N by count"
+        );
         println!(
             r#"BENCH {{"name": "off_cpu_error_percent/{function}", "value": {by_time:.3}, "unit": "%", "baseline": {by_count:.3}}}"#
         );

@@ -64,7 +64,10 @@ fn main() {
         on,
         on - off
     );
-    println!(r#"BENCH {{"name": "python_walk_us_per_sample", "value": {:.3}, "unit": "us", "baseline": {off:.3}}}"#, on - off);
+    println!(
+        r#"BENCH {{"name": "python_walk_us_per_sample", "value": {:.3}, "unit": "us", "baseline": {off:.3}}}"#,
+        on - off
+    );
     println!(r#"BENCH {{"name": "sample_with_python_walk_us", "value": {on:.3}, "unit": "us", "baseline": {off:.3}}}"#);
 }
 

@@ -101,7 +101,8 @@ impl Mixed {
             (f[0] as u32, f[1])
         });
         let window = line("window");
-        let nappers = out.lines().filter(|l| l.starts_with("short")).map(|l| (fields(l)[0] as u32, fields(l)[1])).collect();
+        let nappers =
+            out.lines().filter(|l| l.starts_with("short")).map(|l| (fields(l)[0] as u32, fields(l)[1])).collect();
         MixedTruth { long, window: (window[0], window[1]), nappers }
     }
 }

@@ -71,8 +71,8 @@ fn every_python_on_the_machine_has_its_functions_named_in_call_order() {
     require_root!();
     let pythons = pythons();
     assert!(!pythons.is_empty(), "no Python on this machine");
-    let mut sampler =
-        StackSampler::start(&StackSamplerOptions { frequency_hz: 99, ..Default::default() }).expect("starting the sampler");
+    let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: 99, ..Default::default() })
+        .expect("starting the sampler");
     let mut failures = Vec::new();
     for python in &pythons {
         let (mut child, pid) = start_workload(python, 2.0, 0);
@@ -130,8 +130,8 @@ fn threads_and_code_objects_that_come_and_go_are_never_misnamed() {
     require_root!();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pychurn.py");
     let mut reuses = 0;
-    let mut sampler =
-        StackSampler::start(&StackSamplerOptions { frequency_hz: 199, ..Default::default() }).expect("starting the sampler");
+    let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: 199, ..Default::default() })
+        .expect("starting the sampler");
     for python in pythons() {
         let mut child =
             Command::new(&python).arg(&script).arg("12").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();

@@ -254,7 +254,12 @@ pub fn burst_limit(max: u32) -> u32 {
     (2.0 * f64::from(max) * window_s).ceil().clamp(2.0, f64::from(u32::MAX)) as u32
 }
 
-fn write_config(ebpf: &mut Ebpf, options: &OffCpuOptions, plan: OffCpuPlan, burst_limit: u32) -> Result<(), SamplerError> {
+fn write_config(
+    ebpf: &mut Ebpf,
+    options: &OffCpuOptions,
+    plan: OffCpuPlan,
+    burst_limit: u32,
+) -> Result<(), SamplerError> {
     let mut config: Array<&mut MapData, OffCpuConfig> = map_mut(ebpf, MAP_OFF_CPU_CONFIG)?;
     let value = OffCpuConfig {
         exact_ns: options.exact.as_nanos() as u64,
@@ -353,7 +358,11 @@ mod tests {
                     assert!(p.one_in >= 1 && p.floor >= 1 && p.scale_ns >= 5 * MS, "{p:?}");
                     assert!(expected_sends(p, long, short_ns) <= 550.0 + 1e-6, "{blocks} {long} {short_ns}: {p:?}");
                     assert!(blocks / f64::from(p.floor * p.one_in) <= 250.0 + 1e-6, "{blocks}: {p:?}");
-                    assert!(p.one_in == 1 || long / f64::from(p.one_in - 1) > 500.0, "{long}: 1 in {} too many", p.one_in);
+                    assert!(
+                        p.one_in == 1 || long / f64::from(p.one_in - 1) > 500.0,
+                        "{long}: 1 in {} too many",
+                        p.one_in
+                    );
                 }
             }
         }

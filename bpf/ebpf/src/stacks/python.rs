@@ -85,7 +85,9 @@ pub unsafe fn python_stack(pid: u32, tid: u32, event: *mut StackEvent) {
             // evaluation loop, which is read but not recorded.
             // SAFETY: the callback reaches the event through the scratch map, the walk through
             // its context pointer, live for the call.
-            unsafe { bpf_loop(2 * MAX_PY_FRAMES as u32, py_frame as *mut c_void, (&mut walk as *mut PyWalk).cast(), 0) };
+            unsafe {
+                bpf_loop(2 * MAX_PY_FRAMES as u32, py_frame as *mut c_void, (&mut walk as *mut PyWalk).cast(), 0)
+            };
             walk.end
         }
         Err(end) => end,

@@ -79,7 +79,9 @@ pub fn string(memory: &Memory, layout: &Layout, object: u64) -> Result<String, N
             .collect(),
         _ => bytes
             .chunks_exact(4)
-            .map(|c| char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])).unwrap_or(char::REPLACEMENT_CHARACTER))
+            .map(|c| {
+                char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])).unwrap_or(char::REPLACEMENT_CHARACTER)
+            })
             .collect(),
     };
     if length > chars {

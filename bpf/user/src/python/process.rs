@@ -91,7 +91,8 @@ impl BinarySymbols {
             .segments()
             .map(|s| {
                 let (offset, size) = s.file_range();
-                let executable = matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0);
+                let executable =
+                    matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0);
                 (offset, s.address(), size, executable)
             })
             .collect();

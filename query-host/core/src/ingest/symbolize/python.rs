@@ -116,7 +116,11 @@ mod tests {
     /// frame reads "[python: process gone]", which is enough to see where each one went.
     fn stack(entries: &[bool], end: PyEnd) -> PythonStack {
         PythonStack {
-            frames: entries.iter().enumerate().map(|(i, &entry)| PyFrameRef { code: 0x1000 + i as u64, identity: 0, instr: 0, entry }).collect(),
+            frames: entries
+                .iter()
+                .enumerate()
+                .map(|(i, &entry)| PyFrameRef { code: 0x1000 + i as u64, identity: 0, instr: 0, entry })
+                .collect(),
             end,
             layout: layout::for_minor(12).unwrap(),
         }
@@ -133,7 +137,8 @@ mod tests {
         let mut names_ = PythonNames::default();
         // Two calls of the loop: frames 0–1 in the inner one (1 began it), 2 in the outer one,
         // a C function (`zlib_compress`) between them.
-        let native = native(&["deflate", "zlib_compress", EVAL_FRAME, "cfunction_call", EVAL_FRAME, "Py_RunMain", "main"]);
+        let native =
+            native(&["deflate", "zlib_compress", EVAL_FRAME, "cfunction_call", EVAL_FRAME, "Py_RunMain", "main"]);
         let out = names_.interleave(0, &stack(&[false, true, true], PyEnd::Root), native);
         assert_eq!(names(&out), ["deflate", "zlib_compress", PY, PY, "cfunction_call", PY, "Py_RunMain", "main"]);
     }
