@@ -43,6 +43,19 @@ fn pythons() -> Vec<PathBuf> {
     found
 }
 
+/// Starts a workload script (`pyhot.py`, `pyzlib.py`) for `seconds`; returns it and its PID once
+/// it says it runs.
+fn start(python: &Path, script: &Path, seconds: &str) -> (std::process::Child, String) {
+    let mut workload = Command::new(python).arg(script).arg(seconds).stdout(Stdio::piped()).spawn().unwrap();
+    let mut out = BufReader::new(workload.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let pid = line.trim().to_string();
+    out.read_line(&mut line).unwrap();
+    assert!(line.ends_with("ready\n"), "{} {}: {line:?}", python.display(), script.display());
+    (workload, pid)
+}
+
 /// py-spy: `$LOUPE_PY_SPY`, the virtualenv `scripts/setup` installs it into, or the `PATH`.
 fn py_spy() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("LOUPE_PY_SPY") {
@@ -109,12 +122,7 @@ fn python_functions_are_named_as_py_spy_names_them_with_their_whole_call_chain()
     for python in pythons() {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
-        let mut workload = Command::new(&python).arg(&script).arg("12").stdout(Stdio::piped()).spawn().unwrap();
-        let mut out = BufReader::new(workload.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let pid = line.trim().to_string();
-        out.read_line(&mut line).unwrap();
+        let (mut workload, pid) = start(&python, &script, "12");
         let sampler = start_sampling_ready(&data, SECONDS, &["--frequency", RATE]);
         let raw = dir.path().join("py-spy.txt");
         let spy = Command::new(&py_spy)
@@ -203,12 +211,7 @@ fn native_frames_sit_under_the_python_function_that_called_them() {
     for python in pythons() {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
-        let mut workload = Command::new(&python).arg(&script).arg("6").stdout(Stdio::piped()).spawn().unwrap();
-        let mut out = BufReader::new(workload.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let pid = line.trim().to_string();
-        out.read_line(&mut line).unwrap();
+        let (mut workload, pid) = start(&python, &script, "6");
         let sampler = start_sampling_ready(&data, 2.0, &["--frequency", "199"]);
         finish(sampler);
         let _ = workload.kill();

@@ -110,22 +110,9 @@ fn errors(exe: &Path) {
             }
             sampler.drain(&mut out, Duration::ZERO).unwrap();
             let truth = mixed.finish();
-            let waits: Vec<waits::Wait> = out
-                .iter()
-                .filter(|s| s.pid == pid)
-                .filter_map(|s| {
-                    let o = s.off_cpu?;
-                    Some(waits::Wait {
-                        tid: s.tid,
-                        time_unix_ns: s.time_unix_ns,
-                        user: &s.user,
-                        weight_ns: o.weight_ns(),
-                        one_in: o.one_in,
-                    })
-                })
-                .collect();
+
             let stats = sampler.off_cpu_stats().unwrap_or_default();
-            let estimates = truth.estimates(&waits, &functions);
+            let estimates = truth.estimates(pid, &out, &functions);
             let line: Vec<String> = estimates
                 .iter()
                 .map(|e| format!("{} {:+.1} % ({} samples)", e.function, e.error() * 100.0, e.samples))

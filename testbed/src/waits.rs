@@ -3,6 +3,7 @@
 //! threads blocking thousands of times a second — with each function's off-CPU time as the
 //! program measured it, to hold an estimate against.
 
+use loupe_bpf::{OffCpu, RawStack};
 use std::{
     io::{BufRead, BufReader, Read, Write},
     path::{Path, PathBuf},
@@ -117,19 +118,6 @@ pub struct MixedTruth {
     pub nappers: Vec<(u32, u64)>,
 }
 
-/// One off-CPU sample, as much of it as the comparison needs.
-pub struct Wait<'a> {
-    pub tid: u32,
-    /// When the thread blocked (unix ns).
-    pub time_unix_ns: u64,
-    /// The user stack, leaf first.
-    pub user: &'a [u64],
-    /// The time it stands for: its wait × its 1 in N.
-    pub weight_ns: u64,
-    /// Kept 1 in this many.
-    pub one_in: u32,
-}
-
 /// A function's time waited, estimated from samples and measured by the program.
 #[derive(Debug)]
 pub struct Estimate {
@@ -149,25 +137,29 @@ impl Estimate {
 }
 
 impl MixedTruth {
-    /// Each long wait's function, then the short naps (in the window), against the samples.
-    pub fn estimates<'a>(&self, waits: &[Wait<'a>], functions: &Functions) -> Vec<Estimate> {
-        let estimate = |function: &'static str, measured_ns: u64, of: &dyn Fn(&Wait) -> bool| {
-            let mine: Vec<&Wait> = waits.iter().filter(|w| of(w) && functions.through(w.user, function)).collect();
+    /// Each long wait's function, then the short naps (in the window), against the off-CPU
+    /// samples of process `pid`.
+    pub fn estimates(&self, pid: u32, samples: &[RawStack], functions: &Functions) -> Vec<Estimate> {
+        let waits: Vec<(&RawStack, OffCpu)> =
+            samples.iter().filter(|s| s.pid == pid).filter_map(|s| Some((s, s.off_cpu?))).collect();
+        let estimate = |function: &'static str, measured_ns: u64, of: &dyn Fn(&RawStack) -> bool| {
+            let mine: Vec<&(&RawStack, OffCpu)> =
+                waits.iter().filter(|(s, _)| of(s) && functions.through(&s.user, function)).collect();
             Estimate {
                 function,
                 samples: mine.len(),
-                alone: mine.iter().filter(|w| w.one_in == 1).count(),
-                estimated_ns: mine.iter().map(|w| w.weight_ns).sum(),
+                alone: mine.iter().filter(|(_, o)| o.one_in == 1).count(),
+                estimated_ns: mine.iter().map(|(_, o)| o.weight_ns()).sum(),
                 measured_ns,
             }
         };
         let mut all: Vec<Estimate> = LONG_WAITS
             .iter()
             .zip(self.long)
-            .map(|(&(_, function), (tid, ns))| estimate(function, ns, &|w| w.tid == tid))
+            .map(|(&(_, function), (tid, ns))| estimate(function, ns, &|s| s.tid == tid))
             .collect();
         let (from, to) = self.window;
-        let napper = |w: &Wait| self.nappers.iter().any(|n| n.0 == w.tid) && (from..to).contains(&w.time_unix_ns);
+        let napper = |s: &RawStack| self.nappers.iter().any(|n| n.0 == s.tid) && (from..to).contains(&s.time_unix_ns);
         all.push(estimate(SHORT_NAPS, self.nappers.iter().map(|n| n.1).sum(), &napper));
         all
     }

@@ -11,8 +11,8 @@ use std::{
 use loupe_bpf::{DenyList, RawStack, StackSampler, StackSamplerOptions, UserEnd};
 use loupe_testbed::{
     require_root,
-    waits::{self, Functions},
     sampling::{Stolen, count_tolerance, process_cpu_seconds, spawn_with_pid},
+    waits::{self, Functions},
 };
 
 fn build_busy(dir: &Path) -> PathBuf {
@@ -514,21 +514,8 @@ fn long_waits_are_exact_beside_thousands_of_short_blocks_a_second() {
         let truth = mixed.finish();
         let stats = sampler.off_cpu_stats().unwrap();
         eprintln!("run {run}: {stats:?}");
-        let waits: Vec<waits::Wait> = samples
-            .iter()
-            .filter(|s| s.pid == pid)
-            .filter_map(|s| {
-                let o = s.off_cpu?;
-                Some(waits::Wait {
-                    tid: s.tid,
-                    time_unix_ns: s.time_unix_ns,
-                    user: &s.user,
-                    weight_ns: o.weight_ns(),
-                    one_in: o.one_in,
-                })
-            })
-            .collect();
-        for e in truth.estimates(&waits, &functions) {
+
+        for e in truth.estimates(pid, &samples, &functions) {
             eprintln!(
                 "  {}: {} samples ({} standing for themselves), {:.1} ms, measured {:.1} ms ({:+.2} %)",
                 e.function,
