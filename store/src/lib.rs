@@ -138,7 +138,7 @@ pub use probes::model::{
 };
 pub use probes::{ProbeCallChunks, ProbePos};
 pub use samples::model::{
-    Frame, IndexedProfile, Name, ObjectAddress, OffCpuSample, Profile, ProfileQuery, SampleBatchMeta, SampleKind,
+    Frame, FrameKind, IndexedProfile, Name, ObjectAddress, OffCpuSample, Profile, ProfileQuery, SampleBatchMeta, SampleKind,
     SampleStats, StackSample,
 };
 pub use samples::{RawSample, RawWait, Renamed, SampleCursor, WaitCursor};

@@ -816,6 +816,12 @@ export interface components {
          */
         FlameNode: {
             children?: components["schemas"]["FlameNode"][];
+            /**
+             * @description What kind of code the frame is: `kernel`, `jit` (named from a perf map), `python`;
+             *     absent for native code (a binary's or a library's machine code).
+             * @example python
+             */
+            kind?: string | null;
             name: string;
             /** Format: int64 */
             value: number;

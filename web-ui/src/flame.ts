@@ -8,13 +8,14 @@
 import { h } from './dom';
 import { count, duration, percent } from './format';
 import { flattenTree } from './flametree';
+import { KIND_SHADES, PALETTE, WARM_SHADES, paletteIndex } from './framekinds';
 import { themeColor } from './palette';
 import type { FlameNode } from './types';
 
 const ROW = 18;
 const MAX_CANVAS_CSS_HEIGHT = 16000;
-const PALETTE = 12;
-// Buckets: 0..PALETTE-1 palette, then highlighted, dimmed, and merged narrow frames.
+// Buckets: 0..PALETTE-1 palette (warm native frames, then the kernel's, JIT code's and
+// Python's hues: framekinds.ts), then highlighted, dimmed, and merged narrow frames.
 const HIGHLIGHT = PALETTE;
 const DIMMED = PALETTE + 1;
 const MERGED = PALETTE + 2;
@@ -193,7 +194,7 @@ export class FlameGraph {
     this.maxDepth = t.maxDepth;
     this.total = t.total;
     this.colorOfName = new Uint8Array(this.names.length);
-    for (let k = 0; k < this.names.length; k++) this.colorOfName[k] = hash(this.names[k]) % PALETTE;
+    for (let k = 0; k < this.names.length; k++) this.colorOfName[k] = paletteIndex(t.kinds[k], hash(this.names[k]));
     if (this.diff && t.base) {
       this.base = t.base;
       this.colorOfNode = new Uint8Array(this.n);
@@ -666,12 +667,20 @@ function themeColors(): FlameColors {
   // The frames' warm hues and their greys are the flame graph's own, generated here: not the
   // page's palette (style.css), of which only the focus outline (the link colour) is used.
   const palette: string[] = [];
-  for (let i = 0; i < PALETTE; i++) {
+  for (let i = 0; i < WARM_SHADES; i++) {
     // Warm hues (red → yellow), as flame graphs are read.
     const hue = 8 + ((i * 37) % 48);
     const sat = 70 + ((i * 7) % 20);
     const light = dark ? 42 + ((i * 5) % 14) : 60 + ((i * 5) % 14);
     palette.push(`hsl(${hue} ${sat}% ${light}%)`);
+  }
+  // Then each kind of code its own hue, as perf's flame graphs tell the kernel (orange-brown)
+  // and JIT code (green) apart; Python blue. Order: framekinds.ts's KINDS.
+  for (const [hue, sat] of [[28, 45], [120, 45], [212, 55]]) {
+    for (let i = 0; i < KIND_SHADES; i++) {
+      const light = dark ? 36 + i * 4 : 62 + i * 4;
+      palette.push(`hsl(${hue} ${sat + i * 5}% ${light}%)`);
+    }
   }
   // A differential graph's classes, from much less (0, blue) through unchanged (5, grey) to
   // much more (10, red) — the usual reading (red grew, blue shrank).

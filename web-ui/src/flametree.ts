@@ -1,5 +1,5 @@
-// A flame graph tree (`{name, value, children}`) flattened into typed arrays, in pre-order: each
-// depth's nodes come out sorted by x, so drawing and hit testing binary-search a row.
+// A flame graph tree (`{name, value, kind, children}`) flattened into typed arrays, in pre-order:
+// each depth's nodes come out sorted by x, so drawing and hit testing binary-search a row.
 
 import { num } from './json';
 import type { FlameNode } from './types';
@@ -14,6 +14,8 @@ export interface FlatTree {
   parent: Int32Array;
   nameId: Int32Array;
   names: string[];
+  /** Each name's kind of code (`kernel`, `jit`, `python`; `native` when the node says none). */
+  kinds: string[];
   /** Node indices per depth, in increasing x. */
   byDepth: Int32Array[];
   maxDepth: number;
@@ -39,6 +41,7 @@ export function flattenTree(root: FlameNode & { base?: number }, withBase = fals
   let parent = new Int32Array(cap);
   let nameId = new Int32Array(cap);
   const names: string[] = [];
+  const kinds: string[] = [];
   const nameIds = new Map<string, number>();
 
   // Pre-order with an explicit stack; children pushed right to left so the leftmost comes out
@@ -85,6 +88,7 @@ export function flattenTree(root: FlameNode & { base?: number }, withBase = fals
       id = names.length;
       nameIds.set(node.name, id);
       names.push(node.name);
+      kinds.push(node.kind ?? 'native');
     }
     nameId[i] = id;
     if (d > maxDepth) maxDepth = d;
@@ -136,9 +140,11 @@ export function flattenTree(root: FlameNode & { base?: number }, withBase = fals
     parent: parent.subarray(0, n),
     nameId: nameId.subarray(0, n),
     names,
+    kinds,
     byDepth,
     maxDepth,
     total: val[0] || 0,
     base: withBase ? base.subarray(0, n) : null,
   };
 }
+

@@ -1,7 +1,7 @@
 //! pprof export: a profile as the gzipped `profile.proto` that `go tool pprof` reads.
 //!
 //! Every frame is a location with its function's name; locations also name their *mapping*:
-//! one per module (binary, library, `[kernel]`, `[jit]`) and build ID, carrying the file name
+//! one per module (binary, library, `[kernel]`, `[jit]`, `[python]`) and build ID, carrying the file name
 //! and build ID, and frames that were stored with their place in a file
 //! ([`loupe_store::ObjectAddress`]) carry that address — so pprof's tools can tell which build
 //! of which library a frame came from, and frames named later by `loupe symbolize` show their
@@ -9,7 +9,10 @@
 
 use std::{collections::HashMap, io::Write};
 
-use loupe_store::{Frame, Profile};
+use loupe_store::{Frame, FrameKind, Profile};
+
+/// The mapping Python frames are located in (their `.py` file is their function's `filename`).
+pub const PYTHON_MAPPING: &str = "[python]";
 
 /// pprof's `profile.proto` (github.com/google/pprof/proto/profile.proto), the fields Loupe fills.
 mod proto {
@@ -160,7 +163,10 @@ fn encode(profile: &Profile, values: Values, start_unix_ns: u64, duration_ns: u6
             let id = *locations.entry(f).or_insert_with(|| {
                 let id = location.len() as u64 + 1;
                 let name = if f.kernel { format!("{} [k]", f.function) } else { f.function.to_string() };
-                let module = crate::model::profile::module_of(f);
+                // Python functions share one mapping, as JIT code and the kernel do; each
+                // function's file is its `filename`.
+                let module =
+                    if f.kind == FrameKind::Python { PYTHON_MAPPING } else { crate::model::profile::module_of(f) };
                 let build_id = f.location.as_ref().map(|l| &l.build_id[..]).unwrap_or(&[]);
                 let mapping_id = *mapping_ids.entry((module, build_id)).or_insert_with(|| {
                     let id = mapping.len() as u64 + 1;
@@ -254,5 +260,26 @@ mod tests {
         assert_eq!((loc("f").address, loc("f").mapping_id), (0x175010, 1));
         assert_eq!((loc("main").address, loc("main").mapping_id), (0, 2));
         assert_eq!(loc("do_sys_open [k]").mapping_id, 3);
+    }
+
+    #[test]
+    fn python_functions_share_a_mapping_and_name_their_file() {
+        let stacks = vec![(
+            vec![
+                Frame::python("Handler.get", "/srv/app/handler.py"),
+                Frame::python("<module>", "/srv/app/main.py"),
+                Frame::user("main", "python3.11"),
+            ],
+            4,
+        )];
+        let p = decode(&pprof(&Profile { samples: 4, lost: 0, stacks, span: None }, 1, 0, 1));
+        let s = |i: i64| p.string_table[i as usize].as_str();
+        let maps: Vec<&str> = p.mapping.iter().map(|m| s(m.filename)).collect();
+        assert_eq!(maps, vec![PYTHON_MAPPING, "python3.11"]);
+        let files: Vec<(&str, &str)> = p.function.iter().map(|f| (s(f.name), s(f.filename))).collect();
+        assert_eq!(
+            files,
+            vec![("Handler.get", "/srv/app/handler.py"), ("<module>", "/srv/app/main.py"), ("main", "python3.11")]
+        );
     }
 }

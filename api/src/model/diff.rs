@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use foldhash::fast::RandomState;
-use loupe_store::{IndexedProfile, SampleKind};
+use loupe_store::{FrameKind, IndexedProfile, SampleKind};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -165,15 +165,15 @@ fn change(name: String, (s, t): (u64, u64), (bs, bt): (u64, u64), samples: u64, 
 /// The selection's stacks in a flame graph's arena, the baseline's counted (beside it, by node)
 /// only along paths the selection has; then nested as the selection's flame graph.
 fn tree(selection: &IndexedProfile, base: &IndexedProfile, min_share: f64) -> (DiffNode, u64) {
-    let mut arena = vec![ArenaNode::new("all")];
+    let mut arena = vec![ArenaNode::new("all", FrameKind::Native)];
     for (stack, count) in &selection.stacks {
         arena[0].value = arena[0].value.saturating_add(*count);
         let mut at = 0;
-        for name in root_first(selection.frames_of(stack)) {
+        for (name, kind) in root_first(selection.frames_of(stack)) {
             let next = arena.len();
             let child = *arena[at].children.entry(name).or_insert(next);
             if child == next {
-                arena.push(ArenaNode::new(name));
+                arena.push(ArenaNode::new(name, kind));
             }
             arena[child].value = arena[child].value.saturating_add(*count);
             at = child;
@@ -183,7 +183,7 @@ fn tree(selection: &IndexedProfile, base: &IndexedProfile, min_share: f64) -> (D
     for (stack, count) in &base.stacks {
         base_of[0] = base_of[0].saturating_add(*count);
         let mut at = 0;
-        for name in root_first(base.frames_of(stack)) {
+        for (name, _) in root_first(base.frames_of(stack)) {
             let Some(&child) = arena[at].children.get(name) else { break };
             base_of[child] = base_of[child].saturating_add(*count);
             at = child;

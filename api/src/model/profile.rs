@@ -13,7 +13,7 @@
 use std::collections::{HashMap, HashSet};
 
 use foldhash::fast::RandomState;
-use loupe_store::{Frame, IndexedProfile, Profile, SampleKind};
+use loupe_store::{Frame, FrameKind, IndexedProfile, Profile, SampleKind};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -138,6 +138,11 @@ pub struct FunctionCount {
 pub struct FlameNode {
     pub name: String,
     pub value: u64,
+    /// What kind of code the frame is: `kernel`, `jit` (named from a perf map), `python`;
+    /// absent for native code (a binary's or a library's machine code).
+    #[serde(default, skip_serializing_if = "FrameKind::is_native")]
+    #[schema(value_type = Option<String>, example = "python")]
+    pub kind: FrameKind,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schema(no_recursion)]
     pub children: Vec<FlameNode>,
@@ -160,21 +165,23 @@ pub(super) struct ArenaNode<'a> {
     pub(super) name: &'a str,
     pub(super) value: u64,
     pub(super) children: Map<&'a str, usize>,
+    /// The kind of the first frame that made the node.
+    pub(super) kind: FrameKind,
 }
 
 impl<'a> ArenaNode<'a> {
-    pub(super) fn new(name: &'a str) -> Self {
-        ArenaNode { name, value: 0, children: Map::default() }
+    pub(super) fn new(name: &'a str, kind: FrameKind) -> Self {
+        ArenaNode { name, value: 0, children: Map::default(), kind }
     }
 }
 
-/// A stack's function names root first (the outermost caller is the last frame), cut at
-/// [`MAX_FLAME_DEPTH`]: beyond it the rest of the stack becomes one `[truncated]` node.
+/// A stack's function names and kinds root first (the outermost caller is the last frame),
+/// cut at [`MAX_FLAME_DEPTH`]: beyond it the rest of the stack becomes one `[truncated]` node.
 pub(super) fn root_first<'a>(
     frames: impl DoubleEndedIterator<Item = &'a Frame> + ExactSizeIterator,
-) -> impl Iterator<Item = &'a str> {
-    let cut = (frames.len() > MAX_FLAME_DEPTH).then_some(TRUNCATED);
-    frames.rev().take(MAX_FLAME_DEPTH - usize::from(cut.is_some())).map(|f| f.function.as_str()).chain(cut)
+) -> impl Iterator<Item = (&'a str, FrameKind)> {
+    let cut = (frames.len() > MAX_FLAME_DEPTH).then_some((TRUNCATED, FrameKind::Native));
+    frames.rev().take(MAX_FLAME_DEPTH - usize::from(cut.is_some())).map(|f| (f.function.as_str(), f.kind)).chain(cut)
 }
 
 /// One stack's frames, leaf first, however the profile holds them.
@@ -225,7 +232,7 @@ impl ProfileView {
         let mut functions: Map<&str, (u64, u64)> = Map::default();
         let mut modules: Map<&str, (u64, u64)> = Map::default();
         let mut seen_modules: Set<&str> = Set::default();
-        let mut arena = vec![ArenaNode::new("all")];
+        let mut arena = vec![ArenaNode::new("all", FrameKind::Native)];
         // Functions already counted in this stack (a set: a damaged stack may be very deep).
         let mut seen: Set<&str> = Set::default();
         let mut user_stacks = UserStacks::default();
@@ -260,14 +267,14 @@ impl ProfileView {
                 }
             }
             let mut at = 0;
-            for name in root_first(frames) {
+            for (name, kind) in root_first(frames) {
                 let next = arena.len();
                 let child = *arena[at].children.entry(name).or_insert(next);
                 if child == next {
                     if arena.len() >= max_nodes {
                         return Err(TooManyNodes { limit: max_nodes });
                     }
-                    arena.push(ArenaNode::new(name));
+                    arena.push(ArenaNode::new(name, kind));
                 }
                 arena[child].value = arena[child].value.saturating_add(count);
                 at = child;
@@ -288,6 +295,7 @@ impl ProfileView {
         let (flamegraph, pruned_nodes) = nest(&arena, min_value, |i, children| FlameNode {
             name: arena[i].name.to_string(),
             value: arena[i].value,
+            kind: arena[i].kind,
             children,
         });
         user_stacks.cut =
@@ -490,6 +498,41 @@ mod tests {
             d += 1;
         }
         d
+    }
+
+    #[test]
+    fn each_node_says_what_kind_of_code_it_is() {
+        let frames = vec![
+            Frame::kernel("do_syscall_64"),
+            Frame::user("deflate", "libz.so.1"),
+            Frame::python("compress_loop", "/srv/pyzlib.py"),
+            Frame::user("LazyCompile:f", "[jit]"),
+            Frame::user("main", "python3.11"),
+        ];
+        let v = ProfileView::new(&Profile { samples: 1, lost: 0, stacks: vec![(frames, 1)], span: None });
+        let mut kinds = Vec::new();
+        let mut n = &v.flamegraph;
+        while let Some(c) = n.children.first() {
+            kinds.push((c.name.as_str(), c.kind));
+            n = c;
+        }
+        use FrameKind::*;
+        assert_eq!(
+            kinds,
+            [
+                ("main", Native),
+                ("LazyCompile:f", Jit),
+                ("compress_loop", Python),
+                ("deflate", Native),
+                ("do_syscall_64", Kernel)
+            ]
+        );
+        // Native is the default and left out of the JSON; the others say so.
+        let json = serde_json::to_value(&v.flamegraph).unwrap();
+        let main = &json["children"][0];
+        assert!(main.get("kind").is_none());
+        assert_eq!(main["children"][0]["children"][0]["kind"], "python");
+        assert_eq!(serde_json::from_value::<FlameNode>(json).unwrap(), v.flamegraph);
     }
 
     #[test]

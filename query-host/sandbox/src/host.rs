@@ -601,12 +601,7 @@ mod tests {
             comm: format!("comm{}", i % 3),
             cgroup_id: 0,
             idle: i % 5 == 0,
-            frames: vec![Frame {
-                function: format!("f{}", i % 13).into(),
-                module: "m".into(),
-                kernel: false,
-                location: None,
-            }],
+            frames: vec![Frame::user(format!("f{}", i % 13), "m")],
         }
     }
 

@@ -16,7 +16,7 @@
 //! | bytes of a name (column, unit, series, frame, module) | [`MAX_NAME_BYTES`] | `name_limit` |
 //! | bytes of the JSON result (text included) | `Limits::output_bytes` | `output_limit` |
 
-use loupe_store::{Frame, Profile};
+use loupe_store::{Frame, FrameKind, Profile};
 
 use super::{UdfError, bindings::wit};
 use loupe_api::model::{AnalysisOutput, Cell, Column, ProfileView, Series, profile::MAX_FLAME_DEPTH as MODEL_DEPTH};
@@ -132,11 +132,16 @@ pub fn bounded(o: wit::Output, output_bytes: usize) -> Result<AnalysisOutput, Ud
                     let frames = s
                         .frames
                         .into_iter()
-                        .map(|f| Frame {
-                            function: f.function.into(),
-                            module: f.module.into(),
-                            kernel: f.kernel,
-                            location: None,
+                        .map(|f| {
+                            // The analysis' interface carries no kind: the one the frame implies.
+                            let kind = FrameKind::implied(f.kernel, &f.module);
+                            Frame {
+                                function: f.function.into(),
+                                module: f.module.into(),
+                                kernel: f.kernel,
+                                location: None,
+                                kind,
+                            }
                         })
                         .collect();
                     (frames, s.count)

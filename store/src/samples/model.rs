@@ -24,6 +24,47 @@ pub struct Frame {
     /// pprof's mappings carry. Kept after the frame is named. `None` for frames named at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<ObjectAddress>,
+    /// What ran there: native code, the kernel, JIT code named from a perf map, Python.
+    #[serde(default)]
+    pub kind: FrameKind,
+}
+
+/// What kind of code a frame is: what a flame graph colours by and an export says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameKind {
+    /// Machine code of a binary or library (and the stack-end markers).
+    #[default]
+    Native,
+    Kernel,
+    /// Code outside any file, named from the process's perf map (`[jit]`).
+    Jit,
+    /// A Python function, from the interpreter's frames (its module is its `.py` file).
+    Python,
+}
+
+impl FrameKind {
+    /// The kind frames stored before kinds were kept have: what their other fields say.
+    pub fn implied(kernel: bool, module: &str) -> FrameKind {
+        match (kernel, module) {
+            (true, _) => FrameKind::Kernel,
+            (false, "[jit]") => FrameKind::Jit,
+            _ => FrameKind::Native,
+        }
+    }
+
+    pub fn is_native(&self) -> bool {
+        *self == FrameKind::Native
+    }
+
+    /// As a byte, in the dictionary's frame records.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_code(code: u8) -> Option<FrameKind> {
+        [FrameKind::Native, FrameKind::Kernel, FrameKind::Jit, FrameKind::Python].get(usize::from(code)).copied()
+    }
 }
 
 /// A frame's function or module name: text shared by every copy of the frame.
@@ -190,12 +231,19 @@ mod serde_bytes_vec {
 impl Frame {
     /// A user-space frame.
     pub fn user(function: impl Into<Name>, module: impl Into<Name>) -> Frame {
-        Frame { function: function.into(), module: module.into(), kernel: false, location: None }
+        let module = module.into();
+        let kind = FrameKind::implied(false, &module);
+        Frame { function: function.into(), module, kernel: false, location: None, kind }
     }
 
     /// A kernel frame (`module` is empty).
     pub fn kernel(function: impl Into<Name>) -> Frame {
-        Frame { function: function.into(), module: Name::default(), kernel: true, location: None }
+        Frame { function: function.into(), module: Name::default(), kernel: true, location: None, kind: FrameKind::Kernel }
+    }
+
+    /// A Python function's frame: its qualified name, its file as the module.
+    pub fn python(function: impl Into<Name>, file: impl Into<Name>) -> Frame {
+        Frame { function: function.into(), module: file.into(), kernel: false, location: None, kind: FrameKind::Python }
     }
 
     /// A user frame that could not be named: its function reads `module+0xaddress`.
@@ -206,6 +254,7 @@ impl Frame {
             module,
             kernel: false,
             location: Some(location),
+            kind: FrameKind::Native,
         }
     }
 

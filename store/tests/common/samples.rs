@@ -213,7 +213,7 @@ impl Synth {
                     user.push(Frame::unnamed(u.module.clone(), at));
                 }
                 _ => {
-                    user.push(Frame { function: function.into(), module: module.into(), kernel: false, location: None })
+                    user.push(Frame::user(function, module))
                 }
             }
         }

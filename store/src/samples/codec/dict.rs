@@ -5,18 +5,24 @@
 use serde::{Deserialize, Serialize};
 
 use crate::encoding::msgpack::{from_msgpack, to_msgpack};
-use crate::samples::model::{Frame, ObjectAddress};
+use crate::samples::model::{Frame, FrameKind, ObjectAddress};
 
 #[derive(Serialize)]
 struct FrameRow<'a>(&'a str, &'a str, bool);
 #[derive(Serialize)]
 struct LocatedFrameRow<'a>(&'a str, &'a str, bool, &'a ObjectAddress);
+#[derive(Serialize)]
+struct KindFrameRow<'a>(&'a str, &'a str, bool, Option<&'a ObjectAddress>, u8);
 
 /// A frame is `[function, module, kernel]`, or `[function, module, kernel, [build_id,
 /// address]]` when it carries its location in a file (frames stored before locations existed
-/// are the former, and still read). A build ID longer than [`ObjectAddress::MAX_BUILD_ID`] is
-/// refused by its decoder.
+/// are the former, and still read), or `[function, module, kernel, location or nil, kind]` when
+/// its kind is not the one the other fields imply ([`FrameKind::implied`]: a Python frame).
+/// A build ID longer than [`ObjectAddress::MAX_BUILD_ID`] is refused by its decoder.
 pub fn encode_frame(f: &Frame) -> Vec<u8> {
+    if f.kind != FrameKind::implied(f.kernel, &f.module) {
+        return to_msgpack(&KindFrameRow(&f.function, &f.module, f.kernel, f.location.as_ref(), f.kind.code()));
+    }
     match &f.location {
         None => to_msgpack(&FrameRow(&f.function, &f.module, f.kernel)),
         Some(l) => to_msgpack(&LocatedFrameRow(&f.function, &f.module, f.kernel, l)),
@@ -28,13 +34,21 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Frame, String> {
     match bytes.first() {
         Some(0x93) => {
             let (function, module, kernel): (String, String, bool) = from_msgpack(bytes)?;
-            Ok(Frame { function: function.into(), module: module.into(), kernel, location: None })
+            let kind = FrameKind::implied(kernel, &module);
+            Ok(Frame { function: function.into(), module: module.into(), kernel, location: None, kind })
         }
         Some(0x94) => {
             let (function, module, kernel, location): (String, String, bool, ObjectAddress) = from_msgpack(bytes)?;
-            Ok(Frame { function: function.into(), module: module.into(), kernel, location: Some(location) })
+            let kind = FrameKind::implied(kernel, &module);
+            Ok(Frame { function: function.into(), module: module.into(), kernel, location: Some(location), kind })
         }
-        _ => Err("a frame is an array of 3 or 4 fields".into()),
+        Some(0x95) => {
+            let (function, module, kernel, location, kind): (String, String, bool, Option<ObjectAddress>, u8) =
+                from_msgpack(bytes)?;
+            let kind = FrameKind::from_code(kind).ok_or_else(|| format!("a frame of unknown kind {kind}"))?;
+            Ok(Frame { function: function.into(), module: module.into(), kernel, location, kind })
+        }
+        _ => Err("a frame is an array of 3, 4 or 5 fields".into()),
     }
 }
 
@@ -132,6 +146,16 @@ mod tests {
         let long = rmp_serde::to_vec(&("f", "m", false, (vec![7u8; 65], 1u64))).unwrap();
         assert!(decode_frame(&long).unwrap_err().contains("build ID"));
         assert!(decode_frame(&rmp_serde::to_vec(&("f", "m")).unwrap()).is_err());
+        // A Python frame keeps its kind (a 5-array); a JIT frame's is implied by its module.
+        let py = Frame::python("Handler.get", "/srv/app/handler.py");
+        assert_eq!(encode_frame(&py)[0], 0x95);
+        assert_eq!(decode_frame(&encode_frame(&py)).unwrap(), py);
+        let jit = Frame::user("LazyCompile:f", "[jit]");
+        assert_eq!((jit.kind, encode_frame(&jit)[0]), (FrameKind::Jit, 0x93));
+        assert_eq!(decode_frame(&encode_frame(&jit)).unwrap(), jit);
+        assert_eq!(decode_frame(&encode_frame(&k)).unwrap().kind, FrameKind::Kernel);
+        let unknown = rmp_serde::to_vec(&("f", "m", false, None::<ObjectAddress>, 9u8)).unwrap();
+        assert!(decode_frame(&unknown).unwrap_err().contains("unknown kind 9"));
         assert_eq!(decode_comm(&encode_comm("swapper/0")).unwrap(), "swapper/0");
         assert_eq!(decode_stack(&encode_stack(&[1, 2, u32::MAX])).unwrap(), vec![1, 2, u32::MAX]);
         assert_eq!(decode_stack(&encode_stack(&[])).unwrap(), Vec::<u32>::new());

@@ -61,7 +61,7 @@ use elf_file::ElfFacts;
 use loupe_bpf::{RawStack, UserEnd};
 
 use loupe_api::model::profile::FRAME_POINTER_WALK;
-use loupe_store::{Frame, Name, ObjectAddress, StackSample};
+use loupe_store::{Frame, FrameKind, Name, ObjectAddress, StackSample};
 
 /// How long a `(pid, address)` → frame answer is reused (a PID may be reused, a library
 /// re-mapped, but not many times a minute).
@@ -188,7 +188,7 @@ impl Symbolizer {
             _ => None,
         };
         if let Some(marker) = marker {
-            frames.push(Frame { function: marker.into(), module: Name::default(), kernel: false, location: None });
+            frames.push(Frame::user(marker, Name::default()));
         }
         StackSample {
             time_unix_ns: raw.time_unix_ns,
@@ -274,6 +274,7 @@ impl Symbolizer {
             module: if kernel { "[kernel]".into() } else { Name::default() },
             kernel,
             location: None,
+            kind: if kernel { FrameKind::Kernel } else { FrameKind::Native },
         };
         if kernel || addrs.is_empty() {
             return addrs.iter().map(fallback).collect();
@@ -372,7 +373,8 @@ enum Located {
 /// [`MAX_INLINED`], the innermost kept), each `function [inlined]`, then the function they were
 /// inlined into. blazesym lists inlined calls outermost first.
 fn chain_of(sym: &blazesym::symbolize::Sym<'_>, module: Name, kernel: bool) -> Vec<Frame> {
-    let frame = |function: Name| Frame { function, module: module.clone(), kernel, location: None };
+    let kind = FrameKind::implied(kernel, &module);
+    let frame = |function: Name| Frame { function, module: module.clone(), kernel, location: None, kind };
     let mut chain: Vec<Frame> = sym
         .inlined
         .iter()

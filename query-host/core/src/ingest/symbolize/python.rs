@@ -88,7 +88,7 @@ impl PythonNames {
         }
         let memory = self.memories.entry(pid).or_insert_with(|| Memory::open(pid));
         let frame = match memory.as_ref().map(|m| code::read(m, python.layout, f.code, f.identity)) {
-            Some(Ok(named)) => Frame::user(named.qualname, named.file),
+            Some(Ok(named)) => Frame::python(named.qualname, named.file),
             Some(Err(NameError::Changed)) => Frame::user("[python: code object gone]", Name::default()),
             Some(Err(NameError::NotAString)) => Frame::user("[python: unnamed code object]", Name::default()),
             Some(Err(NameError::Unreadable)) | None => {
