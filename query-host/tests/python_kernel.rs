@@ -76,6 +76,8 @@ fn py_spy() -> Option<PathBuf> {
 fn python_paths(node: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, u64)>) {
     let name = node["name"].as_str().unwrap_or("").to_string();
     let python = WORKLOAD.contains(&name.as_str());
+    // The API says which frames are Python's.
+    assert_eq!(python, node["kind"] == "python", "{name}: kind {}", node["kind"]);
     if python {
         path.push(name);
     }
