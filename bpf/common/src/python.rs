@@ -21,8 +21,9 @@ pub const PY_THREADS_ENTRIES: u32 = 16_384;
 /// Deepest Python stack recorded; a deeper one keeps its innermost frames and ends
 /// [`py_end::DEPTH`].
 pub const MAX_PY_FRAMES: usize = 48;
-/// Most bytes of a frame read at once (the fields the walker needs lie within it: 3.8's
-/// `f_lasti` ends at 108).
+/// Bytes of the buffer a frame is read into (the fields the walker needs lie within the first
+/// 108: 3.8's `f_lasti`); a frame's window is less than it (a power of two, so that the kernel
+/// program masks the size).
 pub const PY_FRAME_WINDOW: usize = 128;
 /// [`PyProcess::frame_entry`] etc.: the field does not exist in this version.
 pub const PY_NO_FIELD: u32 = u32::MAX;
@@ -137,6 +138,7 @@ pub const fn code_identity(first_line: u32, name: u64) -> u32 {
     first_line.wrapping_mul(0x9e37_79b1) ^ (name as u32) ^ ((name >> 32) as u32)
 }
 
-/// Most bytes of a code object read per frame: from `co_firstlineno` through the name's
-/// pointer.
-pub const PY_CODE_WINDOW: usize = 96;
+/// Bytes of the buffer a code object is read into, per frame: from `co_firstlineno` through the
+/// name's pointer (at most 80 bytes, 3.8–3.10), less than it (a power of two, so that the
+/// kernel program masks the size).
+pub const PY_CODE_WINDOW: usize = 128;

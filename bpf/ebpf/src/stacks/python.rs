@@ -139,9 +139,12 @@ extern "C" fn py_frame(_index: u64, ctx: *mut c_void) -> i64 {
         return 1;
     };
     let p = &walk.process;
-    let window = if p.frame_window as usize > PY_FRAME_WINDOW { PY_FRAME_WINDOW as u32 } else { p.frame_window };
+    let Some(window) = read_size(u64::from(p.frame_window), PY_FRAME_WINDOW) else {
+        walk.end = py_end::UNREADABLE;
+        return 1;
+    };
     // SAFETY: reads at most the buffer's size into this CPU's buffer; a failed read is an end.
-    if window == 0 || unsafe { bpf_probe_read_user(bytes.cast(), window, walk.frame as *const c_void) } != 0 {
+    if unsafe { bpf_probe_read_user(bytes.cast(), window, walk.frame as *const c_void) } != 0 {
         walk.end = py_end::UNREADABLE;
         return 1;
     }
@@ -195,26 +198,37 @@ extern "C" fn py_frame(_index: u64, ctx: *mut c_void) -> i64 {
     0
 }
 
+/// A read's size, `1..max` (`max` a power of two, the buffer's size), in the form every
+/// verifier accepts as a helper's size: checked, then masked, so the register passed is known
+/// unsigned and below the buffer's size — Linux 6.1 refused the walk ("R2 min value is
+/// negative") when the size was only compared (in a copy LLVM made).
+#[inline(always)]
+fn read_size(size: u64, max: usize) -> Option<u32> {
+    if size == 0 || size >= max as u64 {
+        return None;
+    }
+    Some((core::hint::black_box(size) & (max as u64 - 1)) as u32)
+}
+
 /// The code object's [`code_identity`] (0 if it cannot be read).
 #[inline(always)]
 fn identity(p: &PyProcess, code: u64) -> u32 {
     let Some(bytes) = PY_CODE_BYTES.get_ptr_mut(0) else {
         return 0;
     };
-    // Checked as one 64-bit value, as it is passed: the verifier must see the size bounded.
-    let span = core::hint::black_box(u64::from(p.code_name).wrapping_sub(u64::from(p.code_first_line)) + 8);
-    if !(12..=PY_CODE_WINDOW as u64).contains(&span) {
+    // The name's pointer, from the first line: where it lies in the bytes read.
+    let name_at = u64::from(p.code_name).wrapping_sub(u64::from(p.code_first_line));
+    let Some(span) = read_size(name_at.wrapping_add(8), PY_CODE_WINDOW) else {
         return 0;
-    }
+    };
     let from = code.wrapping_add(u64::from(p.code_first_line));
     // SAFETY: reads at most the buffer's size into this CPU's buffer.
-    if unsafe { bpf_probe_read_user(bytes.cast(), span as u32, from as *const c_void) } != 0 {
+    if unsafe { bpf_probe_read_user(bytes.cast(), span, from as *const c_void) } != 0 {
         return 0;
     }
-    let span = span as u32;
     // SAFETY: this CPU's buffer, just filled.
     let bytes = unsafe { &*(bytes as *const [u8; PY_CODE_WINDOW]) };
-    match (code_u32(bytes, 0), code_u64(bytes, span - 8)) {
+    match (code_u32(bytes, 0), code_u64(bytes, name_at as u32)) {
         (Some(line), Some(name)) => code_identity(line, name),
         _ => 0,
     }

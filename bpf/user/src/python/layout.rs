@@ -5,9 +5,9 @@
 //! `libpython3.X.so`, 3.8.18–3.13.0), and for 3.13 also the `_Py_DebugOffsets` the interpreter
 //! carries at the start of `_PyRuntime`, which a process's are checked against before it is
 //! walked ([`check_debug_offsets`]). Within a minor version CPython keeps these structures'
-//! layout (their fields are read by debuggers and profilers); `tests/python_layouts.rs` reads
-//! the DWARF of every pyenv build on the machine and fails on any difference, so a table entry is
-//! never a guess.
+//! layout (their fields are read by debuggers and profilers); `bpf/user/tests/python_layouts.rs`
+//! reads every offset from the DWARF of each pyenv build on the machine (with gdb) and fails on
+//! any difference, so a table entry is never a guess.
 
 use loupe_bpf_common::python::{PY_NO_FIELD, PyProcess, py_entry, py_layout};
 
@@ -265,11 +265,12 @@ mod tests {
                 assert!(end <= w.frame_window, "3.{}: a field ends at {end}, past the window", l.minor);
             }
             assert!(w.frame_window as usize <= loupe_bpf_common::python::PY_FRAME_WINDOW, "3.{}", l.minor);
+            assert!((w.frame_window as usize) < loupe_bpf_common::python::PY_FRAME_WINDOW, "3.{}: below the buffer", l.minor);
             assert_eq!(w.minor, u32::from(l.minor));
             assert_eq!(u64::from(w.code_first_line), l.code.first_line);
             assert_eq!(u64::from(w.code_name), l.code.qualname.unwrap_or(l.code.name), "3.{}: the name named", l.minor);
             let span = (w.code_name + 8 - w.code_first_line) as usize;
-            assert!(span <= loupe_bpf_common::python::PY_CODE_WINDOW, "3.{}: {span}", l.minor);
+            assert!(span < loupe_bpf_common::python::PY_CODE_WINDOW, "3.{}: {span}", l.minor);
         }
     }
 

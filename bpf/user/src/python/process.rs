@@ -224,28 +224,33 @@ pub fn threads(pid: u32, interpreter: &Interpreter) -> Vec<(u32, u64)> {
     let Some(memory) = Memory::open(pid) else { return Vec::new() };
     let layout = interpreter.layout;
     let walk = interpreter.walk();
-    let Some(interp) = memory.u64(interpreter.runtime + layout.runtime_interpreters_head).filter(|&a| a != 0) else {
+    // Every address below is read from the process: added to with wrapping, never trusted.
+    let at = |base: u64, offset: u64| base.wrapping_add(offset);
+    let Some(interp) = memory.u64(at(interpreter.runtime, layout.runtime_interpreters_head)).filter(|&a| a != 0) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    let mut state = memory.u64(interp + layout.interp_threads_head).unwrap_or(0);
-    while state != 0 && out.len() < MAX_THREADS {
+    let mut seen = std::collections::HashSet::new();
+    let mut state = memory.u64(at(interp, layout.interp_threads_head)).unwrap_or(0);
+    // Bounded in states read, not only in threads found: a list looping through states without
+    // a thread id would otherwise never end.
+    for _ in 0..MAX_THREADS {
+        if state == 0 || !seen.insert(state) {
+            break; // the end, or a loop
+        }
         let tid = if walk.thread_native_id != PY_NO_FIELD {
-            memory.u64(state + u64::from(walk.thread_native_id)).and_then(|t| u32::try_from(t).ok())
+            memory.u64(at(state, u64::from(walk.thread_native_id))).and_then(|t| u32::try_from(t).ok())
         } else if walk.pthread_tid != PY_NO_FIELD {
             memory
-                .u64(state + u64::from(walk.thread_pthread))
-                .and_then(|pthread| memory.u32(pthread.wrapping_add(u64::from(walk.pthread_tid))))
+                .u64(at(state, u64::from(walk.thread_pthread)))
+                .and_then(|pthread| memory.u32(at(pthread, u64::from(walk.pthread_tid))))
         } else {
             None
         };
         if let Some(tid) = tid.filter(|&t| t != 0) {
-            if out.iter().any(|&(_, s)| s == state) {
-                break; // a loop
-            }
             out.push((tid, state));
         }
-        state = memory.u64(state + layout.thread_next).unwrap_or(0);
+        state = memory.u64(at(state, layout.thread_next)).unwrap_or(0);
     }
     out
 }
