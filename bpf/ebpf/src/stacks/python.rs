@@ -114,7 +114,7 @@ fn first_frame(process: &PyProcess, pid: u32, tid: u32) -> Result<u64, u8> {
         u64::from(read_u32(pthread.wrapping_add(u64::from(process.pthread_tid))).ok_or(py_end::UNREADABLE)?)
     };
     if owner != u64::from(tid) {
-        // SAFETY: removing a key of a map this program owns.
+        // Forgotten: userspace reads the interpreter's threads again and gives the right one.
         let _ = PY_THREADS.remove(&key);
         crate::unwind::ask_for_python_threads(pid, tid);
         return Err(py_end::UNKNOWN_THREAD);

@@ -265,7 +265,11 @@ mod tests {
                 assert!(end <= w.frame_window, "3.{}: a field ends at {end}, past the window", l.minor);
             }
             assert!(w.frame_window as usize <= loupe_bpf_common::python::PY_FRAME_WINDOW, "3.{}", l.minor);
-            assert!((w.frame_window as usize) < loupe_bpf_common::python::PY_FRAME_WINDOW, "3.{}: below the buffer", l.minor);
+            assert!(
+                (w.frame_window as usize) < loupe_bpf_common::python::PY_FRAME_WINDOW,
+                "3.{}: below the buffer",
+                l.minor
+            );
             assert_eq!(w.minor, u32::from(l.minor));
             assert_eq!(u64::from(w.code_first_line), l.code.first_line);
             assert_eq!(u64::from(w.code_name), l.code.qualname.unwrap_or(l.code.name), "3.{}: the name named", l.minor);

@@ -138,7 +138,7 @@ impl Pythons {
                 if self.known.get(&pid).is_some_and(|k| k.interpreter == interpreter) {
                     return;
                 }
-                self.forget(pid);
+                self.unwalk(pid);
                 if let Err(e) = self.procs.insert(pid, interpreter.walk(), 0) {
                     tracing::debug!(pid, error = %e, "Python process not given to the kernel");
                     return;
@@ -149,7 +149,8 @@ impl Pythons {
             }
             Ok(None) => self.forget(pid),
             Err(why) => {
-                self.forget(pid);
+                // Said once per process, not at each reload of its mappings.
+                self.unwalk(pid);
                 if self.refused.len() > 4096 {
                     self.refused.clear();
                 }
@@ -172,8 +173,9 @@ impl Pythons {
         let Some(known) = self.known.get_mut(&pid) else { return };
         let threads = process::threads(pid, &known.interpreter);
         let key = |tid: u32| (u64::from(pid) << 32) | u64::from(tid);
+        let now: std::collections::HashSet<u32> = threads.iter().map(|&(t, _)| t).collect();
         for tid in known.tids.drain(..) {
-            if !threads.iter().any(|&(t, _)| t == tid) {
+            if !now.contains(&tid) {
                 let _ = self.threads.remove(&key(tid));
             }
         }
@@ -185,15 +187,20 @@ impl Pythons {
         known.threads_read = Instant::now();
     }
 
-    /// Forgets a process (exited, or no longer running CPython).
+    /// Forgets a process (exited, or no longer running CPython), what was said of it too.
     pub(crate) fn forget(&mut self, pid: u32) {
+        self.unwalk(pid);
+        self.refused.remove(&pid);
+    }
+
+    /// Takes a process out of the kernel's maps.
+    fn unwalk(&mut self, pid: u32) {
         if let Some(known) = self.known.remove(&pid) {
             let _ = self.procs.remove(&pid);
             for tid in known.tids {
                 let _ = self.threads.remove(&((u64::from(pid) << 32) | u64::from(tid)));
             }
         }
-        self.refused.remove(&pid);
     }
 
     /// Processes whose frames are walked.

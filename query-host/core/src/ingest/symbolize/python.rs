@@ -29,6 +29,9 @@ use super::TRUNCATED_PREFIX;
 pub const EVAL_FRAME: &str = "_PyEval_EvalFrameDefault";
 /// Code objects remembered at most (then all are forgotten and read again as met).
 const MAX_NAMES: usize = 65_536;
+/// Processes whose memory is held open at most (a file descriptor each): a host starting
+/// thousands of Python processes a minute must not run the agent out of descriptors.
+const MAX_MEMORIES: usize = 256;
 
 /// Names of code objects, by process, address and identity.
 #[derive(Default)]
@@ -85,6 +88,9 @@ impl PythonNames {
         let key = (pid, f.code, f.identity);
         if let Some(frame) = self.names.get(&key) {
             return frame.clone();
+        }
+        if self.memories.len() >= MAX_MEMORIES && !self.memories.contains_key(&pid) {
+            self.memories.clear();
         }
         let memory = self.memories.entry(pid).or_insert_with(|| Memory::open(pid));
         let frame = match memory.as_ref().map(|m| code::read(m, python.layout, f.code, f.identity)) {
