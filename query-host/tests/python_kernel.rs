@@ -71,15 +71,17 @@ fn py_spy() -> Option<PathBuf> {
     which.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&which.stdout).trim()))
 }
 
-/// Loupe's samples by their Python frames, outermost first: (the workload's Python frames on the
-/// path, the samples that end there).
-fn python_paths(node: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, u64)>) {
-    let name = node["name"].as_str().unwrap_or("").to_string();
-    let python = WORKLOAD.contains(&name.as_str());
-    // The API says which frames are Python's.
-    assert_eq!(python, node["kind"] == "python", "{name}: kind {}", node["kind"]);
-    if python {
-        path.push(name);
+/// A flame graph's samples by path, root first: (the names on the path of the nodes `keep`
+/// keeps, the samples that end there).
+fn sample_paths(
+    node: &Value,
+    keep: &dyn Fn(&Value) -> bool,
+    path: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, u64)>,
+) {
+    let kept = keep(node);
+    if kept {
+        path.push(node["name"].as_str().unwrap_or("").to_string());
     }
     let children = node["children"].as_array().cloned().unwrap_or_default();
     let below: u64 = children.iter().map(|c| c["value"].as_u64().unwrap()).sum();
@@ -88,11 +90,19 @@ fn python_paths(node: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>
         out.push((path.clone(), own));
     }
     for child in &children {
-        python_paths(child, path, out);
+        sample_paths(child, keep, path, out);
     }
-    if python {
+    if kept {
         path.pop();
     }
+}
+
+/// Keeps the workload's Python frames, and checks the API says exactly those are Python's.
+fn workload_frame(node: &Value) -> bool {
+    let name = node["name"].as_str().unwrap_or("");
+    let python = WORKLOAD.contains(&name);
+    assert_eq!(python, node["kind"] == "python", "{name}: kind {}", node["kind"]);
+    python
 }
 
 /// py-spy's raw output: innermost function name → samples.
@@ -152,7 +162,7 @@ fn python_functions_are_named_as_py_spy_names_them_with_their_whole_call_chain()
         let _ = workload.wait();
         let view = profile(&data, &["--pid", &pid]);
         let mut paths = Vec::new();
-        python_paths(&view["flamegraph"], &mut Vec::new(), &mut paths);
+        sample_paths(&view["flamegraph"], &workload_frame, &mut Vec::new(), &mut paths);
         let python_samples: u64 = paths.iter().filter(|(p, _)| !p.is_empty()).map(|(_, n)| n).sum();
         let in_leaf: u64 =
             paths.iter().filter(|(p, _)| p.last().is_some_and(|f| f == "ceo_leaf")).map(|(_, n)| n).sum();
@@ -186,21 +196,6 @@ fn python_functions_are_named_as_py_spy_names_them_with_their_whole_call_chain()
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// Every root-to-leaf path of a flame graph with the samples that end there.
-fn leaf_paths(node: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, u64)>) {
-    path.push(node["name"].as_str().unwrap_or("").to_string());
-    let children = node["children"].as_array().cloned().unwrap_or_default();
-    let below: u64 = children.iter().map(|c| c["value"].as_u64().unwrap()).sum();
-    let own = node["value"].as_u64().unwrap().saturating_sub(below);
-    if own > 0 {
-        out.push((path.clone(), own));
-    }
-    for child in &children {
-        leaf_paths(child, path, out);
-    }
-    path.pop();
-}
-
 /// A C extension under the Python function that called it: `pyzlib.py`'s compress_loop calls
 /// `zlib.compress` (built into Debian's python3.11, a module of its own in pyenv's) and libz's
 /// `deflate` under it; every sample in libz has compress_loop as its nearest Python caller.
@@ -220,7 +215,7 @@ fn native_frames_sit_under_the_python_function_that_called_them() {
         let _ = workload.wait();
         let view = profile(&data, &["--pid", &pid]);
         let mut paths = Vec::new();
-        leaf_paths(&view["flamegraph"], &mut Vec::new(), &mut paths);
+        sample_paths(&view["flamegraph"], &|_| true, &mut Vec::new(), &mut paths);
         let (mut in_libz, mut under_loop) = (0, 0);
         for (path, n) in &paths {
             let Some(deepest) = path.iter().rposition(|f| libz(f)) else { continue };
