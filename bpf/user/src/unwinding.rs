@@ -606,13 +606,11 @@ fn prefixes(mut start: u64, end: u64) -> impl Iterator<Item = (u64, u32)> {
 
 /// `len` bytes of a process's memory at `start` (the vDSO's image, at most 1 MiB).
 fn read_memory(pid: u32, start: u64, len: u64) -> Option<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
     if len > 1 << 20 {
         return None;
     }
-    let mem = std::fs::File::open(format!("/proc/{pid}/mem")).ok()?;
     let mut bytes = vec![0; len as usize];
-    mem.read_exact_at(&mut bytes, start).ok()?;
+    crate::python::process::Memory::open(pid)?.bytes(start, &mut bytes)?;
     Some(bytes)
 }
 

@@ -228,43 +228,29 @@ fn identity(p: &PyProcess, code: u64) -> u32 {
     }
     // SAFETY: this CPU's buffer, just filled.
     let bytes = unsafe { &*(bytes as *const [u8; PY_CODE_WINDOW]) };
-    match (code_u32(bytes, 0), code_u64(bytes, name_at as u32)) {
+    match (field_u32(bytes, 0), field_u64(bytes, name_at as u32)) {
         (Some(line), Some(name)) => code_identity(line, name),
         _ => 0,
     }
 }
 
+/// The `u64` at `offset` of bytes read (a frame's, a code object's), if it lies within them.
 #[inline(always)]
-fn code_u32(bytes: &[u8; PY_CODE_WINDOW], offset: u32) -> Option<u32> {
-    let at = offset as usize;
-    let b = bytes.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-#[inline(always)]
-fn code_u64(bytes: &[u8; PY_CODE_WINDOW], offset: u32) -> Option<u64> {
-    let at = offset as usize;
-    let b = bytes.get(at..at.checked_add(8)?)?;
-    Some(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-}
-
-/// The `u64` at `offset` of the frame's bytes, if it lies within them.
-#[inline(always)]
-fn field_u64(bytes: &[u8; PY_FRAME_WINDOW], offset: u32) -> Option<u64> {
+fn field_u64<const N: usize>(bytes: &[u8; N], offset: u32) -> Option<u64> {
     let at = offset as usize;
     let b = bytes.get(at..at.checked_add(8)?)?;
     Some(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
 }
 
 #[inline(always)]
-fn field_u32(bytes: &[u8; PY_FRAME_WINDOW], offset: u32) -> Option<u32> {
+fn field_u32<const N: usize>(bytes: &[u8; N], offset: u32) -> Option<u32> {
     let at = offset as usize;
     let b = bytes.get(at..at.checked_add(4)?)?;
     Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 #[inline(always)]
-fn field_u8(bytes: &[u8; PY_FRAME_WINDOW], offset: u32) -> Option<u8> {
+fn field_u8<const N: usize>(bytes: &[u8; N], offset: u32) -> Option<u8> {
     bytes.get(offset as usize).copied()
 }
 
