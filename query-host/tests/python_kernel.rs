@@ -8,12 +8,11 @@
 mod sampling;
 
 use std::{
-    io::{BufRead, BufReader},
-    path::{Path, PathBuf},
+    path::PathBuf,
     process::{Command, Stdio},
 };
 
-use loupe_testbed::require_root;
+use loupe_testbed::{pythons, require_root};
 use sampling::*;
 use serde_json::Value;
 
@@ -24,37 +23,6 @@ const RATE: &str = "999";
 
 /// The workload's Python functions (the only Python frames its main thread runs).
 const WORKLOAD: [&str; 4] = ["<module>", "ceo_mid", "ceo_leaf", "ceo_side"];
-
-fn pythons() -> Vec<PathBuf> {
-    let mut found = vec![PathBuf::from("/usr/bin/python3.11")];
-    if let Ok(dirs) = std::fs::read_dir("/root/.pyenv/versions") {
-        let mut dirs: Vec<PathBuf> = dirs.filter_map(|d| d.ok()).map(|d| d.path()).collect();
-        dirs.sort();
-        for dir in dirs {
-            let name = dir.file_name().unwrap().to_string_lossy().to_string();
-            if let Some(minor) = name.strip_prefix("3.").and_then(|r| r.split('.').next()?.parse::<u32>().ok())
-                && (8..=13).contains(&minor)
-            {
-                found.push(dir.join(format!("bin/python3.{minor}")));
-            }
-        }
-    }
-    found.retain(|p| p.exists());
-    found
-}
-
-/// Starts a workload script (`pyhot.py`, `pyzlib.py`) for `seconds`; returns it and its PID once
-/// it says it runs.
-fn start(python: &Path, script: &Path, seconds: &str) -> (std::process::Child, String) {
-    let mut workload = Command::new(python).arg(script).arg(seconds).stdout(Stdio::piped()).spawn().unwrap();
-    let mut out = BufReader::new(workload.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let pid = line.trim().to_string();
-    out.read_line(&mut line).unwrap();
-    assert!(line.ends_with("ready\n"), "{} {}: {line:?}", python.display(), script.display());
-    (workload, pid)
-}
 
 /// py-spy: `$LOUPE_PY_SPY`, the virtualenv `scripts/setup` installs it into, or the `PATH`.
 fn py_spy() -> Option<PathBuf> {
@@ -129,12 +97,13 @@ fn python_functions_are_named_as_py_spy_names_them_with_their_whole_call_chain()
         eprintln!("SKIP: py-spy not found (scripts/setup installs it into ~/.cache/loupe/py-spy-venv)");
         return;
     };
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/pyhot.py");
+    let script = pythons::script("pyhot.py");
     let mut failures = Vec::new();
-    for python in pythons() {
+    for python in pythons::installed() {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
-        let (mut workload, pid) = start(&python, &script, "12");
+        let (mut workload, pid) = pythons::start(&python, &script, &["12"]);
+        let pid = pid.to_string();
         let sampler = start_sampling_ready(&data, SECONDS, &["--frequency", RATE]);
         let raw = dir.path().join("py-spy.txt");
         let spy = Command::new(&py_spy)
@@ -202,13 +171,14 @@ fn python_functions_are_named_as_py_spy_names_them_with_their_whole_call_chain()
 #[test]
 fn native_frames_sit_under_the_python_function_that_called_them() {
     require_root!();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbed/fixtures/pyzlib.py");
+    let script = pythons::script("pyzlib.py");
     let libz = |name: &str| name.contains("deflate") || name == "longest_match" || name == "compress_block";
     let mut failures = Vec::new();
-    for python in pythons() {
+    for python in pythons::installed() {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
-        let (mut workload, pid) = start(&python, &script, "6");
+        let (mut workload, pid) = pythons::start(&python, &script, &["6"]);
+        let pid = pid.to_string();
         let sampler = start_sampling_ready(&data, 2.0, &["--frequency", "199"]);
         finish(sampler);
         let _ = workload.kill();

@@ -8,6 +8,7 @@
 //! * [`faults`] — eBPF fault injectors: CE marking and segment drops.
 //! * [`cgroup`] — a memory cgroup of a test's own: a limit, and what it is charged.
 //! * [`programs`] — many distinct programs, as a busy host runs them.
+//! * [`pythons`] — the Pythons on the machine, and the workloads the Python frame tests run.
 //! * [`rack`] — a rack: hosts behind a bridge as their top-of-rack switch, and a nats-server.
 //! * [`pki`] — a CA and the certificates it signs (`openssl`), for the HTTPS and TLS-bus tests.
 //! * [`privilege`] — the root check that turns kernel tests into clear skips elsewhere.
@@ -24,6 +25,7 @@ pub mod nf;
 pub mod pki;
 pub mod privilege;
 pub mod programs;
+pub mod pythons;
 pub mod rack;
 pub mod sampling;
 pub mod synthetic;

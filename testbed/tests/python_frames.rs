@@ -4,8 +4,7 @@
 
 use std::{
     io::{BufRead, BufReader},
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -13,48 +12,7 @@ use loupe_bpf::{
     PyEnd, RawStack, StackSampler, StackSamplerOptions,
     python::{code, process::Memory},
 };
-use loupe_testbed::require_root;
-
-/// The Pythons on this machine: Debian's, then pyenv's 3.8+.
-fn pythons() -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = vec![PathBuf::from("/usr/bin/python3.11")];
-    let pyenv = Path::new("/root/.pyenv/versions");
-    if let Ok(dirs) = std::fs::read_dir(pyenv) {
-        let mut versions: Vec<PathBuf> = dirs.filter_map(|d| d.ok()).map(|d| d.path()).collect();
-        versions.sort();
-        for dir in versions {
-            let name = dir.file_name().unwrap().to_string_lossy().to_string();
-            let mut parts = name.split('.');
-            let (Some("3"), Some(minor)) = (parts.next(), parts.next().and_then(|m| m.parse::<u32>().ok())) else {
-                continue;
-            };
-            if (8..=13).contains(&minor) {
-                found.push(dir.join(format!("bin/python3.{minor}")));
-            }
-        }
-    }
-    found.retain(|p| p.exists());
-    found
-}
-
-/// Starts `pyhot.py` for `seconds` with `threads` more threads; returns it once it runs.
-fn start_workload(python: &Path, seconds: f64, threads: u32) -> (Child, u32) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pyhot.py");
-    let mut child = Command::new(python)
-        .arg(&script)
-        .args([seconds.to_string(), threads.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {}: {e}", python.display()));
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    let pid = line.trim().parse().unwrap_or_else(|_| panic!("a PID first, not {line:?}"));
-    line.clear();
-    out.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    (child, pid)
-}
+use loupe_testbed::{pythons, require_root};
 
 /// The names of a sample's Python frames, innermost first (`?` for one not named).
 fn names(memory: &Memory, sample: &RawStack) -> Vec<String> {
@@ -69,13 +27,13 @@ fn names(memory: &Memory, sample: &RawStack) -> Vec<String> {
 #[test]
 fn every_python_on_the_machine_has_its_functions_named_in_call_order() {
     require_root!();
-    let pythons = pythons();
-    assert!(!pythons.is_empty(), "no Python on this machine");
+    let installed = pythons::installed();
+    assert!(!installed.is_empty(), "no Python on this machine");
     let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: 99, ..Default::default() })
         .expect("starting the sampler");
     let mut failures = Vec::new();
-    for python in &pythons {
-        let (mut child, pid) = start_workload(python, 2.0, 0);
+    for python in &installed {
+        let (mut child, pid) = pythons::start(python, &pythons::script("pyhot.py"), &["2"]);
         sampler.load_process(pid).unwrap();
         // Samples taken while the tables were loading have no Python frames yet (seconds on an
         // emulated CPU): counted from here.
@@ -131,11 +89,11 @@ fn every_python_on_the_machine_has_its_functions_named_in_call_order() {
 fn threads_and_code_objects_that_come_and_go_are_never_misnamed() {
     use std::io::Write;
     require_root!();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pychurn.py");
+    let script = pythons::script("pychurn.py");
     let mut reuses = 0;
     let mut sampler = StackSampler::start(&StackSamplerOptions { frequency_hz: 199, ..Default::default() })
         .expect("starting the sampler");
-    for python in pythons() {
+    for python in pythons::installed() {
         let mut child =
             Command::new(&python).arg(&script).arg("12").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         let mut out = BufReader::new(child.stdout.take().unwrap());
