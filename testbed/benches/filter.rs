@@ -62,7 +62,9 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use aya::programs::{SchedClassifier, TcAttachType};
-use loupe_bpf::{RunCounters, RunRequest, SamplerOptions, SlotCounters, StartAt, TrafficSampler};
+use loupe_bpf::{
+    FILTER_STEPS, FilterSteps, RunCounters, RunRequest, SamplerOptions, SlotCounters, StartAt, TrafficSampler,
+};
 use loupe_testbed::{
     faults::{Fault, FaultConfig, FaultKind},
     test_run::{self, Segment, test_run},
@@ -108,7 +110,10 @@ fn main() {
         println!("SKIP filter bench: needs root");
         return;
     }
-    if let Err(e) = per_packet_cost().and_then(throughput) {
+    // `cargo bench -p loupe-testbed --bench filter -- per-packet`: the test-run figures only.
+    let per_packet_only = std::env::args().any(|a| a == "per-packet");
+    let result = per_packet_cost().and_then(|cost| if per_packet_only { Ok(()) } else { throughput(cost) });
+    if let Err(e) = result {
         eprintln!("filter bench failed: {e:#}");
         std::process::exit(1);
     }
@@ -180,6 +185,8 @@ fn per_packet_cost() -> Result<i64> {
     let clock_fd = prog_fd(clock.program_mut())?;
     let pair = VethPair::new("bench")?;
     let mut sampler = pair.a.run(|| TrafficSampler::attach(A_IF, &SamplerOptions::default()))??;
+    let steps =
+        FilterSteps::load(LONG_RUN.interval.as_nanos() as u64, LONG_RUN.samples).context("loading the cut filter")?;
 
     let frames = [("IPv4/TCP", ipv4_tcp_frame()), ("IPv6/UDP", ipv6_udp_frame())];
     let directions = [("ingress", TcAttachType::Ingress), ("egress", TcAttachType::Egress)];
@@ -211,6 +218,12 @@ fn per_packet_cost() -> Result<i64> {
                     bail!("unexpected tc verdicts noop={noop_ret} clock={clock_ret} idle={idle_ret} run={run_ret}");
                 }
                 let cell = &mut cells[fi * directions.len() + di];
+                // The cut programs, each against the same noop call as the figures above.
+                for step in 0..FILTER_STEPS.len() {
+                    let program = prog_fd(steps.program(step, direction == TcAttachType::Ingress))?;
+                    let (_, ns) = test_run(program, frame, REPEAT).context("test-run a cut filter")?;
+                    cell.steps[step].push(ns);
+                }
                 cell.noop.push(noop_ns);
                 cell.clock.push(clock_ns);
                 cell.idle.push(idle_ns);
@@ -252,6 +265,8 @@ fn per_packet_cost() -> Result<i64> {
         }
     }
 
+    print_steps(&cells);
+
     // Check that "run" really counted: a short run, a known number of test-run packets in each
     // direction, and the counters must show exactly them.
     const CHECK: u32 = 1_000;
@@ -288,6 +303,55 @@ struct Cell {
     clock: Vec<u32>,
     idle: Vec<u32>,
     run: Vec<u32>,
+    /// The cut filter ([`FILTER_STEPS`]), one list per step.
+    steps: [Vec<u32>; FILTER_STEPS.len()],
+}
+
+impl Cell {
+    /// Median over calls of (`values` − the noop call just before each).
+    fn above_floor(&self, values: &[u32]) -> i64 {
+        let paired: Vec<i64> = values.iter().zip(&self.noop).map(|(&v, &n)| v as i64 - n as i64).collect();
+        median(&paired)
+    }
+}
+
+/// What each step of a packet's path costs: the cut filter's figure after each step above the
+/// floor, and what the step added to the one before. The first step is measured against the
+/// clock alone (`tb_clock`), so its own share is the configuration lookup and the slot's
+/// division; the whole filter's cost above the clock is what the issue's goal is about.
+fn print_steps(cells: &[Cell]) {
+    println!("filter: steps, ns above the noop floor (what the step added):");
+    for cell in cells {
+        let clock = cell.above_floor(&cell.clock);
+        let mut line = format!("filter: steps {:<7} {}: clock +{clock}", cell.direction, cell.frame);
+        let mut before = clock;
+        for (step, values) in cell.steps.iter().enumerate() {
+            let total = cell.above_floor(values);
+            line += &format!(" | {} +{total} ({:+})", FILTER_STEPS[step].0, total - before);
+            let name = format!("filter_step{}_{}_{}", step + 1, cell.direction, cell.frame)
+                .to_lowercase()
+                .replace(['/', ' '], "_");
+            println!(
+                r#"BENCH {{"name": "{name}_added", "value": {}, "unit": "ns", "baseline": {before}}}"#,
+                total - before
+            );
+            before = total;
+        }
+        println!("{line}");
+        let whole = cell.above_floor(&cell.run);
+        let name = format!("filter_run_{}_{}", cell.direction, cell.frame).to_lowercase().replace(['/', ' '], "_");
+        println!(
+            "filter: {} {}: the filter above the clock: {:+} ns (the attached filter), {:+} ns (the cut one, whole)",
+            cell.direction,
+            cell.frame,
+            whole - clock,
+            before - clock
+        );
+        println!(
+            r#"BENCH {{"name": "{name}_above_clock", "value": {}, "unit": "ns", "baseline": {clock}}}"#,
+            whole - clock
+        );
+    }
 }
 
 /// Pins the calling thread to the CPU it is on; returns the previous affinity mask.

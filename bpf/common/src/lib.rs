@@ -37,6 +37,17 @@ pub const FLOW_SLOTS: u32 = 65_536;
 pub const PROG_INGRESS: &str = "loupe_ingress";
 pub const PROG_EGRESS: &str = "loupe_egress";
 
+/// The filter cut after each of its steps (the bench's `loupe-traffic-steps` object): the step,
+/// then its ingress and egress program. Each step includes the ones before it; the last is the
+/// whole filter.
+pub const FILTER_STEPS: [(&str, &str, &str); 5] = [
+    ("config, clock and slot number", "in_clock", "out_clock"),
+    ("slot's counters: bytes, packets", "in_count", "out_count"),
+    ("headers parsed", "in_parse", "out_parse"),
+    ("flow hash, sketch bit, CE", "in_sketch", "out_sketch"),
+    ("retransmission check", "in_all", "out_all"),
+];
+
 /// Slots compiled into the object; the loader resizes [`MAP_SLOTS`] to the capacity it needs.
 pub const DEFAULT_SLOTS: u32 = 2_000;
 
@@ -93,29 +104,24 @@ pub struct SlotCounters {
     pub out_conns: [u64; 2],
 }
 
-/// A TCP flow as seen on ingress (addresses IPv4-mapped for IPv4).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct FlowKey {
-    pub saddr: [u32; 4],
-    pub daddr: [u32; 4],
-    pub sport: u16,
-    pub dport: u16,
-}
-
-/// One entry of [`MAP_INGRESS_FLOWS`]: a flow and its highest sequence in the current run.
+/// One entry of [`MAP_INGRESS_FLOWS`]: an ingress TCP flow, named by its 64-bit hash, and its
+/// highest sequence in the current run. 32 bytes, so a set's two entries share a cache line.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowEntry {
-    pub key: FlowKey,
-    /// One past the highest sequence number seen on this flow.
-    pub high_seq: u32,
+    /// The flow's [`sketch::flow_hash64`]. The two flows of a set share 15 of its bits (the set
+    /// index) and are told apart by the other 49: two flows of one set with the same 64-bit
+    /// hash would share an entry, a chance of 2⁻⁴⁹ per pair that meet in a set.
+    pub flow: u64,
     /// `RunConfig::start_ns` of the run that last updated the entry: state from an earlier
     /// run is stale (the flow may have wrapped its sequence space since) and is reset.
     pub run_start_ns: u64,
     /// When the flow last sent (the run's clock): of a set's two entries, the one seen longer
     /// ago makes way for a new flow.
     pub seen_ns: u64,
+    /// One past the highest sequence number seen on this flow.
+    pub high_seq: u32,
+    pub _pad: u32,
 }
 
 #[cfg(feature = "user")]
@@ -123,7 +129,6 @@ mod pod {
     // SAFETY: plain-old-data, `#[repr(C)]`, no padding holes the kernel would not also see.
     unsafe impl aya::Pod for super::RunConfig {}
     unsafe impl aya::Pod for super::SlotCounters {}
-    unsafe impl aya::Pod for super::FlowKey {}
     unsafe impl aya::Pod for super::FlowEntry {}
     unsafe impl aya::Pod for super::stacks::StackEvent {}
     unsafe impl aya::Pod for super::stacks::OffCpuConfig {}

@@ -9,6 +9,7 @@
 //! * [`clock`] — converting between the kernel's monotonic clock and wall-clock time.
 
 pub mod clock;
+mod filter_steps;
 mod iface;
 pub mod kernel;
 mod off_cpu;
@@ -22,10 +23,11 @@ mod traffic;
 mod unwinding;
 mod verifier;
 
+pub use filter_steps::FilterSteps;
 pub use iface::Interface;
 pub use loupe_bpf_common::error::SamplerError;
 pub use loupe_bpf_common::{
-    SlotCounters,
+    FILTER_STEPS, SlotCounters,
     probes::{BUCKETS, bucket_high, bucket_low, bucket_of},
     sketch,
 };
@@ -57,6 +59,11 @@ pub(crate) static PROBES_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env
 
 /// The tc filter's compiled kernel object, embedded at build time.
 pub(crate) static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-traffic"));
+
+/// The tc filter cut after each step (`loupe_bpf_common::FILTER_STEPS`), for the filter bench:
+/// the agent never loads it.
+pub(crate) static FILTER_STEPS_OBJECT: &[u8] =
+    aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/loupe-traffic-steps"));
 
 /// One of a loaded object's programs as its type (`&mut RawTracePoint`, …), with an error that
 /// names the program.
