@@ -3,8 +3,9 @@
 //! warm-up (first-time symbolization of the host's binaries is excluded), and peak RSS; and
 //! per thread, CPU and how often it ran (`schedstat`), which says where the cost goes.
 //!
-//! Four agents in turn: on an idle host, with user stacks unwound from the binaries' tables
-//! (the default) and by frame pointers only (`--no-unwind-tables`, the baseline of the first);
+//! Five agents in turn: on an idle host, with user stacks unwound from the binaries' tables
+//! (the default), the same sampling itself too (`--sample-self`), and by frame pointers only
+//! (`--no-unwind-tables`, the baseline of the first);
 //! and while a process keeps one CPU busy in a libc
 //! function that only libc's debug file names, with `--no-debug-files` and with debug files
 //! looked up (their ratio is what naming frames from debug files costs). CPU per sample divides
@@ -20,7 +21,7 @@
 //! without (`--no-python-frames`): the agent's CPU and the CPU sampler's kernel run time.
 //!
 //! `cargo bench -p loupe-query-host --bench agent_cost` (root; `LOUPE_BENCH_SECONDS`, default 60;
-//! `LOUPE_BENCH_ONLY=off_cpu` or `python` runs that pair alone).
+//! `LOUPE_BENCH_ONLY=idle`, `off_cpu` or `python` runs that pair alone).
 
 use std::{
     fs,
@@ -274,6 +275,10 @@ fn main() {
     );
     let only = std::env::var("LOUPE_BENCH_ONLY").unwrap_or_default();
     let dir = tempfile::tempdir().unwrap();
+    if only == "idle" {
+        idle(seconds);
+        return;
+    }
     if only.is_empty() && !stacks(&dir, seconds) {
         return;
     }
@@ -331,11 +336,21 @@ fn python(dir: &tempfile::TempDir, seconds: u64) {
     );
 }
 
+/// The idle host as the agent sees it by default (leaving itself out) and sampling itself too
+/// (`--sample-self`): on an idle host most of what there is to sample is the agent.
+fn idle(seconds: u64) -> Figures {
+    let idle = measure(&[], None, seconds);
+    report("idle_host", "idle host", &idle);
+    let with_self = measure(&["--sample-self"], None, seconds);
+    report("idle_host_sample_self", "idle host, --sample-self", &with_self);
+    compare("sample_self", "sampling itself too / leaving itself out, idle host", &with_self, &idle, "default");
+    idle
+}
+
 /// The idle host with and without unwind tables, and debug files on and off beside a libc
 /// loop; false when the loop cannot be built.
 fn stacks(dir: &tempfile::TempDir, seconds: u64) -> bool {
-    let idle = measure(&[], None, seconds);
-    report("idle_host", "idle host", &idle);
+    let idle = idle(seconds);
     // The same idle host with user stacks walked by frame pointers only: what unwinding from
     // the binaries' tables adds (loading them, the loader thread, the longer kernel walk).
     let frame_pointers = measure(&["--no-unwind-tables"], None, seconds);

@@ -12,7 +12,9 @@
 //! VmRSS and VmHWM, and whether the agent parsed its own binary's unwind table in the window
 //! (the largest transient it has, parsed only once a sample of the agent itself arrives: with it
 //! the peak was 108 MiB, without it 41). Each is also a `BENCH` line against the bound the agent
-//! is to hold (32 MiB steady, 64 MiB peak: the limits a package's unit will set).
+//! is to hold (32 MiB steady, 64 MiB peak: the limits a package's unit will set). Each agent
+//! starts with its binary out of the page cache, as at boot, so reading it is charged to it;
+//! the block device's read-ahead (`read_ahead_kb`, printed) decides how much that is.
 //!
 //! `cargo bench -p loupe-query-host --bench agent_memory` (root).
 
@@ -56,6 +58,7 @@ struct Charged {
 /// controller to make one in.
 fn measure(seconds: u64) -> Option<Charged> {
     let cgroup = MemoryCgroup::make(&format!("loupe-bench-{}", std::process::id()))?;
+    evict_from_page_cache(env!("CARGO_BIN_EXE_loupe"));
     let dir = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_loupe"));
     command
@@ -90,6 +93,25 @@ fn measure(seconds: u64) -> Option<Charged> {
     let own_table =
         own_build_id().is_some_and(|id| dir.path().join("unwind-tables").join(format!("{id}.unwind")).exists());
     Some(Charged { peak, steady, anon, file, kernel, rss_kb, hwm_kb, v2: cgroup.v2(), own_table })
+}
+
+/// Drops a file's cached pages (those no process maps), so that the agent reads its binary as
+/// it does when it starts at boot and is charged for it: otherwise whoever read the pages first
+/// (the build, an agent of an earlier measurement whose cgroup is gone) keeps the charge, and
+/// the figure depends on the order benches ran in.
+fn evict_from_page_cache(path: &str) {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = fs::File::open(path) else { return };
+    // SAFETY: advice on a file we opened; cached clean pages are dropped, no data changes.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+/// The read-ahead window of the device a file lies on (`/sys/class/bdi/MAJ:MIN`), in KiB.
+fn read_ahead_kb(path: &str) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = fs::metadata(path).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    fs::read_to_string(format!("/sys/class/bdi/{major}:{minor}/read_ahead_kb")).ok()?.trim().parse().ok()
 }
 
 /// The `loupe` binary's build ID, the name its unwind table is kept under.
@@ -136,6 +158,9 @@ fn main() {
         println!("SKIP agent_memory bench: no memory cgroup controller (v2 or v1) to make a cgroup in");
         return;
     };
+    if let Some(kb) = read_ahead_kb(env!("CARGO_BIN_EXE_loupe")) {
+        println!("agent_memory: the binary's device reads ahead {kb} KiB (what a fault of an uncached page reads)");
+    }
     report("idle", "an idle agent (stacks at 10 Hz, timeline) in a cgroup of its own", seconds, &idle);
     let dir = tempfile::tempdir().unwrap();
     let Some(programs) = Programs::build(dir.path(), 40) else {

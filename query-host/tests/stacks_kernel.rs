@@ -193,6 +193,36 @@ fn deny_listed_comm_is_never_sampled() {
     );
 }
 
+/// Samples of `pid` in the store (0 when `loupe profile` finds none).
+fn samples_of_pid(data: &Path, pid: u32) -> u64 {
+    let out = loupe(&["profile", "--json", "--pid", &pid.to_string()], data).output().unwrap();
+    if !out.status.success() {
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no samples of PID {pid}")));
+        return 0;
+    }
+    let view: Value = serde_json::from_slice(&out.stdout).unwrap();
+    view["samples"].as_u64().unwrap()
+}
+
+#[test]
+fn loupe_leaves_itself_out_unless_asked() {
+    require_root!();
+    // At 999 Hz `loupe sample` is itself on a CPU much of the time (draining, naming and storing
+    // ~2,000 samples a second): with --sample-self it is in its own samples, without it never.
+    let dir = tempfile::tempdir().unwrap();
+    let mut seen = Vec::new();
+    for (name, extra) in [("default", &["--frequency", "999"][..]), ("self", &["--frequency", "999", "--sample-self"])]
+    {
+        let data = dir.path().join(name);
+        let sampler = start_sampling(&data, 3.0, extra);
+        let pid = sampler.id();
+        finish(sampler);
+        seen.push(samples_of_pid(&data, pid));
+    }
+    assert_eq!(seen[0], 0, "loupe sample was in its own samples without --sample-self");
+    assert!(seen[1] > 0, "with --sample-self loupe sample should be in its own samples");
+}
+
 #[test]
 fn pprof_export_opens_in_go_tool_pprof() {
     require_root!();

@@ -21,7 +21,8 @@ use loupe_bpf_common::{
     python::{MAP_PY_PROCS, MAP_PY_THREADS},
     stacks::{
         FLAG_IDLE, FLAG_OFF_CPU, MAP_DENY_CGROUPS, MAP_DENY_COMMS, MAP_DENY_PIDS, MAP_OFF_CPU_PENDING,
-        MAP_STACK_EVENTS, MAP_STACK_LOST, OFF_CPU_PENDING_ENTRIES, PROG_STACKS, StackEvent, user_end,
+        MAP_OFF_CPU_TASKS, MAP_STACK_EVENTS, MAP_STACK_LOST, OFF_CPU_PENDING_ENTRIES, OFF_CPU_TASKS_ENTRIES,
+        PROG_STACKS, StackEvent, user_end,
     },
     unwind::{MAP_UNWIND_MAPPINGS, MAP_UNWIND_PAGES, MAP_UNWIND_ROWS, MAP_UNWIND_WANTED},
 };
@@ -277,6 +278,8 @@ impl StackSampler {
             .map_max_entries(MAP_STACK_EVENTS, ring_bytes(cpus.len(), hz, off_cpu_rate))
             // Held stacks of blocked threads (~2.4 KB each, allocated up front): none when off.
             .map_max_entries(MAP_OFF_CPU_PENDING, if options.off_cpu.is_some() { OFF_CPU_PENDING_ENTRIES } else { 1 })
+            // Threads' last waits (an LRU, allocated up front: 1.7 MiB): none when off.
+            .map_max_entries(MAP_OFF_CPU_TASKS, if options.off_cpu.is_some() { OFF_CPU_TASKS_ENTRIES } else { 1 })
             .map_max_entries(MAP_UNWIND_ROWS, options.table_rows.max(1))
             .map_max_entries(MAP_UNWIND_PAGES, TABLE_PAGES)
             .load(crate::STACKS_OBJECT)
@@ -488,7 +491,6 @@ impl StackSampler {
                     .then(|| OffCpu { waited_ns: e.off_cpu_ns, one_in: e.one_in.max(1) }),
                 python: python_stack(&e),
             });
-
         }
         Ok(out.len() - before)
     }

@@ -39,6 +39,7 @@ const STOP_LIMIT: Duration = Duration::from_secs(20);
 pub fn main(args: AgentArgs) -> Result<()> {
     // Before the large parses of start-up (the kernel's BTF, unwind tables): see `resident`.
     resident::fix_malloc_thresholds();
+    resident::no_read_ahead_in_own_code();
     let shutdown = stop_on_signals()?;
     let mut ifaces = args.ifaces.clone();
     let mut schedule =
