@@ -223,6 +223,49 @@ fn loupe_leaves_itself_out_unless_asked() {
     assert!(seen[1] > 0, "with --sample-self loupe sample should be in its own samples");
 }
 
+/// Flame-graph nodes named `name`: their kinds.
+fn kinds_of(node: &Value, name: &str, out: &mut Vec<String>) {
+    if node["name"] == name {
+        out.push(node["kind"].as_str().unwrap_or_default().to_string());
+    }
+    for c in node["children"].as_array().into_iter().flatten() {
+        kinds_of(c, name, out);
+    }
+}
+
+#[test]
+fn jit_code_is_named_from_perf_maps_in_perfs_form_and_the_jdks() {
+    require_root!();
+    if !cfg!(target_arch = "x86_64") {
+        eprintln!("SKIP jit_code_is_named_from_perf_maps…: the fixture's machine code is x86-64");
+        return;
+    }
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let jit = build_fixture(dir.path(), "jit", "jit", &[]);
+    for form in ["perf", "jdk"] {
+        let data = dir.path().join(form);
+        let name = format!("long Hot.spin_{form}(long)");
+        let mut spinner = Command::new(&jit).args([form, &name]).stdout(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(spinner.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        let pid = line.trim().to_string();
+        let sampler = start_sampling(&data, 2.5, &[]);
+        finish(sampler);
+        let _ = spinner.kill();
+        let _ = spinner.wait();
+        let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+        let view = profile(&data, &["--pid", &pid]);
+        let samples = view["samples"].as_u64().unwrap();
+        let hot = function(&view, &name).map_or(0, |f| f["self"].as_u64().unwrap());
+        assert!(samples >= 10, "{form}: only {samples} samples of a spinning process");
+        assert!(hot * 10 >= samples * 9, "{form}: {hot} of {samples} samples name {name}: {}", view["functions"]);
+        let mut kinds = Vec::new();
+        kinds_of(&view["flamegraph"], &name, &mut kinds);
+        assert!(!kinds.is_empty() && kinds.iter().all(|k| k == "jit"), "{form}: kinds {kinds:?}");
+    }
+}
+
 #[test]
 fn pprof_export_opens_in_go_tool_pprof() {
     require_root!();

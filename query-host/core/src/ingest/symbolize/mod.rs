@@ -5,7 +5,8 @@
 //!
 //! Where a name comes from, in order (`docs/stacks.md` has the whole story):
 //! 1. the binary's own symbol table (`.symtab`, else the `.dynsym` a stripped library keeps);
-//! 2. for code outside any file (JIT): the process's perf map, while the process lives;
+//! 2. for code outside any file (JIT): the process's perf map, while the process lives, read by
+//!    [`perf_map`] in perf's form and the JDK's;
 //! 3. the binary's separate debug file (found by build ID or `.gnu_debuglink` under
 //!    `/usr/lib/debug` and `--debug-dir`s, used only if its build ID matches: [`debug_files`]) —
 //!    its symbol table, not its DWARF: libc's local functions such as `__strpbrk_sse42` are
@@ -39,6 +40,7 @@
 pub mod debug_files;
 pub mod elf_file;
 pub mod later;
+pub mod perf_map;
 pub mod python;
 
 use std::{
@@ -120,6 +122,8 @@ pub struct Symbolizer {
     blazesym_since: Instant,
     /// Python code objects' names, forgotten with the memo.
     python: python::PythonNames,
+    /// Processes' perf maps (JIT code), forgotten with the memo.
+    perf_maps: perf_map::PerfMaps,
 }
 
 impl Default for Symbolizer {
@@ -149,6 +153,7 @@ impl Symbolizer {
             memo_since: Instant::now(),
             blazesym_since: Instant::now(),
             python: python::PythonNames::default(),
+            perf_maps: perf_map::PerfMaps::default(),
         }
     }
 
@@ -162,6 +167,7 @@ impl Symbolizer {
             self.vmas_cached.clear();
             self.debug.forget();
             self.python.forget();
+            self.perf_maps.clear();
             self.memo_since = Instant::now();
         }
         if self.blazesym_since.elapsed() > SYMBOLIZER_TTL {
@@ -217,6 +223,8 @@ impl Symbolizer {
                 // back to the symbol table without it; it looks for no separate debug file:
                 // `own_dwarf_only`).
                 process.debug_syms = self.inlined;
+                // Perf maps are read by `perf_map` below, which also reads the JDK's form.
+                process.perf_map = false;
                 self.blazesym.symbolize(&Source::Process(process), Input::AbsAddr(&missing))
             };
             let named = named
@@ -242,6 +250,16 @@ impl Symbolizer {
                     }
                     Symbolized::Unknown(_) => unknown.push(*addr),
                 }
+            }
+            // Code outside any file: JIT code, named by the process's perf map.
+            if !kernel {
+                unknown.retain(|addr| match self.perf_maps.name(pid, *addr) {
+                    Some(name) => {
+                        self.memo.insert(key(*addr), vec![Frame::user(name, JIT_MODULE)]);
+                        false
+                    }
+                    None => true,
+                });
             }
             // With inlined frames asked for, both kinds go to the binaries' debug files, in one
             // pass: a chain found there replaces a plain name, or names an unknown address.
