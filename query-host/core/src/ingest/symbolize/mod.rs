@@ -252,10 +252,13 @@ impl Symbolizer {
                 }
             }
             // Code outside any file: JIT code, named by the process's perf map.
-            if !kernel {
-                unknown.retain(|addr| match self.perf_maps.name(pid, *addr) {
+            if !kernel
+                && !unknown.is_empty()
+                && let Some(map) = self.perf_maps.map(pid)
+            {
+                unknown.retain(|addr| match map.find(*addr) {
                     Some(name) => {
-                        self.memo.insert(key(*addr), vec![Frame::user(name, JIT_MODULE)]);
+                        self.memo.insert(key(*addr), vec![Frame::user(name.clone(), JIT_MODULE)]);
                         false
                     }
                     None => true,

@@ -153,7 +153,8 @@ impl PerfMaps {
         self.maps.clear();
     }
 
-    fn map(&mut self, pid: u32) -> Option<&PerfMap> {
+    /// Process `pid`'s perf map, read now if it is new or changed (one `stat` when it is not).
+    pub fn map(&mut self, pid: u32) -> Option<&PerfMap> {
         let path = path_of(pid)?;
         let meta = fs::metadata(&path).ok()?;
         let stamp = (meta.len(), meta.modified().ok());
