@@ -9,9 +9,10 @@
 //! *The file is another program's, read as root:* it is opened only if it is a regular file
 //! ([`super::super::regular_file`]: a FIFO planted there would block the ingest thread) owned by
 //! the process's user or root (as perf requires: another user could otherwise name a process's
-//! code for it), at most [`MAX_BYTES`] of it and [`MAX_ENTRIES`] entries are read, a name is cut
-//! at [`MAX_NAME`] bytes, and a line that does not parse is skipped and counted, never an error
-//! for the rest. A map is read again when its size or modification time changed (JITs append as
+//! code for it), at most [`MAX_BYTES`] of it and [`MAX_ENTRIES`] entries are read (and
+//! [`MAX_HELD`] of all processes' maps held), a line longer than [`MAX_LINE`] is passed over
+//! without being held, a name is cut at [`MAX_NAME`] bytes, and a line that does not parse is
+//! skipped and counted, never an error for the rest. A map is read again when its size or modification time changed (JITs append as
 //! they compile; `jcmd` rewrites it), and forgotten with the rest of the symbolizer's answers.
 
 use std::{
@@ -27,10 +28,13 @@ use loupe_store::Name;
 
 use crate::ingest::regular_file;
 
-/// Most of a perf map read (a large JVM's map is a few tens of MB).
-pub const MAX_BYTES: u64 = 256 << 20;
-/// Most entries kept of one map.
-pub const MAX_ENTRIES: usize = 2_000_000;
+/// Most of a perf map read (an OpenJDK 17 map of a warmed-up service: ~100 bytes an entry).
+pub const MAX_BYTES: u64 = 32 << 20;
+/// Most entries kept of one map (~60 bytes each held, name included).
+pub const MAX_ENTRIES: usize = 250_000;
+/// Most entries held of all processes' maps together: a map that would pass it is not kept
+/// (its process's JIT frames stay `[unknown]` until the maps are next forgotten).
+pub const MAX_HELD: usize = 500_000;
 /// Longest name kept, in bytes (longer ones are cut at a character boundary).
 pub const MAX_NAME: usize = 1024;
 /// Longest line read; a longer one is skipped (and counted) without being held.
@@ -140,6 +144,8 @@ pub struct PerfMaps {
     /// By PID: the file's `(size, modified)` when read, and what it held (`None`: no map, or one
     /// that may not be read).
     maps: HashMap<u32, ((u64, Option<SystemTime>), Option<PerfMap>)>,
+    /// Entries of all maps held.
+    held: usize,
 }
 
 impl PerfMaps {
@@ -151,6 +157,7 @@ impl PerfMaps {
     /// Forgets every map (PIDs are reused).
     pub fn clear(&mut self) {
         self.maps.clear();
+        self.held = 0;
     }
 
     /// Process `pid`'s perf map, read now if it is new or changed (one `stat` when it is not).
@@ -160,12 +167,19 @@ impl PerfMaps {
         let stamp = (meta.len(), meta.modified().ok());
         let fresh = self.maps.get(&pid).is_some_and(|(seen, _)| *seen == stamp);
         if !fresh {
-            let map = readable_by(pid, &meta).then(|| regular_file::open(&path).ok()).flatten().map(PerfMap::read);
-            if let Some(map) = &map
-                && map.skipped > 0
+            let mut map = readable_by(pid, &meta).then(|| regular_file::open(&path).ok()).flatten().map(PerfMap::read);
+            if let Some(read) = &map
+                && read.skipped > 0
             {
-                tracing::debug!(pid, skipped = map.skipped, entries = map.len(), "perf map lines not understood");
+                tracing::debug!(pid, skipped = read.skipped, entries = read.len(), "perf map lines not understood");
             }
+            let before = self.maps.get(&pid).and_then(|(_, m)| m.as_ref()).map_or(0, PerfMap::len);
+            let held = self.held - before + map.as_ref().map_or(0, PerfMap::len);
+            if held > MAX_HELD {
+                tracing::debug!(pid, held, "perf map not kept: the maps held would pass their bound");
+                map = None;
+            }
+            self.held = self.held - before + map.as_ref().map_or(0, PerfMap::len);
             self.maps.insert(pid, (stamp, map));
         }
         self.maps.get(&pid)?.1.as_ref()
@@ -230,14 +244,17 @@ mod tests {
 
     #[test]
     fn an_endless_line_is_passed_over_without_being_held() {
-        // 16 good lines, one line of 100 MiB, one good line: the long one is counted and
-        // skipped a buffer at a time, and what follows it still read.
+        // 16 good lines, one line of 8 MiB, one good line: the long one is counted and skipped
+        // a buffer at a time, and what follows it still read.
         let good = b"0x1000 0x10 f\n".repeat(16);
-        let endless = std::io::repeat(b'0').take(100 << 20);
+        let endless = std::io::repeat(b'0').take(8 << 20);
         let text = good.as_slice().chain(endless).chain(&b"\n0x2000 0x10 g\n"[..]);
         let map = PerfMap::read(text);
         assert_eq!((map.len(), map.skipped), (2, 1));
         assert_eq!(map.find(0x2008).map(|n| n.as_ref()), Some("g"));
+        // And a map longer than its bound ends there: what lies beyond is not read.
+        let beyond = std::io::repeat(b'\n').take(MAX_BYTES).chain(&b"0x3000 0x10 h\n"[..]);
+        assert!(PerfMap::read(beyond).is_empty());
     }
 
     #[test]
