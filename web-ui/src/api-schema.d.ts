@@ -1716,6 +1716,12 @@ export interface components {
         };
         WindowFunction: {
             kernel: boolean;
+            /**
+             * @description What kind of code it is, as in a flame graph's nodes (`kernel`, `jit`, `python`; absent
+             *     for native code).
+             * @example python
+             */
+            kind?: string | null;
             module: string;
             name: string;
         };

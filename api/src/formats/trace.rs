@@ -3,7 +3,8 @@
 //! /api/v1/window/trace`).
 //!
 //! What becomes what: each stack sample an instant on its thread (named by its leaf function,
-//! the whole stack in `args.stack`, root first); each probe call a complete slice (`X`) on its
+//! the whole stack in `args.stack`, root first, and the leaf's kind in `args.kind` unless it is
+//! native code: `python`, `jit`, `kernel`); each probe call a complete slice (`X`) on its
 //! thread, calls nesting by time as they did; each wait off the CPU an async slice (`b`/`e`: a wait may begin inside a call and outlast it, which `X` slices of
 //! one thread may not); each timeline event an instant on its thread with its arguments by
 //! name, and each iteration (a level-0 event with a lag) an async slice too;
@@ -99,6 +100,16 @@ pub fn to_json(w: &WindowView) -> Vec<u8> {
         .collect();
     let leaf: Vec<&str> =
         w.stacks.iter().map(|s| s.first().map_or("[unknown]", |&f| w.functions[f as usize].name.as_str())).collect();
+    // The leaf's kind where it is not native code (`python`, `jit`, `kernel`), for the viewer's
+    // arguments panel and its queries.
+    let leaf_kind: Vec<Option<Value>> = w
+        .stacks
+        .iter()
+        .map(|s| {
+            let kind = s.first().map(|&f| w.functions[f as usize].kind).unwrap_or_default();
+            (!kind.is_native()).then(|| serde_json::to_value(kind).unwrap_or_default())
+        })
+        .collect();
     for lane in &w.cpus {
         let t = &lane.ticks;
         if t.summarized {
@@ -108,7 +119,11 @@ pub fn to_json(w: &WindowView) -> Vec<u8> {
             let (pid, stack) = (w.processes[t.process[i] as usize].pid, t.stack[i] as usize);
             let mut e = Event::new("i", leaf[stack], "sample", pid, t.tid[i], Some(t.t_ns[i] as f64));
             e.s = Some("t".into());
-            e.args = Some(json!({ "stack": stack_text[stack], "cpu": lane.cpu }));
+            let mut args = json!({ "stack": stack_text[stack], "cpu": lane.cpu });
+            if let Some(kind) = &leaf_kind[stack] {
+                args["kind"] = kind.clone();
+            }
+            e.args = Some(args);
             ev.push(e);
         }
         let sp = &lane.wait_spans;
@@ -198,4 +213,45 @@ pub fn to_json(w: &WindowView) -> Vec<u8> {
         }),
     };
     serde_json::to_vec(&trace).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CpuLane, Ticks, WindowFunction, WindowProcess};
+    use loupe_store::FrameKind;
+
+    #[test]
+    fn a_samples_leaf_kind_travels_with_it_unless_native() {
+        let function =
+            |name: &str, kind| WindowFunction { name: name.into(), module: String::new(), kernel: false, kind };
+        let w = WindowView {
+            to_unix_ns: 1_000_000,
+            processes: vec![WindowProcess { pid: 7, comm: "app".into() }],
+            functions: vec![function("leaf_py", FrameKind::Python), function("main", FrameKind::Native)],
+            // A Python leaf under `main`, and `main` alone.
+            stacks: vec![vec![0, 1], vec![1]],
+            cpus: vec![CpuLane {
+                cpu: 0,
+                samples: 2,
+                ticks: Ticks {
+                    t_ns: vec![10, 20],
+                    process: vec![0, 0],
+                    tid: vec![7, 7],
+                    stack: vec![0, 1],
+                    ..Default::default()
+                },
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let trace: Trace = serde_json::from_slice(&to_json(&w)).unwrap();
+        let samples: Vec<&Event> = trace.trace_events.iter().filter(|e| e.cat == "sample").collect();
+        assert_eq!(samples.len(), 2);
+        let args = |e: &Event| e.args.clone().unwrap();
+        assert_eq!((samples[0].name.as_str(), &args(samples[0])["kind"]), ("leaf_py", &json!("python")));
+        assert_eq!(args(samples[0])["stack"], "main;leaf_py");
+        assert_eq!(samples[1].name, "main");
+        assert!(args(samples[1]).get("kind").is_none(), "native code carries no kind");
+    }
 }

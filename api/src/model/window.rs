@@ -12,6 +12,7 @@
 //! [`WindowLimits`] it carries per-column summaries instead of its items (`summarized`), with
 //! `columns` columns across the window — what a chart that many pixels wide can show anyway.
 
+use loupe_store::FrameKind;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -132,6 +133,11 @@ pub struct WindowFunction {
     pub name: String,
     pub module: String,
     pub kernel: bool,
+    /// What kind of code it is, as in a flame graph's nodes (`kernel`, `jit`, `python`; absent
+    /// for native code).
+    #[serde(default, skip_serializing_if = "FrameKind::is_native")]
+    #[schema(value_type = Option<String>, example = "python")]
+    pub kind: FrameKind,
 }
 
 /// One probed function of one session, and the duration from which its calls count as slow

@@ -18,7 +18,7 @@ use loupe_api::{
     },
     orders::{MAX_WINDOW_LANE_ITEMS, WINDOW_LANE_ITEMS, WindowOrder},
 };
-use loupe_store::{ProfileQuery, SampleKind, TimeRange, TimelineQuery};
+use loupe_store::{FrameKind, ProfileQuery, SampleKind, TimeRange, TimelineQuery};
 
 use super::{
     Host,
@@ -259,18 +259,21 @@ impl Host {
         let comm_ids: Vec<u32> = procs.keys.iter().map(|k| k.1).collect();
         let comms = self.store.comm_names(&comm_ids)?;
         view.processes = procs.keys.iter().zip(comms).map(|(&(pid, _), comm)| WindowProcess { pid, comm }).collect();
-        let mut functions: Interner<(String, String, bool)> = Interner::new();
+        let mut functions: Interner<(String, String, bool, FrameKind)> = Interner::new();
         for ids in stacks.keys.chunks(4096) {
             for frames in self.store.stack_frames(ids)? {
                 let stack = frames
                     .iter()
-                    .map(|f| functions.of((f.function.to_string(), f.module.to_string(), f.kernel)))
+                    .map(|f| functions.of((f.function.to_string(), f.module.to_string(), f.kernel, f.kind)))
                     .collect();
                 view.stacks.push(stack);
             }
         }
-        view.functions =
-            functions.keys.into_iter().map(|(name, module, kernel)| WindowFunction { name, module, kernel }).collect();
+        view.functions = functions
+            .keys
+            .into_iter()
+            .map(|(name, module, kernel, kind)| WindowFunction { name, module, kernel, kind })
+            .collect();
         Ok(())
     }
 
