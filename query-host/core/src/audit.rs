@@ -206,8 +206,8 @@ impl AuditLog {
     }
 
     /// Writes the folded lines of minutes that have ended. The agent and `loupe serve` call it
-    /// every second, so a folded line reaches the file within a minute and a second of its last
-    /// refusal, whether or not anything is recorded after it.
+    /// just after each minute ends, so a folded line reaches the file within a minute and a
+    /// second of its last refusal, whether or not anything is recorded after it.
     pub fn write_ended(&self) {
         let minute = now_unix_ns() / NANOS_PER_MINUTE;
         let ended = ended_folds(&mut self.folds.lock().unwrap_or_else(|e| e.into_inner()), minute);
