@@ -165,10 +165,13 @@ pub fn main(args: AgentArgs) -> Result<()> {
         None
     } else {
         let dir = timeline_dir.clone();
-        let mut collector =
-            TimelineCollector::new(dir, &args.store.data_dir, store.clone()).per_user(args.timeline_per_user);
+        // Closed as the agent stops (after the flag is set): the collector's idle wait ends then.
+        let (woken, waker) = std::os::unix::net::UnixStream::pair()?;
+        let mut collector = TimelineCollector::new(dir, &args.store.data_dir, store.clone())
+            .per_user(args.timeline_per_user)
+            .stopped_by(woken);
         let stop = Arc::clone(&shutdown);
-        Some(thread::Builder::new().name("loupe-timeline".into()).spawn(move || collector.run(&stop))?)
+        Some((thread::Builder::new().name("loupe-timeline".into()).spawn(move || collector.run(&stop))?, waker))
     };
     // The demo's application: a timeline to show, a function to probe.
     let demo_app = if args.demo {
@@ -237,7 +240,8 @@ pub fn main(args: AgentArgs) -> Result<()> {
             Err(_) => tracing::error!("stack sampling thread panicked"),
         }
     }
-    if let Some(timeline) = timeline {
+    if let Some((timeline, waker)) = timeline {
+        drop(waker); // the flag is set: wake the collector's idle wait
         match timeline.join() {
             Ok(Ok(done)) => {
                 info!(

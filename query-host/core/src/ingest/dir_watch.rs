@@ -8,7 +8,7 @@
 use std::{
     ffi::CString,
     os::{
-        fd::{AsRawFd, FromRawFd, OwnedFd},
+        fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd},
         unix::ffi::OsStrExt,
     },
     path::Path,
@@ -52,14 +52,18 @@ impl DirWatch {
         self.dead
     }
 
-    /// Waits up to `timeout` for the directory to change. True when it did (the events are
+    /// Waits up to `timeout` for the directory to change, or for `also` to be readable or
+    /// closed (what the caller stops on). True when the directory changed (the events are
     /// consumed; the caller lists the directory again).
-    pub fn wait(&mut self, timeout: Duration) -> bool {
-        let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    pub fn wait(&mut self, timeout: Duration, also: Option<BorrowedFd<'_>>) -> bool {
+        let mut pfds = [
+            libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: also.map_or(-1, |fd| fd.as_raw_fd()), events: libc::POLLIN, revents: 0 },
+        ];
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd for the duration of the call.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if n <= 0 {
+        // SAFETY: two pollfds for the duration of the call (a negative fd is ignored by poll).
+        let n = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
+        if n <= 0 || pfds[0].revents == 0 {
             return false;
         }
         // Events are read only to empty the queue and to notice the watch ending; which file
@@ -101,7 +105,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut watch = DirWatch::new(dir.path()).expect("inotify on a temp dir");
         let t = Instant::now();
-        assert!(!watch.wait(Duration::from_millis(50)), "nothing happened");
+        assert!(!watch.wait(Duration::from_millis(50), None), "nothing happened");
         assert!(t.elapsed() >= Duration::from_millis(45), "it waited out its timeout");
         let writer = {
             let file = dir.path().join("ring-42");
@@ -111,19 +115,34 @@ mod tests {
             })
         };
         let t = Instant::now();
-        assert!(watch.wait(Duration::from_secs(10)), "a new file wakes it");
+        assert!(watch.wait(Duration::from_secs(10), None), "a new file wakes it");
         assert!(t.elapsed() < Duration::from_secs(5), "woken by the file, not the timeout");
         writer.join().unwrap();
         // The file's creation woke the wait; its close (IN_CLOSE_WRITE) may come after the wait
         // read the queue, when a loaded machine preempts the writer in between. Once the writer
         // is done, one wait takes whatever is left, and then nothing is.
-        let _ = watch.wait(Duration::ZERO);
-        assert!(!watch.wait(Duration::ZERO), "events were consumed");
+        let _ = watch.wait(Duration::ZERO, None);
+        assert!(!watch.wait(Duration::ZERO, None), "events were consumed");
         assert!(!watch.is_dead());
         let path = dir.path().to_path_buf();
         drop(dir);
-        assert!(watch.wait(Duration::from_secs(5)), "removing the directory is a change");
+        assert!(watch.wait(Duration::from_secs(5), None), "removing the directory is a change");
         assert!(watch.is_dead(), "and ends the watch");
         assert!(DirWatch::new(&path).is_none(), "a missing directory cannot be watched");
+    }
+
+    #[test]
+    fn a_closed_stop_stream_ends_the_wait_at_once() {
+        use std::os::fd::AsFd;
+        let dir = tempfile::tempdir().unwrap();
+        let mut watch = DirWatch::new(dir.path()).expect("inotify on a temp dir");
+        let (reader, writer) = std::os::unix::net::UnixStream::pair().unwrap();
+        let t = Instant::now();
+        assert!(!watch.wait(Duration::from_millis(50), Some(reader.as_fd())), "nothing happened");
+        assert!(t.elapsed() >= Duration::from_millis(45), "an open stream does not end the wait");
+        drop(writer);
+        let t = Instant::now();
+        assert!(!watch.wait(Duration::from_secs(30), Some(reader.as_fd())), "no change in the directory");
+        assert!(t.elapsed() < Duration::from_secs(10), "the stream's close ended the wait, not the timeout");
     }
 }
