@@ -51,8 +51,8 @@ pub static LOCAL_PREFIXES: LpmTrie<[u8; 16], u8> = LpmTrie::with_max_entries(409
 /// ~20 ns a packet here; an array lookup is inlined by the verifier into an address
 /// computation. *Why the hash as the flow's name, not its 5-tuple:* two 8-byte compares instead
 /// of ten, no key built on the stack, and 32-byte entries (a set's two in one cache line) instead
-/// of 56: with the word-wise header reads (`parse`), the retransmission step fell from +11 to
-/// +7 ns (`docs/hot-paths.md`). A flow is forgotten only when two others of its set sent more
+/// of 56: with the word-wise header reads (`parse`), the retransmission step fell from +11–12 to
+/// +8–9 ns (`docs/hot-paths.md`). A flow is forgotten only when two others of its set sent more
 /// recently (with 32,768 sets that takes thousands of concurrent flows), and then counts as new,
 /// as it did when the LRU map evicted it.
 #[map(name = "INGRESS_FLOWS")]

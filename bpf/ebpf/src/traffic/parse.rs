@@ -14,16 +14,17 @@ use core::mem::{MaybeUninit, align_of, size_of};
 use aya_ebpf::programs::TcContext;
 
 /// Deepest header offset read in place: L2 (with a VLAN tag) + IPv6 + the TCP header's first
-/// 14 bytes fit well inside. A bound the verifier needs for a variable offset into the packet;
+/// 16 bytes fit well inside. A bound the verifier needs for a variable offset into the packet;
 /// beyond it the helper copy is used.
 const MAX_DIRECT_OFFSET: usize = 256;
 
 /// A `T` at byte `offset` of the packet (from the L2 header, as `bpf_skb_load_bytes` counts).
 ///
-/// A header whose size and alignment are multiples of four is copied a 32-bit word at a time ([`load_u32`]):
-/// LLVM's BPF backend splits a load it cannot prove aligned into byte loads, shifts and ors
-/// (a 20-byte IPv4 header took ~50 instructions), and the packet's alignment is not known to it.
-/// The copy is a plain `T` on the stack, so its fields are read with aligned loads after it.
+/// A header whose size and alignment are multiples of four is copied a 32-bit word at a time
+/// ([`load_u32`]): LLVM's BPF backend splits a load it cannot prove aligned into byte loads,
+/// shifts and ors (a 20-byte IPv4 header took ~50 instructions), and the packet's alignment is
+/// not known to it. The copy is a plain `T` on the stack, so its fields are read with aligned
+/// loads after it.
 #[inline(always)]
 fn read<T>(ctx: &TcContext, offset: usize) -> Option<T> {
     // Bounded on the very value added to the packet pointer. Without the barrier LLVM checks
