@@ -3,8 +3,13 @@
 //! agent never loads it: it is the filter's own source (`bpf/ebpf/src/traffic/filter.rs`)
 //! compiled into programs that stop early, with maps of their own.
 
-use aya::{EbpfLoader, maps::Array, programs::SchedClassifier};
-use loupe_bpf_common::{FILTER_STEPS, MAP_RUN_CONFIG, RunConfig};
+use aya::{
+    EbpfLoader,
+    maps::{Array, PerCpuArray},
+    programs::SchedClassifier,
+    util::nr_cpus,
+};
+use loupe_bpf_common::{FILTER_STEPS, MAP_RUN_CONFIG, MAP_SLOTS, RunConfig, SlotCounters};
 
 use crate::{FILTER_STEPS_OBJECT, SamplerError, clock::monotonic_ns};
 
@@ -12,6 +17,7 @@ use crate::{FILTER_STEPS_OBJECT, SamplerError, clock::monotonic_ns};
 /// run that covers every packet they are given from [`FilterSteps::load`] on.
 pub struct FilterSteps {
     ebpf: aya::Ebpf,
+    samples: u32,
 }
 
 impl FilterSteps {
@@ -30,7 +36,34 @@ impl FilterSteps {
         let mut config: Array<&mut aya::maps::MapData, RunConfig> = crate::map_mut(&mut ebpf, MAP_RUN_CONFIG)?;
         let run = RunConfig { start_ns: monotonic_ns(), interval_ns, samples, flags: 0, l2_len: 14, _pad: 0 };
         config.set(0, run, 0).map_err(|e| SamplerError::Read(format!("writing run config: {e}")))?;
-        Ok(Self { ebpf })
+        Ok(Self { ebpf, samples })
+    }
+
+    /// What the cut programs counted so far, every slot of every CPU added up (the connection
+    /// sketches ORed), so a test can check that each cut counts what its steps count.
+    pub fn counted(&mut self) -> Result<SlotCounters, SamplerError> {
+        let cpus = nr_cpus().map_err(|(what, e)| SamplerError::io(format!("reading {what}"), e))?;
+        let slots: PerCpuArray<&mut aya::maps::MapData, SlotCounters> = crate::map_mut(&mut self.ebpf, MAP_SLOTS)?;
+        let mut s = SlotCounters::default();
+        for slot in 0..self.samples {
+            let values = slots.get(&slot, 0).map_err(|e| SamplerError::Read(format!("slot {slot}: {e}")))?;
+            for c in values.iter().take(cpus) {
+                s.in_bytes += c.in_bytes;
+                s.out_bytes += c.out_bytes;
+                s.in_packets += c.in_packets;
+                s.out_packets += c.out_packets;
+                s.in_ce_bytes += c.in_ce_bytes;
+                s.in_retx_bytes += c.in_retx_bytes;
+                s.out_retx_bytes += c.out_retx_bytes;
+                s.in_cross_region_bytes += c.in_cross_region_bytes;
+                s.out_cross_region_bytes += c.out_cross_region_bytes;
+                for w in 0..2 {
+                    s.in_conns[w] |= c.in_conns[w];
+                    s.out_conns[w] |= c.out_conns[w];
+                }
+            }
+        }
+        Ok(s)
     }
 
     /// The program of step `step` (an index into [`FILTER_STEPS`]) for one direction.
