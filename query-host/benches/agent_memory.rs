@@ -14,7 +14,9 @@
 //! the peak was 108 MiB, without it 41). Each is also a `BENCH` line against the bound the agent
 //! is to hold (32 MiB steady, 64 MiB peak: the limits a package's unit will set). Each agent
 //! starts with its binary out of the page cache, as at boot, so reading it is charged to it;
-//! the block device's read-ahead (`read_ahead_kb`, printed) decides how much that is.
+//! the block device's read-ahead (`read_ahead_kb`, printed) decides how much that is. A second
+//! idle agent runs with `LOUPE_KEEP_START_UP_PAGES` (no read-ahead advice, page-out or dropping
+//! of its binary's cached pages): what those save, in the same run.
 //!
 //! `cargo bench -p loupe-query-host --bench agent_memory` (root).
 
@@ -56,7 +58,7 @@ struct Charged {
 
 /// Runs an agent for `seconds` inside a memory cgroup of its own; `None` if there is no memory
 /// controller to make one in.
-fn measure(seconds: u64) -> Option<Charged> {
+fn measure(seconds: u64, keep_start_up_pages: bool) -> Option<Charged> {
     let cgroup = MemoryCgroup::make(&format!("loupe-bench-{}", std::process::id()))?;
     evict_from_page_cache(env!("CARGO_BIN_EXE_loupe"));
     let dir = tempfile::tempdir().unwrap();
@@ -67,6 +69,9 @@ fn measure(seconds: u64) -> Option<Charged> {
         .env("RUST_LOG", "error")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
+    if keep_start_up_pages {
+        command.env("LOUPE_KEEP_START_UP_PAGES", "1");
+    }
     cgroup.join_on_spawn(&mut command);
     let mut agent = command.spawn().expect("loupe agent starts");
     let pid = agent.id();
@@ -154,7 +159,7 @@ fn main() {
         return;
     }
     let seconds: u64 = std::env::var("LOUPE_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
-    let Some(idle) = measure(seconds) else {
+    let Some(idle) = measure(seconds, false) else {
         println!("SKIP agent_memory bench: no memory cgroup controller (v2 or v1) to make a cgroup in");
         return;
     };
@@ -162,13 +167,22 @@ fn main() {
         println!("agent_memory: the binary's device reads ahead {kb} KiB (what a fault of an uncached page reads)");
     }
     report("idle", "an idle agent (stacks at 10 Hz, timeline) in a cgroup of its own", seconds, &idle);
+    // The same agent leaving its start-up pages as they are (no read-ahead advice, page-out or
+    // dropping of its binary's cached pages): what those save, in this run.
+    let kept = measure(seconds, true).expect("the cgroup made for the idle agent can be made again");
+    report("idle_pages_kept", "the same with LOUPE_KEEP_START_UP_PAGES (start-up pages left)", seconds, &kept);
+    println!(
+        "agent_memory: leaving start-up pages costs the idle agent {:+.1} MiB steady ({:+.1} MiB of file pages)",
+        (kept.steady - idle.steady) / MIB,
+        (kept.file as f64 - idle.file as f64) / MIB
+    );
     let dir = tempfile::tempdir().unwrap();
     let Some(programs) = Programs::build(dir.path(), 40) else {
         println!("SKIP agent_memory busy host: cc cannot build the 40 programs");
         return;
     };
     let running = programs.run(300);
-    let charged = measure(seconds);
+    let charged = measure(seconds, false);
     drop(running);
     let busy_host = charged.expect("the cgroup made for the idle agent can be made again");
     report("busy_host", "the same beside 300 processes of 40 distinct binaries", seconds, &busy_host);

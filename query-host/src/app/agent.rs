@@ -39,7 +39,9 @@ const STOP_LIMIT: Duration = Duration::from_secs(20);
 pub fn main(args: AgentArgs) -> Result<()> {
     // Before the large parses of start-up (the kernel's BTF, unwind tables): see `resident`.
     resident::fix_malloc_thresholds();
-    resident::no_read_ahead_in_own_code();
+    if std::env::var_os(resident::KEEP_START_UP_PAGES).is_none() {
+        resident::no_read_ahead_in_own_code();
+    }
     let shutdown = stop_on_signals()?;
     let mut ifaces = args.ifaces.clone();
     let mut schedule =
@@ -210,7 +212,9 @@ pub fn main(args: AgentArgs) -> Result<()> {
     // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
     unsafe { libc::malloc_trim(0) };
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
-    resident::page_out_start_up_code();
+    if std::env::var_os(resident::KEEP_START_UP_PAGES).is_none() {
+        resident::page_out_start_up_code();
+    }
 
     wait_for_stop(&shutdown, args.duration.map(|d| Instant::now() + d), || host.audit().write_ended());
     info!("shutting down");

@@ -25,6 +25,12 @@
 
 use std::{thread, time::Duration};
 
+/// With this variable set (to anything) the agent leaves its start-up pages as they are: no
+/// read-ahead advice, no page-out, no dropping of its binary from the page cache. For
+/// `benches/agent_memory.rs`, which measures what those save against an agent without them, in
+/// the same run.
+pub const KEEP_START_UP_PAGES: &str = "LOUPE_KEEP_START_UP_PAGES";
+
 /// Blocks of this size or more are mapped on their own, and an arena's free top beyond it is
 /// given back.
 pub const MALLOC_THRESHOLD: libc::c_int = 1 << 20;
