@@ -27,6 +27,7 @@ impl FilterSteps {
         crate::kernel::RUNS.check()?;
         let mut ebpf = EbpfLoader::new()
             .verifier_log_level(crate::verifier::LOG_LEVEL)
+            .map_max_entries(MAP_SLOTS, samples.max(1))
             .load(FILTER_STEPS_OBJECT)
             .map_err(|e| crate::privilege::classify("load eBPF programs", &e, SamplerError::Load))?;
         for name in FILTER_STEPS.iter().flat_map(|&(_, ingress, egress)| [ingress, egress]) {
