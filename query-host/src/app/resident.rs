@@ -26,7 +26,7 @@
 use std::{thread, time::Duration};
 
 /// With this variable set (to anything) the agent leaves its start-up pages as they are: no
-/// read-ahead advice, no page-out, no dropping of its binary from the page cache. For
+/// read-ahead advice, no page-out. For
 /// `benches/agent_memory.rs`, which measures what those save against an agent without them, in
 /// the same run.
 pub const KEEP_START_UP_PAGES: &str = "LOUPE_KEEP_START_UP_PAGES";
@@ -75,37 +75,10 @@ pub fn page_out_start_up_code() {
             Ok(bytes) => tracing::debug!(bytes, "start-up code paged out"),
             Err(e) => tracing::debug!("start-up code not paged out: {e}"),
         }
-        // Twice: measured on this VM, one DONTNEED right after the page-out left 24.5 MiB of
-        // the binary cached, a second one 2 s later 4.9 MiB; the second alone (2 s after the
-        // page-out) left 21 MiB.
-        for pause in [Duration::ZERO, Duration::from_secs(2)] {
-            thread::sleep(pause);
-            if let Err(e) = drop_own_binary_from_page_cache() {
-                tracing::debug!("the agent's binary left in the page cache: {e}");
-            }
-        }
     });
     if let Err(e) = spawned {
         tracing::debug!("start-up code not paged out: {e}");
     }
-}
-
-/// `posix_fadvise(POSIX_FADV_DONTNEED)` over the agent's own executable: its cached pages that
-/// no process maps any more go (the kernel keeps a mapped page, and a large folio any of whose
-/// pages is mapped). Those are most of what reading the binary cost: the dynamic loader's and
-/// start-up's faults read it in the block device's read-ahead windows (8 MiB on this VM's
-/// disk), 44 MiB of a 225 MiB binary cached for the ~10 MiB it runs, all charged to the agent's
-/// cgroup when it read them first; after this, 11 MiB (`docs/hot-paths.md`).
-fn drop_own_binary_from_page_cache() -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let exe = std::fs::File::open("/proc/self/exe")?;
-    // SAFETY: advice on an open file descriptor of ours; clean cached pages are dropped, and a
-    // later read finds them in the file again. It changes no data.
-    let rc = unsafe { libc::posix_fadvise(exe.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    if rc != 0 {
-        return Err(std::io::Error::from_raw_os_error(rc));
-    }
-    Ok(())
 }
 
 /// `madvise(MADV_PAGEOUT)` over every mapping of a file that is not writable: clean pages
