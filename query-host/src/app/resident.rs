@@ -55,7 +55,8 @@ pub fn fix_malloc_thresholds() {
 /// Asks the kernel not to read ahead around the agent's own code (`madvise(MADV_RANDOM)` on
 /// its read-only file mappings): a fault then reads the page it needs, not the block device's
 /// read-ahead window around it. Call first thing: what the dynamic loader and the first
-/// faults read before it stays, and [`page_out_start_up_code`] drops it later.
+/// faults read before it stays cached (the page-out, [`page_out_start_up_code`], hands back
+/// only what this process maps).
 pub fn no_read_ahead_in_own_code() {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return };
     for (start, end) in read_only_file_mappings(&maps) {
