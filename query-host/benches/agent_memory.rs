@@ -15,8 +15,8 @@
 //! is to hold (32 MiB steady, 64 MiB peak: the limits a package's unit will set). Each agent
 //! starts with its binary out of the page cache, as at boot, so reading it is charged to it;
 //! the block device's read-ahead (`read_ahead_kb`, printed) decides how much that is. A second
-//! idle agent runs with `LOUPE_KEEP_START_UP_PAGES` (no read-ahead advice, page-out or dropping
-//! of its binary's cached pages): what those save, in the same run.
+//! idle agent runs with `LOUPE_KEEP_START_UP_PAGES` (no read-ahead advice, no page-out): what
+//! those save, in the same run.
 //!
 //! `cargo bench -p loupe-query-host --bench agent_memory` (root).
 
@@ -167,8 +167,8 @@ fn main() {
         println!("agent_memory: the binary's device reads ahead {kb} KiB (what a fault of an uncached page reads)");
     }
     report("idle", "an idle agent (stacks at 10 Hz, timeline) in a cgroup of its own", seconds, &idle);
-    // The same agent leaving its start-up pages as they are (no read-ahead advice, page-out or
-    // dropping of its binary's cached pages): what those save, in this run.
+    // The same agent leaving its start-up pages as they are (no read-ahead advice, no page-out):
+    // what those save, in this run.
     let kept = measure(seconds, true).expect("the cgroup made for the idle agent can be made again");
     report("idle_pages_kept", "the same with LOUPE_KEEP_START_UP_PAGES (start-up pages left)", seconds, &kept);
     println!(

@@ -50,7 +50,9 @@ pub const MAX_FILES: usize = 100;
 const MAX_FOLDING: usize = 1024;
 /// The caller of a request with a missing, unknown or revoked token.
 pub const UNAUTHENTICATED: &str = "unauthenticated";
-const NANOS_PER_MINUTE: u64 = 60_000_000_000;
+/// The audit trail folds refusals per minute of the wall clock; a minute's folds are written
+/// once it has ended.
+pub const NANOS_PER_MINUTE: u64 = 60_000_000_000;
 /// Longest line a reader takes as an entry.
 pub const MAX_LINE: usize = 16 << 10;
 /// Longest target kept in an entry (a probe order names many functions).

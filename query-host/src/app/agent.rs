@@ -39,7 +39,8 @@ const STOP_LIMIT: Duration = Duration::from_secs(20);
 pub fn main(args: AgentArgs) -> Result<()> {
     // Before the large parses of start-up (the kernel's BTF, unwind tables): see `resident`.
     resident::fix_malloc_thresholds();
-    if std::env::var_os(resident::KEEP_START_UP_PAGES).is_none() {
+    let settle_pages = std::env::var_os(resident::KEEP_START_UP_PAGES).is_none();
+    if settle_pages {
         resident::no_read_ahead_in_own_code();
     }
     let shutdown = stop_on_signals()?;
@@ -212,7 +213,7 @@ pub fn main(args: AgentArgs) -> Result<()> {
     // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
     unsafe { libc::malloc_trim(0) };
     info!(ifaces = ?ifaces, data_dir = %args.store.data_dir.display(), "agent sampling");
-    if std::env::var_os(resident::KEEP_START_UP_PAGES).is_none() {
+    if settle_pages {
         resident::page_out_start_up_code();
     }
 

@@ -102,7 +102,8 @@ pub fn wait_for_stop(stop: &AtomicBool, deadline: Option<Instant>, mut each_wake
             stop.store(true, Ordering::Relaxed);
             break;
         }
-        let wait = deadline.map_or(until_minute_ends(), |d| d.saturating_duration_since(now).min(until_minute_ends()));
+        let minute = until_minute_ends();
+        let wait = deadline.map_or(minute, |d| d.saturating_duration_since(now).min(minute));
         match &wake {
             Some(wake) => {
                 let mut fds = libc::pollfd { fd: wake.as_raw_fd(), events: libc::POLLIN, revents: 0 };
@@ -121,9 +122,9 @@ pub fn wait_for_stop(stop: &AtomicBool, deadline: Option<Instant>, mut each_wake
 /// How long until just after the wall clock's current minute ends, when [`wait_for_stop`]
 /// wakes to run its `each_wake`.
 fn until_minute_ends() -> Duration {
-    const MINUTE_NS: u64 = 60_000_000_000;
+    use loupe_core::audit::NANOS_PER_MINUTE;
     let now = loupe_api::clock::now_unix_ns();
-    Duration::from_nanos(MINUTE_NS - now % MINUTE_NS) + Duration::from_millis(50)
+    Duration::from_nanos(NANOS_PER_MINUTE - now % NANOS_PER_MINUTE) + Duration::from_millis(50)
 }
 
 /// A pipe SIGINT and SIGTERM write a byte to; the read end and the handlers' ids.

@@ -162,12 +162,14 @@ impl PerfMaps {
 
     /// Process `pid`'s perf map, read now if it is new or changed (one `stat` when it is not).
     pub fn map(&mut self, pid: u32) -> Option<&PerfMap> {
-        let path = path_of(pid)?;
+        let process = Process::of(pid)?;
+        let path = process.map_path(pid);
         let meta = fs::metadata(&path).ok()?;
         let stamp = (meta.len(), meta.modified().ok());
         let fresh = self.maps.get(&pid).is_some_and(|(seen, _)| *seen == stamp);
         if !fresh {
-            let mut map = readable_by(pid, &meta).then(|| regular_file::open(&path).ok()).flatten().map(PerfMap::read);
+            let mut map =
+                process.may_name_with(&meta).then(|| regular_file::open(&path).ok()).flatten().map(PerfMap::read);
             if let Some(read) = &map
                 && read.skipped > 0
             {
@@ -186,27 +188,38 @@ impl PerfMaps {
     }
 }
 
-/// `/proc/PID/root/tmp/perf-N.map`, N the PID as the process sees itself (its innermost PID
-/// namespace's, from `NStgid`).
-fn path_of(pid: u32) -> Option<PathBuf> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let own = status
-        .lines()
-        .find_map(|l| l.strip_prefix("NStgid:"))
-        .and_then(|ids| ids.split_ascii_whitespace().next_back())
-        .and_then(|id| id.parse::<u32>().ok())
-        .unwrap_or(pid);
-    Some(PathBuf::from(format!("/proc/{pid}/root/tmp/perf-{own}.map")))
+/// What a perf map's path and owner are checked against, from `/proc/PID/status` (read once).
+struct Process {
+    /// The PID as the process sees itself (its innermost PID namespace's, from `NStgid`).
+    own_pid: Option<u32>,
+    /// Its real user.
+    uid: Option<u32>,
 }
 
-/// A map may name a process's code if root or the process's own user owns the file.
-fn readable_by(pid: u32, meta: &fs::Metadata) -> bool {
-    if meta.uid() == 0 {
-        return true;
+impl Process {
+    fn of(pid: u32) -> Option<Process> {
+        let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let last = |key: &str| {
+            status.lines().find_map(|l| l.strip_prefix(key)).and_then(|ids| ids.split_ascii_whitespace().next_back())
+        };
+        let first = |key: &str| {
+            status.lines().find_map(|l| l.strip_prefix(key)).and_then(|ids| ids.split_ascii_whitespace().next())
+        };
+        Some(Process {
+            own_pid: last("NStgid:").and_then(|id| id.parse().ok()),
+            uid: first("Uid:").and_then(|id| id.parse().ok()),
+        })
     }
-    let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
-    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:")).and_then(|ids| ids.split_whitespace().next());
-    uid.and_then(|u| u.parse::<u32>().ok()) == Some(meta.uid())
+
+    /// `/proc/PID/root/tmp/perf-N.map`: the map as the process writes it, in its own `/tmp`.
+    fn map_path(&self, pid: u32) -> PathBuf {
+        PathBuf::from(format!("/proc/{pid}/root/tmp/perf-{}.map", self.own_pid.unwrap_or(pid)))
+    }
+
+    /// A map may name the process's code if root or the process's own user owns the file.
+    fn may_name_with(&self, meta: &fs::Metadata) -> bool {
+        meta.uid() == 0 || self.uid == Some(meta.uid())
+    }
 }
 
 #[cfg(test)]
@@ -290,10 +303,11 @@ mod tests {
         let (theirs, ours) = (sleeper.id(), std::process::id());
         std::os::unix::fs::chown(&file, Some(nobody), Some(nobody)).unwrap();
         let meta = fs::metadata(&file).unwrap();
-        assert!(readable_by(theirs, &meta), "the process's own user's map");
-        assert!(!readable_by(ours, &meta), "another user's map for a root process");
+        let (theirs, ours) = (Process::of(theirs).unwrap(), Process::of(ours).unwrap());
+        assert!(theirs.may_name_with(&meta), "the process's own user's map");
+        assert!(!ours.may_name_with(&meta), "another user's map for a root process");
         std::os::unix::fs::chown(&file, Some(0), Some(0)).unwrap();
-        assert!(readable_by(theirs, &fs::metadata(&file).unwrap()), "root's map for anyone");
+        assert!(theirs.may_name_with(&fs::metadata(&file).unwrap()), "root's map for anyone");
         let _ = sleeper.kill();
         let _ = sleeper.wait();
     }
